@@ -1,0 +1,1 @@
+"""copage: cooperative memory paging with keyword bookmarks."""

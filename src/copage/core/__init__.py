@@ -1,0 +1,1 @@
+"""The pure core of copage: no files, sockets, environment, clocks or model calls."""

@@ -1,0 +1,129 @@
+"""Value types of the paging core: turns, pages and bookmarks.
+
+All values are frozen dataclasses; nothing here touches files, clocks or models.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+PageId = str
+"""A page id such as ``"p3"`` (1-based, in order of closing)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """One tool call made by an assistant turn (OpenAI shape, arguments as JSON text)."""
+
+    id: str
+    name: str
+    arguments: str
+
+
+@dataclass(frozen=True, slots=True)
+class Turn:
+    """One message of a conversation.
+
+    Attributes:
+        id: stable id, e.g. LoCoMo's ``"D3:12"`` or ``"t17"``.
+        role: ``user``, ``assistant``, ``system`` or ``tool``.
+        text: the message text ("" for an assistant turn holding only tool calls).
+        speaker: display name (LoCoMo speaker), defaults to the role when rendered.
+        timestamp: free-form date/time text (LoCoMo session date), if known.
+        session: 1-based session number, if the conversation has sessions.
+        tool_calls: tool calls of an assistant turn.
+        tool_call_id: for a ``tool`` turn, the id of the call it answers.
+        meta: anything else (image captions, ...), JSON-serialisable.
+    """
+
+    id: str
+    role: str
+    text: str
+    speaker: str | None = None
+    timestamp: str | None = None
+    session: int | None = None
+    tool_calls: tuple[ToolCall, ...] = ()
+    tool_call_id: str | None = None
+    meta: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        """The name shown before the text in page text."""
+        return self.speaker or self.role
+
+
+def render_turn(turn: Turn) -> str:
+    """One line of page text: ``Name: text`` (tool calls and results made readable)."""
+    if turn.role == "tool":
+        return f"[tool result {turn.tool_call_id or ''}]: {turn.text}"
+    text = turn.text
+    caption = turn.meta.get("blip_caption") if turn.meta else None
+    if caption:
+        text = f"{text} [shares an image: {caption}]".strip()
+    if turn.tool_calls:
+        calls = "; ".join(f"{c.name}({c.arguments})" for c in turn.tool_calls)
+        text = f"{text} [calls {calls}]".strip()
+    return f"{turn.name}: {text}"
+
+
+def render_turns(turns: tuple[Turn, ...] | list[Turn]) -> str:
+    """Page text: turn lines, with a session header whenever the session or date changes.
+
+    Session dates are kept because temporal questions need them.
+    """
+    lines: list[str] = []
+    last: tuple[int | None, str | None] | None = None
+    for t in turns:
+        key = (t.session, t.timestamp)
+        if key != last and (t.session is not None or t.timestamp):
+            head = f"session {t.session}" if t.session is not None else "session"
+            lines.append(f"({head}, {t.timestamp})" if t.timestamp else f"({head})")
+        last = key
+        lines.append(render_turn(t))
+    return "\n".join(lines)
+
+
+@dataclass(frozen=True, slots=True)
+class Page:
+    """A closed run of turns.
+
+    Attributes:
+        id: ``"p1"``, ``"p2"``, ... in order.
+        index: 0-based position (``id == f"p{index + 1}"``).
+        turns: the turns, in order.
+        text: rendered page text (speaker names and session dates kept).
+        tokens: token count of ``text``.
+    """
+
+    id: PageId
+    index: int
+    turns: tuple[Turn, ...]
+    text: str
+    tokens: int
+
+    @property
+    def session(self) -> int | None:
+        """The session of the page's first turn."""
+        return self.turns[0].session if self.turns else None
+
+    @property
+    def turn_ids(self) -> tuple[str, ...]:
+        return tuple(t.id for t in self.turns)
+
+
+def page_id(index: int) -> PageId:
+    """The id of the page at 0-based ``index``."""
+    return f"p{index + 1}"
+
+
+@dataclass(frozen=True, slots=True)
+class Bookmark:
+    """What stands in the prompt for an evicted page."""
+
+    page_id: PageId
+    keywords: tuple[str, ...]
+    text: str
+    tokens: int
+    format: str = "minimal"

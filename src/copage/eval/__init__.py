@@ -1,0 +1,1 @@
+"""copage.eval"""

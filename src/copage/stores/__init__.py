@@ -1,0 +1,1 @@
+"""Page stores: memory, SQLite, PostgreSQL."""
