@@ -1,1 +1,1 @@
-"""copage.cli"""
+"""Command-line entry points."""

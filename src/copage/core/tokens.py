@@ -9,9 +9,12 @@ punctuation mark) is used and named ``estimate-v1`` in every output.
 
 from __future__ import annotations
 
+import importlib.machinery
+import importlib.util
 import re
 from functools import lru_cache
-from typing import Protocol
+from pathlib import Path
+from typing import Any, Protocol
 
 
 class Tokenizer(Protocol):
@@ -22,19 +25,45 @@ class Tokenizer(Protocol):
     def count(self, text: str) -> int: ...
 
 
+def _load_bindings() -> Any:
+    """The Rust extension of ``bpe-openai``, loaded without the package's ``__init__``
+    (which eagerly decodes three vocabularies: seconds at import time)."""
+    spec = importlib.util.find_spec("bpe_openai")
+    if spec is None or not spec.submodule_search_locations:
+        raise ImportError("bpe-openai is not installed")
+    for folder in spec.submodule_search_locations:
+        for path in Path(folder).glob("_bindings*.so"):
+            loader = importlib.machinery.ExtensionFileLoader("bpe_openai._bindings", str(path))
+            mspec = importlib.util.spec_from_file_location("bpe_openai._bindings", path, loader=loader)
+            if mspec is None:
+                continue
+            module = importlib.util.module_from_spec(mspec)
+            loader.exec_module(module)
+            return module
+    import bpe_openai._bindings as bindings  # other platforms: the ordinary import
+
+    return bindings
+
+
 class BpeTokenizer:
-    """Exact BPE counts from an encoding bundled in ``bpe-openai``."""
+    """Exact BPE counts from an encoding bundled in ``bpe-openai`` (memoised per text)."""
 
-    def __init__(self, encoding: str = "o200k_base") -> None:
-        import bpe_openai
-
+    def __init__(self, encoding: str = "o200k_base", cache_size: int = 200_000) -> None:
         self.name = encoding
-        self._enc = bpe_openai.get_encoding(encoding)
+        self._tok = _load_bindings().tokenizer_for_encoding(encoding)
+        self._cache: dict[str, int] = {}
+        self._cache_size = cache_size
 
     def count(self, text: str) -> int:
         if not text:
             return 0
-        return len(self._enc.encode(text))
+        n = self._cache.get(text)
+        if n is None:
+            n = int(self._tok.count(text))
+            if len(self._cache) >= self._cache_size:
+                self._cache.clear()
+            self._cache[text] = n
+        return n
 
 
 _PIECE = re.compile(r"[A-Za-z]+|\d{1,3}|[^\sA-Za-z\d]")
@@ -63,6 +92,10 @@ def get_tokenizer(name: str = "o200k_base") -> Tokenizer:
         return BpeTokenizer(name)
     except ImportError:
         return EstimateTokenizer()
+    except ValueError as e:  # unknown encoding name
+        raise ValueError(
+            f"unknown tokenizer {name!r}; valid: o200k_base, cl100k_base, estimate-v1"
+        ) from e
 
 
 def default_tokenizer() -> Tokenizer:

@@ -133,7 +133,9 @@ class PageStore(Protocol):
 
     def events(
         self, conversation_id: str, *, tenant: str = "default", since_seq: int = 0
-    ) -> list[Event]: ...
+    ) -> list[Event]:
+        """Events with ``seq >= since_seq``, in seq order (ConversationNotFound if absent)."""
+        ...
 
     def list_conversations(self, *, tenant: str = "default") -> list[ConversationInfo]: ...
 

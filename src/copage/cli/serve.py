@@ -1,0 +1,119 @@
+"""``copage serve``: the OpenAI-compatible paging proxy (see ``docs/serve.md``)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import sys
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+from copage.core.config import PagerConfig
+
+FLAGS = ("upstream", "model", "store", "host", "port", "config", "keys_file", "workers",
+         "boundary", "policy", "resident_pages", "resident_tokens", "keywords", "n_keywords",
+         "bookmark_format", "recall_by_query", "max_recalls", "max_body_bytes", "max_messages",
+         "upstream_timeout", "upstream_retries")
+log = logging.getLogger("copage.server")
+
+
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "serve", help="OpenAI-compatible paging proxy with tenants and a page inspector",
+        description="Serve POST /v1/chat/completions in front of an OpenAI-compatible "
+        "upstream (--upstream URL) or a provider model (--model SPEC), paging each "
+        "conversation. Every option can also come from COPAGE_<NAME> environment "
+        "variables or a TOML/JSON --config file; see docs/serve.md.",
+    )
+    src = p.add_mutually_exclusive_group()
+    src.add_argument("--upstream", help="OpenAI-compatible base URL, e.g. http://127.0.0.1:8080/v1 "
+                     "(the client's model passes through; key in COPAGE_UPSTREAM_KEY)")
+    src.add_argument("--model", help="model spec that answers every request, e.g. "
+                     "anthropic:claude-haiku-4-5")
+    p.add_argument("--store", help="sqlite:///path (default ~/.local/share/copage/copage.db), "
+                   "postgresql://..., memory://")
+    p.add_argument("--host", help="default 127.0.0.1")
+    p.add_argument("--port", type=int, help="default 8787")
+    p.add_argument("--workers", type=int, help="uvicorn worker processes (default 1)")
+    p.add_argument("--config", help="TOML or JSON settings file")
+    p.add_argument("--keys-file", dest="keys_file", help='JSON/TOML {"key": "tenant"}')
+    g = p.add_argument_group("paging of new conversations")
+    g.add_argument("--boundary", help="fixed_N, tokens_N, session, topic_shift, segment")
+    g.add_argument("--policy", help="fifo, lru, lfu, lrfu, adaptive, query")
+    g.add_argument("-k", "--resident-pages", dest="resident_pages", type=int)
+    g.add_argument("--resident-tokens", dest="resident_tokens", type=int)
+    g.add_argument("--keywords", help="heuristic, tfidf, discriminative, random")
+    g.add_argument("--n-keywords", dest="n_keywords", type=int)
+    g.add_argument("--format", dest="bookmark_format", help="minimal, snippet, structured, gist")
+    g.add_argument("--recall-by-query", dest="recall_by_query", action="store_true", default=None)
+    g.add_argument("--max-recalls", dest="max_recalls", type=int, help="per turn (default 3)")
+    lim = p.add_argument_group("limits")
+    lim.add_argument("--max-body-bytes", dest="max_body_bytes", type=int)
+    lim.add_argument("--max-messages", dest="max_messages", type=int)
+    lim.add_argument("--upstream-timeout", dest="upstream_timeout", type=float)
+    lim.add_argument("--upstream-retries", dest="upstream_retries", type=int)
+    p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+
+
+def safe_url(url: str) -> str:
+    """``url`` without its password (for the startup log)."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return "<url>"
+    if parts.password:
+        host = parts.hostname or ""
+        user = f"{parts.username}:***@" if parts.username else "***@"
+        port = f":{parts.port}" if parts.port else ""
+        parts = parts._replace(netloc=user + host + port)
+    return urlunsplit(parts)
+
+
+def _loopback(host: str) -> bool:
+    from copage.llm.guard import is_loopback
+
+    return is_loopback(host)
+
+
+def run(args: argparse.Namespace) -> int:
+    from copage.core.pager import Pager
+    from copage.server.settings import build_settings
+
+    flags: dict[str, Any] = {k: getattr(args, k, None) for k in FLAGS}
+    settings = build_settings(flags)
+    Pager(PagerConfig(**settings.paging.to_dict()))  # unknown names fail here, listed
+    if not settings.keys and not _loopback(settings.host):
+        raise ValueError(f"no proxy keys configured: refusing to listen on {settings.host}; "
+                         "set COPAGE_KEYS / --keys-file, or listen on 127.0.0.1")
+    if settings.store.startswith("sqlite://"):
+        Path(settings.store[len("sqlite://"):].split("?")[0]).parent.mkdir(parents=True,
+                                                                        exist_ok=True)
+    import uvicorn
+
+    logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    target = f"upstream {safe_url(settings.upstream)}" if settings.upstream else \
+        f"model {settings.model}"
+    print(f"copage serve: http://{settings.host}:{settings.port}/v1 -> {target}; "
+          f"store {safe_url(settings.store)}; inspector at /ui", file=sys.stderr)
+    if settings.keys:
+        tenants = sorted(set(settings.keys.values()))
+        print(f"copage serve: {len(settings.keys)} proxy key(s), {len(tenants)} tenant(s)",
+              file=sys.stderr)
+    else:
+        print("copage serve: no proxy keys configured: one tenant 'default', "
+              "listening on loopback only", file=sys.stderr)
+    if settings.workers > 1:
+        os.environ["COPAGE_SERVE_FLAGS"] = json.dumps({k: v for k, v in flags.items()
+                                                       if v is not None})
+        uvicorn.run("copage.server.app:app_from_env", factory=True, host=settings.host,
+                    port=settings.port, workers=settings.workers, log_level=args.log_level)
+        return 0
+    from copage.server.app import create_app
+
+    uvicorn.run(create_app(settings), host=settings.host, port=settings.port,
+                log_level=args.log_level)
+    return 0

@@ -1,0 +1,69 @@
+"""Keyword extractors: what a bookmark says about its page.
+
+``random``, ``heuristic`` and ``tfidf`` follow the paper's generator study;
+``discriminative`` (Fightin' Words with a cross-bookmark penalty) goes beyond it.
+All are offline and deterministic. Build one by name with :func:`get_extractor`.
+"""
+
+from __future__ import annotations
+
+from copage.core.keywords.base import (
+    DEFAULT_N_KEYWORDS,
+    KeywordExtractor,
+    check_n,
+    check_options,
+)
+from copage.core.keywords.corpus import Corpus
+from copage.core.registry import Registry
+
+__all__ = [
+    "DEFAULT_N_KEYWORDS",
+    "EXTRACTORS",
+    "Corpus",
+    "KeywordExtractor",
+    "check_n",
+    "get_extractor",
+]
+
+
+def _random(**options: object) -> KeywordExtractor:
+    from copage.core.keywords.random_tokens import RandomExtractor
+
+    check_options("keyword extractor 'random'", options, ["seed"])
+    return RandomExtractor(**options)  # type: ignore[arg-type]
+
+
+def _heuristic(**options: object) -> KeywordExtractor:
+    from copage.core.keywords.heuristic import HeuristicExtractor
+
+    check_options("keyword extractor 'heuristic'", options, [])
+    return HeuristicExtractor()
+
+
+def _tfidf(**options: object) -> KeywordExtractor:
+    from copage.core.keywords.tfidf import TfidfExtractor
+
+    check_options("keyword extractor 'tfidf'", options, [])
+    return TfidfExtractor()
+
+
+def _discriminative(**options: object) -> KeywordExtractor:
+    from copage.core.keywords.discriminative import DiscriminativeExtractor
+
+    check_options("keyword extractor 'discriminative'", options, ["alpha0", "penalty"])
+    return DiscriminativeExtractor(**options)  # type: ignore[arg-type]
+
+
+EXTRACTORS: Registry[KeywordExtractor] = Registry("keyword extractor")
+EXTRACTORS.register("random", _random)
+EXTRACTORS.register("heuristic", _heuristic)
+EXTRACTORS.register("tfidf", _tfidf)
+EXTRACTORS.register("discriminative", _discriminative)
+
+
+def get_extractor(name: str, **options: object) -> KeywordExtractor:
+    """The keyword extractor called ``name``; raises ``UnknownNameError`` listing valid names.
+
+    Options: ``random(seed=0)``, ``discriminative(alpha0=2000.0, penalty=1.5)``.
+    """
+    return EXTRACTORS.create(name, **options)

@@ -1,0 +1,138 @@
+"""Tokens and candidate terms shared by the keyword extractors and the corpus.
+
+A *term* is a lower-cased content word (not a stopword, at least two characters)
+or a two-word phrase of adjacent content words (``"thai garden"``): bigrams never
+start or end with a stopword and never cross punctuation or a line break.
+
+Speaker prefixes of page text (``"Anna: "``, ``"[tool result c1]: "``) and the
+session header lines of ``render_turns`` (``"(session 3, 8 May 2023)"``) are
+stripped first: they are rendering, not content (speaker names repeat on every
+line; header times would make junk keywords such as ``"56"`` from ``1:56 pm``).
+The rule is a regex (one to three capitalised words, or a role name, then a colon
+at the start of a line), so a line such as ``"Budget: $450"`` loses its first word
+too; that is the price of not needing the turns.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass
+
+from copage.core.text import STOPWORDS
+
+_SPEAKER = re.compile(
+    r"^[ \t]*(?:\[tool result[^\]\n]*\]"
+    r"|[A-Z][\w.'-]*(?: [A-Z][\w.'-]*){0,2}"
+    r"|user|assistant|system|tool):[ \t]*",
+    re.MULTILINE,
+)
+_SESSION_HEADER = re.compile(r"^\(session[^\n]*\)[ \t]*$", re.MULTILINE)
+_TOKEN = re.compile(r"\d+(?:[.,:]\d+)+|[A-Za-z0-9]+(?:'[A-Za-z]+)?")
+_JOINABLE_GAP = re.compile(r"[ \t]{1,3}|-")
+
+
+@dataclass(frozen=True, slots=True)
+class Token:
+    """One word of a text: its surface form, lower-cased form and span."""
+
+    text: str
+    lower: str
+    start: int
+    end: int
+
+
+def body(text: str) -> str:
+    """Page text without speaker prefixes and session headers, with plain apostrophes."""
+    return _SPEAKER.sub("", _SESSION_HEADER.sub("", text.replace("\u2019", "'")))
+
+
+def tokenize(text: str) -> list[Token]:
+    """Word tokens of ``text``, with spans.
+
+    A token is a run of letters/digits (inner apostrophe kept: ``"don't"``) or a
+    number with separators (``"18,000"``, ``"3.5"``, ``"9:30"``).
+    """
+    return [
+        Token(m.group(0), m.group(0).lower(), m.start(), m.end()) for m in _TOKEN.finditer(text)
+    ]
+
+
+def is_content(word: str) -> bool:
+    """True for a lower-cased word that is not a stopword and has two or more characters."""
+    return len(word) > 1 and word not in STOPWORDS
+
+
+def joinable(text: str, left: Token, right: Token) -> bool:
+    """True when two tokens are adjacent: only spaces or one hyphen between them."""
+    return _JOINABLE_GAP.fullmatch(text, left.end, right.start) is not None
+
+
+def term_occurrences(text: str) -> list[tuple[str, str]]:
+    """``(term, surface)`` pairs of the unigram and bigram terms of ``text``, in text order.
+
+    ``text`` should already be a :func:`body`. Each unigram is followed by the
+    bigram it ends, if any.
+    """
+    toks = tokenize(text)
+    out: list[tuple[str, str]] = []
+    prev: Token | None = None
+    for tok in toks:
+        if not is_content(tok.lower):
+            prev = None
+            continue
+        if prev is not None and joinable(text, prev, tok):
+            out.append((f"{prev.lower} {tok.lower}", f"{prev.text} {tok.text}"))
+        out.append((tok.lower, tok.text))
+        prev = tok
+    return out
+
+
+def term_counts(text: str) -> Counter[str]:
+    """Counts of unigram and bigram terms of a page text (speaker prefixes stripped)."""
+    return Counter(term for term, _ in term_occurrences(body(text)))
+
+
+def is_bigram(term: str) -> bool:
+    """True for a two-word term."""
+    return " " in term
+
+
+def sentence_initial(text: str, start: int) -> bool:
+    """True when position ``start`` of ``text`` opens a sentence or a line."""
+    i = start - 1
+    while i >= 0 and text[i] in " \t\"'(":
+        i -= 1
+    return i < 0 or text[i] in ".!?:;\n"
+
+
+def display_forms(text: str) -> dict[str, str]:
+    """Map each term of a body text to its display form.
+
+    The display form is capitalised when the term appears with a capital letter
+    somewhere other than the start of a sentence (``"Thai Garden"``, ``"Lisbon"``,
+    but not ``"Taking"``), else lower-case; a number first written with a currency
+    sign keeps it (``"$450"``).
+    """
+    forms: dict[str, str] = {}
+    toks = tokenize(text)
+    prev: Token | None = None
+    for tok in toks:
+        if not is_content(tok.lower):
+            prev = None
+            continue
+        named = tok.text[:1].isupper() and not sentence_initial(text, tok.start)
+        if prev is not None and joinable(text, prev, tok):
+            _offer(forms, f"{prev.lower} {tok.lower}", f"{prev.text} {tok.text}", named)
+        _offer(forms, tok.lower, tok.text, named)
+        money = tok.start > 0 and text[tok.start - 1] in "$€£" and tok.lower[0].isdigit()
+        if money and forms[tok.lower] == tok.lower:
+            forms[tok.lower] = text[tok.start - 1] + tok.lower
+        prev = tok
+    return forms
+
+
+def _offer(forms: dict[str, str], term: str, surface: str, named: bool) -> None:
+    """Record ``term`` (in text order); upgrade it to ``surface`` when it reads as a name."""
+    if term not in forms or (named and forms[term] == term):
+        forms[term] = surface if named else term

@@ -1,0 +1,497 @@
+"""The pager: pages, the resident set, bookmarks and recall, as pure state.
+
+:class:`Pager` does no I/O. Each operation records what changed in a
+:class:`~copage.stores.base.ChangeSet`-shaped buffer that the caller drains and
+persists (see :class:`copage.memory.PagedMemory`). Per-turn cost is bounded by the
+size of the open page and the resident set, not by the conversation length:
+pages are built once when they close, token sums are kept incrementally, the
+bookmark index is re-joined only when it changes, and corpus-dependent keyword
+extractors (``tfidf``, ``discriminative``) refresh at most
+``refresh_per_turn`` stale bookmarks per turn (a bookmark is stale once the
+conversation has 25% more pages than when it was made).
+"""
+
+from __future__ import annotations
+
+import heapq
+import re
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from copage.core import prompt
+from copage.core.bookmarks import get_format, make_bookmark
+from copage.core.boundaries import get_boundary
+from copage.core.cache import PageCache
+from copage.core.config import PagerConfig
+from copage.core.keywords import Corpus, get_extractor
+from copage.core.paginate import Paginator, ReplayPaginator, Span
+from copage.core.policies import get_policy
+from copage.core.retrieval import BM25Index
+from copage.core.text import content_words
+from copage.core.tokens import get_tokenizer
+from copage.core.types import Bookmark, Page, PageId, Turn, page_id, render_turns
+from copage.stores.base import ChangeSet, Event, PageRecord
+
+CORPUS_EXTRACTORS = frozenset({"tfidf", "discriminative"})
+_PAGE_ARG = re.compile(r"\[?\s*(?:page\s*)?p?\s*(\d+)\s*(?:[:\]].*)?\Z", re.IGNORECASE | re.DOTALL)
+
+
+def parse_page_arg(value: object) -> int | None:
+    """0-based page index from ``"p3"``, ``"P3"``, ``"3"``, ``3`` or ``"[p3:...]"``; else None."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value - 1 if value >= 1 else None
+    if isinstance(value, float) and value.is_integer() and value >= 1:
+        return int(value) - 1
+    if isinstance(value, str):
+        m = _PAGE_ARG.match(value.strip())
+        if m and int(m.group(1)) >= 1:
+            return int(m.group(1)) - 1
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class RecallResult:
+    """Outcome of one recall: ``status`` is ``paged_in``, ``resident`` or ``error``."""
+
+    status: str
+    text: str
+    page: PageId | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Context:
+    """What to send to the model: chat messages, tools, and the accounting."""
+
+    messages: list[dict[str, Any]]
+    tools: list[dict[str, Any]]
+    stats: dict[str, Any]
+
+
+@dataclass(slots=True)
+class PagerStats:
+    """Counters kept across the conversation."""
+
+    faults: int = 0
+    hits: int = 0
+    recalls: int = 0
+    recall_errors: int = 0
+    evictions: int = 0
+
+
+@dataclass(slots=True)
+class _Book:
+    """Bookmark bookkeeping: the bookmark and the corpus size it was made at."""
+
+    bookmark: Bookmark
+    epoch: int
+    lowered: tuple[str, ...] = field(default_factory=tuple)
+
+
+class Pager:
+    """Pages a conversation. See the module docstring.
+
+    Args:
+        config: the settings.
+        future: the whole future access sequence, needed only by ``belady``.
+        defer_bookmarks: make bookmarks only in :meth:`refresh_all_bookmarks`
+            (simulation with probes at the end).
+        spans: page cuts computed before by :func:`copage.core.paginate.paginate`
+            for this conversation (simulation: cut once, replay in every cell).
+    """
+
+    def __init__(
+        self, config: PagerConfig | None = None, *, future: Sequence[PageId] | None = None,
+        defer_bookmarks: bool = False, spans: Sequence[Span] | None = None,
+    ) -> None:
+        self.config = cfg = config or PagerConfig()
+        self.defer_bookmarks = defer_bookmarks
+        self.tokenizer = get_tokenizer(cfg.tokenizer)
+        self.boundary = get_boundary(cfg.boundary, **dict(cfg.boundary_options))
+        self.extractor = get_extractor(cfg.keywords, **dict(cfg.keyword_options))
+        self.format = get_format(cfg.bookmark_format)
+        options = dict(cfg.policy_options)
+        if future is not None:
+            options["future"] = list(future)
+        self.cache = PageCache(
+            get_policy(cfg.policy, **options), cfg.resident_pages,
+            token_budget=cfg.resident_tokens, size_of=self._page_tokens,
+        )
+        self.paginator = (
+            Paginator(self.boundary) if spans is None else ReplayPaginator(self.boundary, spans)
+        )
+        self.turns: list[Turn] = []
+        self.pages: list[Page] = []
+        self.corpus = Corpus()
+        self.books: dict[int, _Book] = {}
+        self.taken: dict[str, int] = {}
+        self.system: str | None = None
+        self.stats = PagerStats()
+        self._turn_tokens: list[int] = []
+        self._closed_tokens = 0
+        self._evicted_set: set[int] = set()
+        self._stale_heap: list[tuple[int, int]] = []  # (epoch, page index), lazily cleaned
+        self._resident_tokens = 0  # tokens of resident closed pages
+        self._bookmark_tokens = 0  # tokens of the bookmarks of evicted pages
+        self._index_lines: str | None = None
+        self._pending = ChangeSet()
+        self._event_seq = 0
+        tools = self.tools()
+        self._fixed_tokens = self.tokenizer.count(self._preamble()) + self.tokenizer.count(
+            prompt.tool_tokens_text(tools)
+        )
+
+    # ----------------------------------------------------------- conversation
+    def add(self, turn: Turn) -> list[PageId]:
+        """Append a turn; return the ids of pages that closed."""
+        seq = len(self.turns)
+        self.turns.append(turn)
+        self._turn_tokens.append(self.tokenizer.count(turn.text))
+        self._pending.turns.append((seq, turn))
+        if turn.role == "user":
+            self.cache.set_query(turn.text)
+        closed = [self._close(s) for s in self.paginator.step(self.turns)]
+        self._refresh_stale()
+        return closed
+
+    def close_open_page(self) -> list[PageId]:
+        """Close the open page (end of a conversation, or before probes)."""
+        return [self._close(s) for s in self.paginator.step(self.turns, final=True)]
+
+    def _close(self, span: Span) -> PageId:
+        idx = len(self.pages)
+        turns = tuple(self.turns[span.start : span.end])
+        text = render_turns(turns)
+        page = Page(page_id(idx), idx, turns, text, self.tokenizer.count(text))
+        self.pages.append(page)
+        self._closed_tokens += sum(self._turn_tokens[span.start : span.end])
+        self.cache.set_page_text(page.id, text)
+        if self.defer_bookmarks:
+            # Simulation of placement "end": bookmarks are made once, at the end.
+            self.books[idx] = _Book(Bookmark(page.id, (), "", 0, self.format.name), 0)
+        else:
+            self.corpus.add(page.id, text)
+            self._set_bookmark(idx, self._keywords(page))
+        self._pending.pages.append(PageRecord(idx, span.start, span.end - 1, page.tokens))
+        self._event("admit", idx)
+        self._resident_tokens += page.tokens
+        for victim in self.cache.admit(page.id):
+            self._evicted(victim)
+        self._index_lines = None
+        return page.id
+
+    @property
+    def open_turns(self) -> Sequence[Turn]:
+        """Turns of the open page (always resident)."""
+        return self.turns[self.paginator.start :]
+
+    # -------------------------------------------------------------- bookmarks
+    def _keywords(self, page: Page) -> tuple[str, ...]:
+        own = self.books.get(page.index)
+        taken = dict(self.taken)
+        if own:
+            for k in own.lowered:
+                taken[k] = taken.get(k, 1) - 1
+        return self.extractor.extract(page, self.corpus, self.config.n_keywords, taken=taken)
+
+    def _set_bookmark(self, idx: int, keywords: tuple[str, ...]) -> None:
+        old = self.books.get(idx)
+        if old:
+            for k in old.lowered:
+                self.taken[k] -= 1
+        bm = make_bookmark(self.pages[idx], keywords, self.format, self.tokenizer)
+        lowered = tuple(k.lower() for k in keywords)
+        for k in lowered:
+            self.taken[k] = self.taken.get(k, 0) + 1
+        self.books[idx] = _Book(bm, self.corpus.n_pages, lowered)
+        if idx in self._evicted_set:
+            self._bookmark_tokens += bm.tokens - (old.bookmark.tokens if old else 0)
+            heapq.heappush(self._stale_heap, (self.corpus.n_pages, idx))
+        self._pending.bookmarks.append((idx, bm))
+        self._index_lines = None
+
+    def _refresh_stale(self) -> None:
+        if self.config.keywords not in CORPUS_EXTRACTORS or not self.pages:
+            return
+        n = self.corpus.n_pages
+        budget = self.config.refresh_per_turn
+        heap = self._stale_heap
+        # Oldest bookmarks first; only evicted pages show bookmarks.
+        while heap and budget > 0 and n >= heap[0][0] * 1.25 + 1:
+            epoch, idx = heapq.heappop(heap)
+            if idx in self._evicted_set and self.books[idx].epoch == epoch:
+                self._set_bookmark(idx, self._keywords(self.pages[idx]))
+                budget -= 1
+
+    def refresh_all_bookmarks(self, keywords: dict[PageId, tuple[str, ...]] | None = None) -> None:
+        """Recompute every bookmark with the whole conversation known (batch extraction).
+
+        ``keywords`` may supply the batch result (the simulation reuses it across cells).
+        """
+        if not self.pages:
+            return
+        kws = keywords if keywords is not None else self.batch_keywords()
+        self.taken.clear()
+        self.books.clear()
+        for page in self.pages:
+            self._set_bookmark(page.index, kws[page.id])
+
+    def batch_keywords(self) -> dict[PageId, tuple[str, ...]]:
+        """Keywords of every page by the extractor's batch mode (whole conversation)."""
+        return self.extractor.extract_all(self.pages, self.config.n_keywords)
+
+    def bookmark(self, pid: PageId) -> Bookmark:
+        """The current bookmark of a page."""
+        return self.books[self._index(pid)].bookmark
+
+    # ----------------------------------------------------------------- access
+    def is_resident(self, pid: PageId) -> bool:
+        return pid in self.cache
+
+    @property
+    def resident(self) -> list[PageId]:
+        """Resident closed pages, in page order."""
+        return sorted(self.cache.resident, key=lambda p: int(p[1:]))
+
+    @property
+    def evicted(self) -> list[PageId]:
+        """Closed pages not resident, in page order."""
+        return [page_id(i) for i in sorted(self._evicted_set)]
+
+    def access(self, pid: PageId, *, protect: Collection[PageId] = (), kind: str = "probe") -> bool:
+        """Use a page (a probe that needs it, a recall); page it in if evicted. True on a hit."""
+        idx = self._index(pid)
+        result = self.cache.access(pid, protect=protect)
+        if result.hit:
+            self.stats.hits += 1
+            self._event("hit", idx, {"by": kind})
+        else:
+            self.stats.faults += 1
+            self._event("fault", idx, {"by": kind})
+            self._evicted_set.discard(idx)
+            self._resident_tokens += self.pages[idx].tokens
+            self._bookmark_tokens -= self.books[idx].bookmark.tokens
+        for victim in result.evicted:
+            self._evicted(victim)
+        self._index_lines = None
+        return bool(result.hit)
+
+    def _evicted(self, pid: PageId) -> None:
+        idx = self._index(pid)
+        self.stats.evictions += 1
+        self._evicted_set.add(idx)
+        self._resident_tokens -= self.pages[idx].tokens
+        self._bookmark_tokens += self.books[idx].bookmark.tokens
+        heapq.heappush(self._stale_heap, (self.books[idx].epoch, idx))
+        self._event("evict", idx)
+
+    def recall(self, page: object = None, *, query: object = None) -> RecallResult:
+        """The recall tool: page a page in and return its text. Never raises.
+
+        Exactly one of ``page`` and ``query`` (when ``recall_by_query`` is on).
+        Errors come back as ``status="error"`` with a text meant for the model.
+        """
+        self.stats.recalls += 1
+        name = self.config.tool_name
+        if query is not None and page is None:
+            if not self.config.recall_by_query:
+                return self._recall_error(f"{name}() takes a page id such as \"p3\", not a query.")
+            return self._recall_query(query)
+        if page is not None and query is not None:
+            return self._recall_error(f"give exactly one of page or query to {name}().")
+        idx = parse_page_arg(page)
+        if idx is None:
+            return self._recall_error(
+                f"{name}() needs a page id such as \"p3\"; got {str(page)[:40]!r}."
+                + self._valid_pages()
+            )
+        if idx >= len(self.pages):
+            return self._recall_error(f"there is no page p{idx + 1}." + self._valid_pages())
+        pid = page_id(idx)
+        if self.is_resident(pid):
+            self.access(pid, kind="recall")
+            self._event("recall", idx, {"status": "resident"})
+            return RecallResult("resident", f"{pid} is already in context (its messages are shown above).", pid)
+        self.access(pid, kind="recall")
+        self._event("recall", idx, {"status": "paged_in"})
+        return RecallResult("paged_in", prompt.page_block(pid, self.pages[idx].text), pid)
+
+    def _recall_query(self, query: object) -> RecallResult:
+        if not isinstance(query, str) or not content_words(query):
+            return self._recall_error("the query must be a few words describing what you need.")
+        evicted = self.evicted
+        if not evicted:
+            return self._recall_error("no page is evicted: everything is already in context.")
+        scores = BM25Index([content_words(self.pages[self._index(p)].text) for p in evicted]).scores(
+            content_words(query)
+        )
+        best = max(range(len(evicted)), key=lambda i: (scores[i], -i))
+        if scores[best] <= 0:
+            return self._recall_error(f"no evicted page matches {query[:60]!r}.")
+        pid = evicted[best]
+        self.access(pid, kind="recall")
+        self._event("recall", self._index(pid), {"status": "paged_in", "query": query[:200]})
+        return RecallResult("paged_in", prompt.page_block(pid, self.pages[self._index(pid)].text), pid)
+
+    def _recall_error(self, text: str) -> RecallResult:
+        self.stats.recall_errors += 1
+        self._event("recall", None, {"status": "error", "message": text[:300]})
+        return RecallResult("error", f"error: {text}")
+
+    def _valid_pages(self) -> str:
+        ev = self.evicted
+        if not ev:
+            return " No page is evicted."
+        shown = ", ".join(ev[:20]) + (", ..." if len(ev) > 20 else "")
+        return f" Evicted pages: {shown}."
+
+    def _index(self, pid: PageId) -> int:
+        if pid[:1] == "p" and pid[1:].isdigit():  # fast path for canonical ids
+            idx: int | None = int(pid[1:]) - 1
+        else:
+            idx = parse_page_arg(pid)
+        if idx is None or idx >= len(self.pages):
+            raise KeyError(f"unknown page {pid!r}")
+        return idx
+
+    def _page_tokens(self, pid: PageId) -> int:
+        return self.pages[self._index(pid)].tokens
+
+    # ---------------------------------------------------------------- context
+    def _preamble(self) -> str:
+        return prompt.preamble(self.config.tool_name, by_query=self.config.recall_by_query)
+
+    def tools(self) -> list[dict[str, Any]]:
+        """The recall tool schema (OpenAI format)."""
+        return [prompt.recall_tool(self.config.tool_name, by_query=self.config.recall_by_query)]
+
+    def bookmark_index(self) -> str:
+        """The bookmark lines of evicted pages, re-joined only when they change."""
+        if self._index_lines is None:
+            self._index_lines = prompt.bookmarks_block(
+                [self.books[self._index(p)].bookmark.text for p in self.evicted]
+            )
+        return self._index_lines
+
+    def context(self, question: str | None = None) -> Context:
+        """Messages for the model: system (preamble + bookmarks), resident pages, open page."""
+        system = self._preamble() + "\n\n" + self.bookmark_index()
+        if self.system:
+            system = self.system + "\n\n" + system
+        messages: list[dict[str, Any]] = [{"role": "system", "content": system}]
+        for pid in self.resident:
+            messages.extend(prompt.turn_message(t) for t in self.pages[self._index(pid)].turns)
+        messages.extend(prompt.turn_message(t) for t in self.open_turns)
+        if question is not None:
+            messages.append({"role": "user", "content": question})
+        return Context(messages, self.tools(), self.summary(question))
+
+    def prompt_tokens(self, question: str | None = None) -> int:
+        """Content tokens of :meth:`context` (preamble, tool schema, bookmarks, resident
+        pages, open page, question); per-message framing is not counted."""
+        n = self._fixed_tokens + self.tokenizer.count(self.system or "")
+        n += self._resident_tokens + self._bookmark_tokens
+        n += sum(self._turn_tokens[self.paginator.start :])
+        if question:
+            n += self.tokenizer.count(question)
+        return n
+
+    def full_tokens(self, question: str | None = None) -> int:
+        """Tokens of the whole conversation (turn texts) plus the question."""
+        n = self._closed_tokens + sum(self._turn_tokens[self.paginator.start :])
+        return n + (self.tokenizer.count(question) if question else 0)
+
+    def summary(self, question: str | None = None) -> dict[str, Any]:
+        """Stats: pages, resident set, faults, hits, bookmark and prompt tokens."""
+        return {
+            "turns": len(self.turns),
+            "pages": len(self.pages),
+            "resident": self.resident,
+            "evicted": len(self._evicted_set),
+            "open_turns": len(self.open_turns),
+            "faults": self.stats.faults,
+            "hits": self.stats.hits,
+            "recalls": self.stats.recalls,
+            "evictions": self.stats.evictions,
+            "bookmark_tokens": self._bookmark_tokens,
+            "prompt_tokens": self.prompt_tokens(question),
+            "full_tokens": self.full_tokens(question),
+            "tokenizer": self.tokenizer.name,
+        }
+
+    # ------------------------------------------------------------ persistence
+    def _event(self, kind: str, idx: int | None, detail: dict[str, Any] | None = None) -> None:
+        self._event_seq += 1
+        self._pending.events.append(
+            Event(self._event_seq, len(self.turns) - 1, kind, idx, detail or {})
+        )
+
+    def note(self, kind: str, pid: PageId | None, detail: dict[str, Any] | None = None) -> None:
+        """Record an event made outside the pager (e.g. ``speculative`` by the chat loop)."""
+        self._event(kind, None if pid is None else self._index(pid), detail)
+
+    def drain(self) -> ChangeSet:
+        """Return and reset the changes made since the last drain (state snapshot included)."""
+        change, self._pending = self._pending, ChangeSet()
+        change.state = self.snapshot()
+        return change
+
+    def discard(self) -> None:
+        """Forget pending changes (the caller will reload from its store)."""
+        self._pending = ChangeSet()
+
+    def snapshot(self) -> dict[str, Any]:
+        """JSON-able pager state that the stored turns, pages and bookmarks don't hold."""
+        return {
+            "open_start": self.paginator.start,
+            "cache": self.cache.snapshot(),
+            "stats": [self.stats.faults, self.stats.hits, self.stats.recalls,
+                      self.stats.recall_errors, self.stats.evictions],
+            "event_seq": self._event_seq,
+            "epochs": {str(i): b.epoch for i, b in self.books.items()},
+            "system": self.system,
+        }
+
+    @classmethod
+    def restore(
+        cls, config: PagerConfig, turns: Sequence[Turn], pages: Sequence[PageRecord],
+        bookmarks: dict[int, Bookmark], state: dict[str, Any],
+    ) -> Pager:
+        """Rebuild a pager from stored rows so that it continues exactly where it was."""
+        pager = cls(config)
+        pager.turns = list(turns)
+        pager._turn_tokens = [pager.tokenizer.count(t.text) for t in turns]
+        for rec in sorted(pages, key=lambda r: r.index):
+            ts = tuple(turns[rec.first_seq : rec.last_seq + 1])
+            text = render_turns(ts)
+            page = Page(page_id(rec.index), rec.index, ts, text, rec.tokens)
+            pager.pages.append(page)
+            pager._closed_tokens += sum(pager._turn_tokens[rec.first_seq : rec.last_seq + 1])
+            pager.corpus.add(page.id, text)
+        epochs = state.get("epochs", {})
+        for idx, bm in bookmarks.items():
+            lowered = tuple(k.lower() for k in bm.keywords)
+            for k in lowered:
+                pager.taken[k] = pager.taken.get(k, 0) + 1
+            pager.books[idx] = _Book(bm, int(epochs.get(str(idx), len(pager.pages))), lowered)
+        pager.paginator.start = int(state.get("open_start", 0))
+        if "cache" in state:
+            policy = get_policy(config.policy, **dict(config.policy_options))
+            pager.cache = PageCache.restore(policy, state["cache"], size_of=pager._page_tokens)
+        res = set(pager.cache.resident)
+        for page in pager.pages:
+            pager.cache.set_page_text(page.id, page.text)
+            if page.id in res:
+                pager._resident_tokens += page.tokens
+            else:
+                pager._evicted_set.add(page.index)
+                book = pager.books[page.index]
+                pager._bookmark_tokens += book.bookmark.tokens
+                heapq.heappush(pager._stale_heap, (book.epoch, page.index))
+        s = state.get("stats", [0, 0, 0, 0, 0])
+        pager.stats = PagerStats(*[int(x) for x in s])
+        pager._event_seq = int(state.get("event_seq", 0))
+        pager.system = state.get("system")
+        return pager

@@ -1,0 +1,1 @@
+"""Experiments of copage bench (see base.py for the interface)."""

@@ -1,0 +1,94 @@
+"""The benchmark's methods (paper section 4) and copage's variants, by name.
+
+============================  ==============================================================
+``full_context``              the most recent ``full_window`` (60) turns
+``truncation``                the last ``window`` (20) turns
+``bm25``                      last 20 turns + top-3 evicted units by BM25 against the question
+``word_overlap``              last 20 turns + top-3 evicted units by word overlap
+``search_tool``               last 20 turns + a ``memory_search(query)`` tool (BM25 top-3)
+``bookmark_recall``           copage as in the paper: resident pages, bookmarks, ``recall``
+``bookmark_recall+query``     ... and ``recall`` also takes a free-text ``query``
+``bookmark_recall+speculative`` ... and the best-matching evicted page is paged in first
+``bookmark_recall+copage``    copage's own policy/boundary/keywords (adaptive, segment,
+                              discriminative by default; see :class:`MethodSettings`)
+============================  ==============================================================
+
+Units (retrieval candidates, pages) are sessions (``boundary="session"``) or pages
+of the boundary strategy.
+"""
+
+from __future__ import annotations
+
+from copage.core.registry import Registry
+from copage.eval.methods.base import (
+    INSTRUCTION,
+    CallRecord,
+    Method,
+    MethodAnswer,
+    MethodPrompt,
+    MethodSettings,
+    PreparedConversation,
+    RecallInfo,
+    message_tokens,
+    request_tokens,
+)
+from copage.eval.methods.bookmark import BookmarkMethod, Variant
+from copage.eval.methods.calls import Recorder
+from copage.eval.methods.search import SearchToolMethod
+from copage.eval.methods.units import Coverage, Unit, coverage, split_units
+from copage.eval.methods.window import WindowMethod
+
+PAPER_METHODS: tuple[str, ...] = (
+    "full_context", "truncation", "bm25", "word_overlap", "search_tool", "bookmark_recall",
+)
+COPAGE_VARIANTS: tuple[str, ...] = (
+    "bookmark_recall+query", "bookmark_recall+speculative", "bookmark_recall+copage",
+)
+#: The three most competitive methods of the paper (its Tables 5-6).
+COMPETITIVE: tuple[str, ...] = ("bookmark_recall", "full_context", "bm25")
+
+_ALL: dict[str, Method] = {
+    "full_context": WindowMethod("full_context", "the most recent full_window turns", full=True),
+    "truncation": WindowMethod("truncation", "the last window turns"),
+    "bm25": WindowMethod("bm25", "last window turns + top-k evicted units by BM25", "bm25"),
+    "word_overlap": WindowMethod("word_overlap", "last window turns + top-k by word overlap",
+                                 "word_overlap"),
+    "search_tool": SearchToolMethod(),
+    "bookmark_recall": BookmarkMethod("bookmark_recall", "bookmarks + recall(page) (the paper)"),
+    "bookmark_recall+query": BookmarkMethod(
+        "bookmark_recall+query", "bookmarks + recall(page or query)", Variant(by_query=True)),
+    "bookmark_recall+speculative": BookmarkMethod(
+        "bookmark_recall+speculative", "bookmarks + recall + speculative page-in",
+        Variant(speculative=True)),
+    "bookmark_recall+copage": BookmarkMethod(
+        "bookmark_recall+copage", "bookmarks + recall with copage's policy/boundary/keywords",
+        Variant(copage=True)),
+}
+
+METHODS: Registry[Method] = Registry("method")
+for _name, _method in _ALL.items():
+    METHODS.register(_name, lambda _m=_method: _m)
+
+
+def get_method(name: str) -> Method:
+    """The method named ``name``; raises ``UnknownNameError`` listing the valid names."""
+    return METHODS.create(name)
+
+
+def method_names(spec: str | None = None) -> list[str]:
+    """Split a comma list of method names (``all``: every method) and check each."""
+    if spec is None or spec.strip() in ("", "all"):
+        return list(_ALL)
+    names = [s.strip() for s in spec.split(",") if s.strip()]
+    for n in names:
+        METHODS.check(n)
+    return names
+
+
+__all__ = [
+    "COMPETITIVE", "COPAGE_VARIANTS", "INSTRUCTION", "METHODS", "PAPER_METHODS", "BookmarkMethod",
+    "CallRecord", "Coverage", "Method", "MethodAnswer", "MethodPrompt", "MethodSettings",
+    "PreparedConversation", "RecallInfo", "Recorder", "SearchToolMethod", "Unit", "Variant",
+    "WindowMethod", "coverage", "get_method", "message_tokens", "method_names", "request_tokens",
+    "split_units",
+]

@@ -1,0 +1,183 @@
+"""The method interface of the benchmark: prepare a conversation, build a probe's prompt, answer.
+
+A :class:`Method` is stateless; :meth:`Method.prepare` returns a
+:class:`PreparedConversation` holding one conversation's state (windows, retrieval
+units, a pager). Its :meth:`~PreparedConversation.build` is the LLM-free part (the
+prompt the model would see first, after the *reference reader*'s one tool call
+for tool methods); :meth:`~PreparedConversation.answer` runs the model.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from copage.core.tokens import Tokenizer
+from copage.core.types import PageId
+from copage.eval.datasets.model import Conversation, Probe
+from copage.llm.messages import text_of
+from copage.llm.types import ChatModel, ChatRequest
+
+INSTRUCTION = (
+    "You answer questions about the conversation below, using only what it says. "
+    "Answer in a short phrase (a few words, or a date). If the conversation does "
+    "not contain the answer, say that the information is not available."
+)
+
+
+@dataclass(frozen=True, slots=True)
+class MethodSettings:
+    """Settings of every method (one value per dataset; see ``docs/benchmark-methods.md``).
+
+    Attributes:
+        full_window: turns kept by ``full_context`` (the paper: 60).
+        window: recent turns kept by ``truncation`` and the retrieval baselines (20).
+        top_k: units added by ``bm25``/``word_overlap``, returned by ``memory_search`` (3).
+        boundary: how units (retrieval candidates, pages) are cut: ``session`` or
+            any boundary name of ``copage simulate``.
+        resident_pages: closed pages kept resident by the bookmark methods.
+        policy, keywords, format: the bookmark methods' paging settings.
+        copage_policy, copage_boundary, copage_keywords: ``bookmark_recall+copage``.
+        max_recalls: tool calls served per probe (recall or memory_search).
+        speculative_threshold: ``bookmark_recall+speculative``'s page-in threshold.
+        temperature, max_tokens: every answering call.
+    """
+
+    full_window: int = 60
+    window: int = 20
+    top_k: int = 3
+    boundary: str = "fixed_10"
+    resident_pages: int = 5
+    policy: str = "lru"
+    keywords: str = "heuristic"
+    format: str = "minimal"
+    copage_policy: str = "adaptive"
+    copage_boundary: str = "segment"
+    copage_keywords: str = "discriminative"
+    max_recalls: int = 3
+    speculative_threshold: float = 0.35
+    temperature: float | None = 0.0
+    max_tokens: int | None = 200
+
+    def __post_init__(self) -> None:
+        for name in ("full_window", "window", "top_k", "resident_pages", "max_recalls"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or value < 1:
+                raise ValueError(f"method setting {name} must be an int >= 1, got {value!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class MethodPrompt:
+    """The LLM-free view of one probe: the prompt and what it covers.
+
+    Attributes:
+        messages, tools: the request (OpenAI format) the model would get.
+        context_turn_ids: ids of the conversation turns visible in it.
+        prompt_tokens: its token count (one offline tokenizer).
+        needed: pages (or units) holding the probe's evidence.
+        evicted_needed: needed pages that were not in the first prompt.
+        routed: the page the reference reader recalled (bookmark methods), if any.
+        routing: its routing credit (``copage.eval.routing``), None without a fault.
+    """
+
+    messages: list[dict[str, Any]]
+    tools: list[dict[str, Any]]
+    context_turn_ids: frozenset[str]
+    prompt_tokens: int
+    needed: tuple[str, ...] = ()
+    evicted_needed: tuple[str, ...] = ()
+    routed: str | None = None
+    routing: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CallRecord:
+    """One model call made for a probe."""
+
+    prompt_tokens: int
+    provider_prompt_tokens: int
+    completion_tokens: int
+    tool_calls: tuple[dict[str, str], ...] = ()
+    cached: bool = False
+    cost_usd: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RecallInfo:
+    """One tool call answered for a probe (recall or memory_search)."""
+
+    tool: str
+    arguments: str
+    status: str
+    page: PageId | None = None
+    pages: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class MethodAnswer:
+    """What a model answered for one probe, with every call and tool call."""
+
+    answer: str
+    calls: tuple[CallRecord, ...]
+    needed: tuple[str, ...] = ()
+    evicted_needed: tuple[str, ...] = ()
+    recalls: tuple[RecallInfo, ...] = ()
+    speculative: tuple[str, ...] = ()
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def prompt_tokens(self) -> int:
+        """Offline prompt tokens summed over every call (what the user pays)."""
+        return sum(c.prompt_tokens for c in self.calls)
+
+
+class PreparedConversation(Protocol):
+    """One conversation prepared for one method."""
+
+    conversation: Conversation
+
+    def build(self, probe: Probe) -> MethodPrompt:
+        """The LLM-free prompt of ``probe`` (no state is changed)."""
+        ...
+
+    async def answer(self, probe: Probe, model: ChatModel) -> MethodAnswer:
+        """Ask ``model``; probes are independent (state is restored afterwards)."""
+        ...
+
+
+class Method(Protocol):
+    """A named way of giving a model the conversation."""
+
+    name: str
+    description: str
+    uses_bookmarks: bool
+
+    def prepare(self, conversation: Conversation, settings: MethodSettings) -> PreparedConversation:
+        """Prepare ``conversation`` (its turns are all added; probes come after them)."""
+        ...
+
+
+def message_tokens(messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]],
+                   tokenizer: Tokenizer) -> int:
+    """Content tokens of a request: message texts, tool-call arguments, the tool schema."""
+    n = 0
+    for m in messages:
+        n += tokenizer.count(text_of(m.get("content")))
+        for call in m.get("tool_calls") or ():
+            fn = call.get("function", {}) if isinstance(call, Mapping) else {}
+            n += tokenizer.count(str(fn.get("name", "")) + str(fn.get("arguments", "")))
+    if tools:
+        n += tokenizer.count(json.dumps(list(tools), separators=(",", ":"), sort_keys=True))
+    return n
+
+
+def request_tokens(request: ChatRequest, tokenizer: Tokenizer) -> int:
+    """:func:`message_tokens` of a :class:`ChatRequest`."""
+    return message_tokens(request.messages, request.tools, tokenizer)
+
+
+def question_message(probe: Probe) -> dict[str, Any]:
+    """The probe as the final user message (every method asks it the same way)."""
+    return {"role": "user", "content": probe.question}

@@ -1,0 +1,133 @@
+"""The search-tool baseline: a free-form ``memory_search(query)`` tool, no bookmarks.
+
+Paper section 4 (inspired by MemGPT, Packer et al. 2023): "model receives a
+free-form memory_search tool with no bookmarks; the backend ranks evicted
+sessions by BM25 and returns the top-3". The window is the last ``window`` turns;
+evicted units are those with turns before it. The LLM-free reference reader
+searches once with the question itself.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from copage.eval.datasets.model import Conversation, Probe
+from copage.eval.methods.base import (
+    INSTRUCTION,
+    MethodAnswer,
+    MethodPrompt,
+    MethodSettings,
+    RecallInfo,
+    message_tokens,
+)
+from copage.eval.methods.calls import Recorder
+from copage.eval.methods.units import Unit, unit_text
+from copage.eval.methods.window import WindowConversation, bm25_scorer
+from copage.llm.messages import assistant_message, tool_message
+from copage.llm.types import ChatModel, ChatRequest
+
+TOOL_NAME = "memory_search"
+SEARCH_HINT = (
+    " Older parts of the conversation are not shown. To look something up in them, "
+    "call memory_search(query) with a few words; it returns the best matching earlier "
+    "parts of the conversation."
+)
+
+
+def search_tool_schema() -> dict[str, Any]:
+    """The ``memory_search`` tool in OpenAI format."""
+    return {"type": "function", "function": {
+        "name": TOOL_NAME,
+        "description": "Search the older, hidden part of this conversation; returns the "
+                       "best matching earlier parts.",
+        "parameters": {"type": "object", "properties": {"query": {
+            "type": "string", "description": "Words describing what you are looking for."}},
+            "required": ["query"]},
+    }}
+
+
+class SearchConversation(WindowConversation):
+    """A conversation with the last ``window`` turns and a search backend over evicted units."""
+
+    def search(self, query: str) -> tuple[list[Unit], str]:
+        """Top units for ``query`` and the tool result text."""
+        found = self.retrieve(query)
+        if not found:
+            return [], "No earlier part of the conversation matches."
+        return found, "\n\n".join(unit_text(self.turns, u, self.start) for u in found)
+
+    def _first(self, probe: Probe) -> list[dict[str, Any]]:
+        msgs = self._messages(probe, [])
+        msgs[0] = {"role": "system", "content": INSTRUCTION + SEARCH_HINT}
+        return msgs
+
+    def build(self, probe: Probe) -> MethodPrompt:
+        """The prompt after the reference reader's one search (query = the question)."""
+        msgs = self._first(probe)
+        tools = [search_tool_schema()]
+        window_ids = frozenset(t.id for t in self.turns[self.start :])
+        needed, evicted = self._needed(probe, window_ids)
+        found, text = self.search(probe.question)
+        call = {"id": "ref_1", "type": "function",
+                "function": {"name": TOOL_NAME, "arguments": json.dumps({"query": probe.question})}}
+        msgs = [*msgs, {"role": "assistant", "content": None, "tool_calls": [call]},
+                tool_message("ref_1", text)]
+        return MethodPrompt(msgs, tools, self._visible(found),
+                            message_tokens(msgs, tools, self.tokenizer), needed, evicted,
+                            routed=",".join(u.id for u in found) or None)
+
+    async def answer(self, probe: Probe, model: ChatModel) -> MethodAnswer:
+        """The tool loop: searches served until an answer or ``max_recalls`` searches."""
+        messages: list[dict[str, Any]] = self._first(probe)
+        tools = (search_tool_schema(),)
+        window_ids = frozenset(t.id for t in self.turns[self.start :])
+        needed, evicted = self._needed(probe, window_ids)
+        rec = Recorder(model, self.tokenizer)
+        infos: list[RecallInfo] = []
+        text = ""
+        for _ in range(self.settings.max_recalls + 2):
+            capped = len(infos) >= self.settings.max_recalls
+            response = await rec.complete(ChatRequest(
+                messages=tuple(messages), tools=() if capped else tools,
+                temperature=self.settings.temperature, max_tokens=self.settings.max_tokens,
+            ))
+            text = response.text
+            if not response.tool_calls or capped:
+                break
+            messages.append(assistant_message(response.text, response.tool_calls))
+            for call in response.tool_calls:
+                query = _query(call.arguments)
+                if call.name != TOOL_NAME or query is None:
+                    result, units = f"error: the only tool is {TOOL_NAME}(query).", []
+                    status = "error"
+                else:
+                    units, result = self.search(query)
+                    status = "ok"
+                infos.append(RecallInfo(call.name, call.arguments[:300], status,
+                                        pages=tuple(u.id for u in units)))
+                messages.append(tool_message(call.id, result))
+        return MethodAnswer(text, tuple(rec.calls), needed, evicted, tuple(infos))
+
+
+def _query(arguments: str) -> str | None:
+    try:
+        value = json.loads(arguments or "{}")
+    except ValueError:
+        return arguments.strip() or None
+    if isinstance(value, dict):
+        q = value.get("query")
+        return q if isinstance(q, str) and q.strip() else None
+    return value if isinstance(value, str) and value.strip() else None
+
+
+class SearchToolMethod:
+    """``search_tool``: the free-form search baseline."""
+
+    name = "search_tool"
+    description = "last window turns + memory_search(query) over evicted units (BM25 top-k)"
+    uses_bookmarks = False
+
+    def prepare(self, conversation: Conversation, settings: MethodSettings) -> SearchConversation:
+        """Cut the window and the evicted units."""
+        return SearchConversation(conversation, settings, settings.window, bm25_scorer)

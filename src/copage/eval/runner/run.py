@@ -1,0 +1,153 @@
+"""The model-driven probe runner: bounded async concurrency, one JSONL row per probe.
+
+Rows whose key (dataset, conversation, probe, method, model) is already in the log
+are skipped, so a rerun resumes where the last one stopped; with the response
+cache (on by default in the benchmark) a repeated run makes no API calls.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from copage.eval.datasets.model import Probe
+from copage.eval.methods import MethodAnswer, MethodPrompt, PreparedConversation, coverage
+from copage.eval.runner.judging import gold_of, judge_all, static_scores
+from copage.eval.runner.log import ProbeLog
+from copage.eval.scoring import category_label
+from copage.llm.errors import BadResponse
+from copage.llm.types import ChatModel, run_sync
+
+
+@dataclass(frozen=True, slots=True)
+class ProbeTask:
+    """One probe to ask with one method (``built``: its LLM-free prompt, for coverage)."""
+
+    dataset: str
+    method: str
+    prepared: PreparedConversation
+    probe: Probe
+    synthetic: bool = False
+    built: MethodPrompt | None = None
+    uses_bookmarks: bool = False
+
+
+@dataclass(slots=True)
+class RunStats:
+    """What a run did: rows written, rows skipped (already in the log), answer errors."""
+
+    written: int = 0
+    skipped: int = 0
+    errors: int = 0
+    rows: list[dict[str, Any]] = field(default_factory=list)
+
+
+def _label(category: int) -> str:
+    try:
+        return category_label(category)
+    except ValueError:
+        return str(category)
+
+
+def base_row(task: ProbeTask, model: str | None) -> dict[str, Any]:
+    """The key and probe fields of a row."""
+    p = task.probe
+    return {
+        "dataset": task.dataset, "conversation": task.prepared.conversation.id, "probe": p.id,
+        "category": p.category, "category_name": _label(p.category), "fact_type": p.fact_type,
+        "method": task.method, "model": model,
+    }
+
+
+def answer_row(task: ProbeTask, model: str, ans: MethodAnswer | None, error: str | None,
+               judges: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The full row of an answered probe."""
+    row = base_row(task, model)
+    answer = ans.answer if ans else ""
+    recalled = [r.page for r in ans.recalls if r.page and r.status in ("paged_in", "resident")] \
+        if ans else []
+    needed = list(ans.needed) if ans else []
+    evicted = list(ans.evicted_needed) if ans else []
+    spec = list(ans.speculative) if ans else []
+    needs_recall = task.uses_bookmarks and bool(set(evicted) - set(spec))
+    row.update({
+        "question": task.probe.question, "gold": gold_of(task.probe), "answer": answer,
+        "error": error,
+        "prompt_tokens": [c.prompt_tokens for c in ans.calls] if ans else [],
+        "prompt_tokens_total": ans.prompt_tokens if ans else 0,
+        "provider_prompt_tokens": [c.provider_prompt_tokens for c in ans.calls] if ans else [],
+        "completion_tokens": sum(c.completion_tokens for c in ans.calls) if ans else 0,
+        "calls": len(ans.calls) if ans else 0,
+        "cached_calls": sum(c.cached for c in ans.calls) if ans else 0,
+        "tool_calls": [{"tool": r.tool, "arguments": r.arguments, "status": r.status,
+                        "page": r.page, "pages": list(r.pages)} for r in ans.recalls] if ans else [],
+        "recalled_pages": recalled, "speculative_pages": spec,
+        "needed_pages": needed, "evicted_needed": evicted,
+        "evicted_needed_flag": bool(evicted), "needs_recall": needs_recall,
+        "triggered": bool(ans and ans.recalls), "right_page": bool(set(recalled) & set(needed)),
+        "scores": static_scores(task.probe, answer, synthetic=task.synthetic),
+        "judges": dict(judges or {}),
+    })
+    if task.built is not None:
+        cov = coverage(task.probe, task.built.context_turn_ids)
+        row["evidence_coverage"], row["evidence_coverage_any"] = cov.all, cov.any
+    return row
+
+
+async def _one(task: ProbeTask, model: ChatModel, name: str, judges: Mapping[str, ChatModel],
+               log: ProbeLog, stats: RunStats, sem: asyncio.Semaphore) -> None:
+    async with sem:
+        error: str | None = None
+        ans: MethodAnswer | None = None
+        try:
+            ans = await task.prepared.answer(task.probe, model)
+        except BadResponse as e:  # the model misbehaved: a (wrong) outcome, not a crash
+            error = str(e)[:300]
+            stats.errors += 1
+        verdicts = await judge_all(judges, task.probe, ans.answer if ans else "")
+        row = answer_row(task, name, ans, error, verdicts)
+    log.append(row)
+    stats.written += 1
+    stats.rows.append(row)
+
+
+async def run_tasks(tasks: Sequence[ProbeTask], model: ChatModel, log: ProbeLog, *,
+                    judges: Mapping[str, ChatModel] | None = None, model_name: str | None = None,
+                    concurrency: int = 4,
+                    on_row: Callable[[RunStats], None] | None = None) -> RunStats:
+    """Answer and score every task not yet in ``log``; the first hard error stops the run."""
+    if concurrency < 1:
+        raise ValueError(f"concurrency must be >= 1, got {concurrency}")
+    name = model_name or model.spec
+    stats = RunStats()
+    todo = []
+    for t in tasks:
+        if log.has(base_row(t, name)):
+            stats.skipped += 1
+        else:
+            todo.append(t)
+    sem = asyncio.Semaphore(concurrency)
+    running = [asyncio.ensure_future(_one(t, model, name, judges or {}, log, stats, sem))
+               for t in todo]
+    if not running:
+        return stats
+    done, pending = await asyncio.wait(running, return_when=asyncio.FIRST_EXCEPTION)
+    for p in pending:
+        p.cancel()
+    if pending:
+        await asyncio.gather(*pending, return_exceptions=True)
+    for d in done:
+        exc = d.exception()
+        if exc is not None:
+            raise exc
+    if on_row is not None:
+        on_row(stats)
+    return stats
+
+
+def run_tasks_sync(tasks: Sequence[ProbeTask], model: ChatModel, log: ProbeLog,
+                   **options: Any) -> RunStats:
+    """:func:`run_tasks` from synchronous code."""
+    return run_sync(run_tasks(tasks, model, log, **options))

@@ -1,0 +1,243 @@
+"""The LLM-free paging simulation (``copage simulate``).
+
+Definitions (also in ``docs/simulation.md``):
+
+* A probe is a QA item with at least one usable evidence id; the pages holding its
+  evidence are the pages it *needs*. Probes are accesses: the cache state carries
+  over from probe to probe; probe questions are not added to the conversation.
+* ``placement="end"``: all turns first, the last partial page closed, then the
+  probes, in ``order`` ``shuffled`` (seeded) or ``file``. ``placement="interleaved"``:
+  each probe is asked at a seeded random point after its last evidence turn while
+  the conversation keeps growing; evidence still in the open page is resident.
+* A probe is a *hit* when all its needed pages are resident (the open page counts
+  as resident); otherwise a *fault*: its missing pages are paged in, in page order,
+  each evicting by the policy, preferring victims the probe does not need. Every
+  needed page is accessed once per probe.
+* ``routing_top1`` (faults only): BM25 with the question over the rendered
+  bookmarks of the pages evicted at that moment ranks a needed page first (ties
+  share the credit); ``routing_candidates_mean`` and ``routing_chance`` beside it.
+* Token counts use one offline tokenizer (named in the output): bookmark tokens
+  per rendered bookmark; prompt tokens after page-in (preamble, tool schema,
+  bookmarks, resident pages, open page, question); full tokens = all turns + question.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from copage.core.boundaries import get_boundary
+from copage.core.config import PagerConfig
+from copage.core.paginate import Span, paginate
+from copage.core.pager import Pager
+from copage.core.tokens import get_tokenizer
+from copage.core.types import PageId, page_id
+from copage.eval.datasets.model import Conversation, Dataset, Probe
+from copage.eval.routing import route
+
+PLACEMENTS = ("end", "interleaved")
+ORDERS = ("shuffled", "file")
+
+
+@dataclass(frozen=True, slots=True)
+class Cell:
+    """One configuration of the grid."""
+
+    boundary: str
+    policy: str
+    k: int
+    keywords: str
+    format: str = "minimal"
+    placement: str = "end"
+    order: str = "shuffled"
+    seed: int = 0
+
+    def config(self) -> PagerConfig:
+        return PagerConfig(boundary=self.boundary, policy=self.policy, resident_pages=self.k,
+                           keywords=self.keywords, bookmark_format=self.format)
+
+
+@dataclass(frozen=True, slots=True)
+class ProbeOutcome:
+    """What happened at one probe."""
+
+    probe_id: str
+    needed: tuple[PageId, ...]
+    hit: bool
+    routing: float | None  # None on hits
+    candidates: int
+    chance: float | None
+    prompt_tokens: int
+    full_tokens: int
+    routed_page: PageId | None = None
+
+
+@dataclass(slots=True)
+class ConversationRun:
+    """One conversation under one cell."""
+
+    conversation: str
+    pages: int
+    outcomes: list[ProbeOutcome] = field(default_factory=list)
+    bookmark_tokens: list[int] = field(default_factory=list)
+
+
+def schedule(conv: Conversation, spans: Sequence[Span], cell: Cell) -> list[tuple[int, Probe]]:
+    """(turn index after which the probe is asked, probe), in asking order.
+
+    With ``end`` placement the index is ``len(turns)`` (after the final close).
+    """
+    rng = random.Random(f"{cell.seed}:{conv.id}")
+    probes = list(conv.probes)
+    if cell.order == "shuffled":
+        rng.shuffle(probes)
+    n = len(conv.turns)
+    if cell.placement == "end":
+        return [(n, p) for p in probes]
+    pos = conv.turn_index()
+    timed = [(rng.randint(max(pos[e] for e in p.evidence), n - 1), i, p) for i, p in enumerate(probes)]
+    timed.sort(key=lambda x: (x[0], x[1]))
+    return [(t, p) for t, _, p in timed]
+
+
+def _needed(probe: Probe, page_of: dict[str, int], closed: int) -> tuple[PageId, ...]:
+    idx = sorted({page_of[e] for e in probe.evidence})
+    return tuple(page_id(i) for i in idx if i < closed)
+
+
+def _closed_by(spans: Sequence[Span], t: int, n: int) -> int:
+    """How many pages are closed once turn ``t`` is added (``t == n``: all)."""
+    if t >= n:
+        return len(spans)
+    return sum(1 for s in spans if s.closed_after != -1 and s.closed_after <= t)
+
+
+def access_sequence(spans: Sequence[Span], plan: Sequence[tuple[int, Probe]],
+                    page_of: dict[str, int], n: int) -> list[PageId]:
+    """Every admit and probe access in order: the future that ``belady`` is given."""
+    seq: list[PageId] = []
+    admitted = 0
+    for t, probe in plan:
+        closed = _closed_by(spans, t, n)
+        seq.extend(page_id(i) for i in range(admitted, closed))
+        admitted = closed
+        seq.extend(_needed(probe, page_of, closed))
+    seq.extend(page_id(i) for i in range(admitted, len(spans)))
+    return seq
+
+
+_Memo = dict[tuple[Any, ...], Any]
+
+
+def run_conversation(conv: Conversation, cell: Cell, memo: _Memo | None = None) -> ConversationRun:
+    """Simulate one conversation under one cell.
+
+    ``memo`` shares work that does not depend on the policy (page cuts, batch
+    keywords) between cells of one grid.
+    """
+    memo = {} if memo is None else memo
+    skey = ("spans", conv.id, cell.boundary)
+    if skey not in memo:
+        memo[skey] = paginate(conv.turns, get_boundary(cell.boundary))
+    spans = memo[skey]
+    page_of = {conv.turns[j].id: i for i, s in enumerate(spans) for j in range(s.start, s.end)}
+    plan = schedule(conv, spans, cell)
+    n = len(conv.turns)
+    future = access_sequence(spans, plan, page_of, n) if cell.policy == "belady" else None
+    end = cell.placement == "end"
+    pager = Pager(cell.config(), future=future, defer_bookmarks=end, spans=spans)
+    run = ConversationRun(conv.id, len(spans))
+    added = 0
+    for t, probe in plan:
+        while added < min(t + 1, n):
+            pager.add(conv.turns[added])
+            added += 1
+        if t >= n and added == n and pager.open_turns:
+            pager.close_open_page()
+            if end:
+                kkey = ("keywords", conv.id, cell.boundary, cell.keywords)
+                if kkey not in memo:
+                    memo[kkey] = pager.batch_keywords()
+                pager.refresh_all_bookmarks(memo[kkey])
+        run.outcomes.append(_probe(pager, probe, page_of))
+    while added < n:
+        pager.add(conv.turns[added])
+        added += 1
+    if pager.close_open_page() and end:
+        pager.refresh_all_bookmarks()
+    run.bookmark_tokens = [pager.bookmark(p.id).tokens for p in pager.pages]
+    return run
+
+
+def _probe(pager: Pager, probe: Probe, page_of: dict[str, int]) -> ProbeOutcome:
+    needed = _needed(probe, page_of, len(pager.pages))
+    missing = [p for p in needed if not pager.is_resident(p)]
+    routing: float | None = None
+    chance: float | None = None
+    candidates = 0
+    routed: PageId | None = None
+    if missing:
+        evicted = pager.evicted
+        want = {i for i, p in enumerate(evicted) if p in needed}
+        r = route(probe.question, [pager.bookmark(p).text for p in evicted], want)
+        routing, candidates, chance = r.credit, r.candidates, r.chance
+        routed = evicted[r.best] if r.best >= 0 else None
+    pager.cache.set_query(probe.question)
+    for p in needed:
+        pager.access(p, protect=needed)
+    return ProbeOutcome(
+        probe.id, needed, not missing, routing, candidates, chance,
+        pager.prompt_tokens(probe.question), pager.full_tokens(probe.question), routed,
+    )
+
+
+def _mean(xs: Iterable[float]) -> float | None:
+    vals = list(xs)
+    return sum(vals) / len(vals) if vals else None
+
+
+def summarise(dataset: Dataset, cell: Cell, runs: Sequence[ConversationRun],
+              belady_runs: Sequence[ConversationRun], tokenizer: str) -> dict[str, Any]:
+    """One row of ``copage simulate --json``."""
+    outs = [o for r in runs for o in r.outcomes]
+    faults = [o for o in outs if not o.hit]
+    bouts = [o for r in belady_runs for o in r.outcomes]
+    return {
+        "dataset": dataset.name, "boundary": cell.boundary, "policy": cell.policy, "k": cell.k,
+        "keywords": cell.keywords, "format": cell.format, "placement": cell.placement,
+        "order": cell.order, "seed": cell.seed,
+        "conversations": len(runs), "probes": len(outs),
+        "probes_skipped": dict(dataset.probes_skipped),
+        "pages_mean": _mean(r.pages for r in runs),
+        "hit_rate": _mean(1.0 if o.hit else 0.0 for o in outs),
+        "belady_hit_rate": _mean(1.0 if o.hit else 0.0 for o in bouts),
+        "faults": len(faults),
+        "routing_top1": _mean(o.routing for o in faults if o.routing is not None),
+        "routing_candidates_mean": _mean(o.candidates for o in faults),
+        "routing_chance": _mean(o.chance for o in faults if o.chance is not None),
+        "bookmark_tokens_mean": _mean(t for r in runs for t in r.bookmark_tokens),
+        "prompt_tokens_mean": _mean(o.prompt_tokens for o in outs),
+        "full_tokens_mean": _mean(o.full_tokens for o in outs),
+        "tokenizer": tokenizer,
+    }
+
+
+def simulate(dataset: Dataset, cells: Sequence[Cell]) -> list[dict[str, Any]]:
+    """Run every cell on every conversation of ``dataset``; one summary row per cell."""
+    rows: list[dict[str, Any]] = []
+    belady_cache: dict[tuple[Any, ...], list[ConversationRun]] = {}
+    memo: _Memo = {}
+    for cell in cells:
+        runs = [run_conversation(c, cell, memo) for c in dataset.conversations]
+        key = (cell.boundary, cell.k, cell.placement, cell.order, cell.seed)
+        if cell.policy == "belady":
+            belady_cache.setdefault(key, runs)
+        if key not in belady_cache:
+            bcell = Cell(cell.boundary, "belady", cell.k, "heuristic", "minimal",
+                         cell.placement, cell.order, cell.seed)
+            belady_cache[key] = [run_conversation(c, bcell, memo) for c in dataset.conversations]
+        tok = get_tokenizer(cell.config().tokenizer).name
+        rows.append(summarise(dataset, cell, runs, belady_cache[key], tok))
+    return rows

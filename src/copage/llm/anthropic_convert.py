@@ -1,0 +1,142 @@
+"""Mapping OpenAI-format requests to Anthropic Messages API requests, and replies back.
+
+System messages become the separate ``system`` prompt; assistant ``tool_calls``
+become ``tool_use`` blocks; ``tool`` messages become ``tool_result`` blocks in a
+user message, and consecutive messages of one role are merged (Anthropic wants
+user and assistant to alternate). Tool-call-only assistant turns carry no text
+block (Anthropic rejects empty text blocks).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from copage.core.types import ToolCall
+from copage.llm.errors import BadResponse
+from copage.llm.messages import text_of, tool_calls_of
+from copage.llm.prices import cost_of
+from copage.llm.types import ChatResponse, Message, ToolSpec, Usage
+
+STOP_REASONS = {
+    "end_turn": "stop",
+    "stop_sequence": "stop",
+    "tool_use": "tool_calls",
+    "max_tokens": "length",
+}
+
+
+def _input_of(call: ToolCall) -> Any:
+    try:
+        value = json.loads(call.arguments or "{}")
+    except json.JSONDecodeError:
+        return {"arguments": call.arguments}  # keep malformed model output rather than fail
+    return value if isinstance(value, dict) else {"value": value}
+
+
+def _blocks(message: Message) -> tuple[str, list[dict[str, Any]]]:
+    role = message.get("role")
+    if role == "tool":
+        block = {
+            "type": "tool_result",
+            "tool_use_id": str(message.get("tool_call_id", "")),
+            "content": text_of(message.get("content")),
+        }
+        return "user", [block]
+    text = text_of(message.get("content"))
+    blocks: list[dict[str, Any]] = [{"type": "text", "text": text}] if text else []
+    if role == "assistant":
+        for c in tool_calls_of(message):
+            blocks.append({"type": "tool_use", "id": c.id, "name": c.name, "input": _input_of(c)})
+        return "assistant", blocks
+    if role == "user":
+        return "user", blocks
+    raise ValueError(f"anthropic: unsupported message role {role!r}")
+
+
+def to_anthropic_messages(messages: Sequence[Message]) -> tuple[str | None, list[dict[str, Any]]]:
+    """``(system, messages)`` in Anthropic shape."""
+    system: list[str] = []
+    out: list[dict[str, Any]] = []
+    for m in messages:
+        if m.get("role") in ("system", "developer"):
+            system.append(text_of(m.get("content")))
+            continue
+        role, blocks = _blocks(m)
+        if not blocks:
+            continue
+        if out and out[-1]["role"] == role:
+            out[-1]["content"].extend(blocks)
+        else:
+            out.append({"role": role, "content": blocks})
+    return ("\n\n".join(system) if system else None), out
+
+
+def to_anthropic_tools(tools: Sequence[ToolSpec]) -> list[dict[str, Any]]:
+    """OpenAI function tools as Anthropic tools (``input_schema``)."""
+    out = []
+    for t in tools:
+        fn = t.get("function", t)
+        if "name" not in fn:
+            raise ValueError(f"anthropic: tool without a name: {t!r:.100}")
+        tool: dict[str, Any] = {
+            "name": fn["name"],
+            "input_schema": fn.get("parameters") or {"type": "object", "properties": {}},
+        }
+        if fn.get("description"):
+            tool["description"] = fn["description"]
+        out.append(tool)
+    return out
+
+
+def to_anthropic_tool_choice(choice: str | Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """OpenAI ``tool_choice`` as Anthropic's."""
+    if choice is None:
+        return None
+    if isinstance(choice, str):
+        mapped = {"auto": "auto", "none": "none", "required": "any"}.get(choice)
+        if mapped is None:
+            raise ValueError(f"anthropic: unknown tool_choice {choice!r}")
+        return {"type": mapped}
+    name = (choice.get("function") or {}).get("name") or choice.get("name")
+    return {"type": "tool", "name": name}
+
+
+def from_anthropic(data: Mapping[str, Any], provider: str, model: str, raw: Any) -> ChatResponse:
+    """An Anthropic ``Message`` (as a dict) as a :class:`ChatResponse`."""
+    content = data.get("content")
+    if not isinstance(content, list):
+        raise BadResponse(provider, "reply has no content list")
+    text: list[str] = []
+    calls: list[ToolCall] = []
+    for block in content:
+        kind = block.get("type")
+        if kind == "text":
+            text.append(str(block.get("text") or ""))
+        elif kind == "tool_use":
+            if not block.get("name"):
+                raise BadResponse(provider, "tool_use block without a name")
+            args = json.dumps(block.get("input") or {}, ensure_ascii=False)
+            calls.append(
+                ToolCall(
+                    id=str(block.get("id") or f"toolu_{len(calls)}"),
+                    name=str(block["name"]),
+                    arguments=args,
+                )
+            )
+    reason = data.get("stop_reason")
+    if not "".join(text) and not calls:
+        raise BadResponse(provider, f"empty reply (stop_reason={reason!r})")
+    u = data.get("usage") or {}
+    usage = Usage(int(u.get("input_tokens") or 0), int(u.get("output_tokens") or 0))
+    return ChatResponse(
+        text="".join(text),
+        tool_calls=tuple(calls),
+        finish_reason=STOP_REASONS.get(str(reason), reason),
+        usage=usage,
+        cost_usd=cost_of(model, usage),
+        logprobs=None,
+        model=str(data.get("model") or model),
+        raw=raw,
+    )

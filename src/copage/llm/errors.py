@@ -1,0 +1,88 @@
+"""Errors raised by model adapters.
+
+Messages name the provider and the HTTP status, never the API key: every
+message passes through :func:`redact` before it is raised.
+"""
+
+from __future__ import annotations
+
+import re
+
+_KEYLIKE = re.compile(r"\b(sk|pk|key|sess)-[A-Za-z0-9_\-*]{6,}|\bsk-ant-[A-Za-z0-9_\-*]+")
+
+
+def redact(text: str, *secrets: str | None) -> str:
+    """``text`` with the given secrets and anything key-shaped replaced by ``***``."""
+    for s in secrets:
+        if s and len(s) >= 4:
+            text = text.replace(s, "***")
+    return _KEYLIKE.sub("***", text)
+
+
+class ModelError(RuntimeError):
+    """A model call failed; ``provider`` and ``status`` say where and how."""
+
+    retryable = False
+
+    def __init__(
+        self,
+        provider: str,
+        message: str,
+        *,
+        status: int | None = None,
+        retry_after: float | None = None,
+    ) -> None:
+        self.provider, self.status, self.retry_after = provider, status, retry_after
+        where = f"{provider}: HTTP {status}" if status is not None else provider
+        super().__init__(f"{where}: {message}")
+
+
+class RateLimited(ModelError):
+    """HTTP 429 (retried; ``retry_after`` holds the server's hint in seconds)."""
+
+    retryable = True
+
+
+class UpstreamError(ModelError):
+    """HTTP 5xx or a connection failure (retried)."""
+
+    retryable = True
+
+
+class ModelTimeout(ModelError):
+    """The request timed out (retried)."""
+
+    retryable = True
+
+
+class AuthError(ModelError):
+    """HTTP 401/403 or a missing key (never retried)."""
+
+
+class RequestRejected(ModelError):
+    """Another 4xx: the request itself is wrong (never retried)."""
+
+
+class BadResponse(ModelError):
+    """An empty or malformed reply."""
+
+
+class NetworkForbidden(ModelError):
+    """A network model call was attempted while network model calls are forbidden."""
+
+
+class MissingExtraError(ImportError):
+    """A provider's vendor SDK is not installed."""
+
+
+def error_for_status(
+    provider: str, status: int, message: str, retry_after: float | None = None
+) -> ModelError:
+    """The error class that fits an HTTP status."""
+    if status == 429:
+        return RateLimited(provider, message, status=status, retry_after=retry_after)
+    if status in (401, 403):
+        return AuthError(provider, message, status=status)
+    if status == 408 or status >= 500:
+        return UpstreamError(provider, message, status=status, retry_after=retry_after)
+    return RequestRejected(provider, message, status=status)

@@ -1,0 +1,127 @@
+"""The OpenAI-compatible adapter (official ``openai`` SDK, v1+ API).
+
+One adapter serves OpenAI, DeepSeek, GLM, OpenRouter and local servers (vLLM,
+Ollama, LM Studio, llama.cpp) through ``base_url``.
+
+Assistant messages holding only tool calls are sent with ``content: null`` to
+hosted APIs (the OpenAI reference shape) and with ``content: ""`` to any custom
+``base_url``, because some local chat templates (llama.cpp's jinja ones) fail
+on null content. ``null_content=`` overrides the choice.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from types import ModuleType
+from typing import Any
+
+import openai
+
+from copage.llm.base import NetworkModel, resolve_key
+from copage.llm.messages import tool_call_dict, tool_calls_of
+from copage.llm.openai_parse import Accumulator
+from copage.llm.types import ChatRequest, ChatResponse, Message, StreamEvent
+
+OPENAI_URL = "https://api.openai.com/v1"
+
+
+def to_openai_messages(messages: Sequence[Message], *, null_content: bool) -> list[dict[str, Any]]:
+    """Copy messages for the wire, fixing the content of tool-call-only assistant turns."""
+    out = []
+    for m in messages:
+        msg = dict(m)
+        if msg.get("role") == "assistant" and msg.get("tool_calls"):
+            msg["tool_calls"] = [tool_call_dict(c) for c in tool_calls_of(msg)]
+            if not msg.get("content"):
+                msg["content"] = None if null_content else ""
+        out.append(msg)
+    return out
+
+
+class OpenAIModel(NetworkModel):
+    """Chat model behind an OpenAI-compatible ``/chat/completions`` endpoint."""
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        provider: str = "openai",
+        base_url: str | None = None,
+        api_key: str | None = None,
+        api_key_env: str = "OPENAI_API_KEY",
+        hosted: bool | None = None,
+        null_content: bool | None = None,
+        stream_usage: bool = True,
+        spec: str | None = None,
+        **options: Any,
+    ) -> None:
+        url = (base_url or OPENAI_URL).rstrip("/")
+        key = resolve_key(provider, api_key, api_key_env, url, OPENAI_URL)
+        hosted = (base_url is None) if hosted is None else hosted
+        self.null_content = hosted if null_content is None else null_content
+        self.stream_usage = stream_usage
+        spec = spec or (f"{provider}:{model}" + (f"@{url}" if base_url else ""))
+        super().__init__(
+            provider=provider, model=model, base_url=url, spec=spec, api_key=key, **options
+        )
+
+    def _sdk(self) -> ModuleType:
+        return openai
+
+    def _make_client(self) -> Any:
+        return openai.AsyncOpenAI(
+            api_key=self._api_key(), base_url=self.base_url, timeout=self.timeout, max_retries=0
+        )
+
+    def body(self, request: ChatRequest, *, stream: bool = False) -> dict[str, Any]:
+        """The keyword arguments sent to ``chat.completions.create``."""
+        kw: dict[str, Any] = {
+            "model": self.model,
+            "messages": to_openai_messages(request.messages, null_content=self.null_content),
+        }
+        if request.tools:
+            kw["tools"] = [dict(t) for t in request.tools]
+        if request.tool_choice is not None:
+            kw["tool_choice"] = request.tool_choice
+        if request.temperature is not None:
+            kw["temperature"] = request.temperature
+        if request.max_tokens is not None:
+            kw["max_tokens"] = request.max_tokens
+        if request.logprobs:
+            kw["logprobs"] = True
+        if request.extra:
+            kw["extra_body"] = dict(request.extra)
+        if stream:
+            kw["stream"] = True
+            if self.stream_usage:
+                kw["stream_options"] = {"include_usage": True}
+        return kw
+
+    async def complete(self, request: ChatRequest) -> ChatResponse:
+        """Answer one request (retried on 429/5xx/timeouts)."""
+        kw = self.body(request)
+
+        async def call() -> Any:
+            return await self._client().chat.completions.create(**kw)
+
+        completion = await self._send(call)
+        acc = Accumulator(self.provider, self.model)
+        acc.feed(completion.model_dump(), whole=True)
+        return acc.response(raw=completion)
+
+    async def stream(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
+        """Stream text and tool-call deltas; the last event holds the full response."""
+        kw = self.body(request, stream=True)
+
+        async def call() -> Any:
+            return await self._client().chat.completions.create(**kw)
+
+        chunks = await self._send(call)
+        acc = Accumulator(self.provider, self.model)
+        try:
+            async for chunk in chunks:
+                for event in acc.feed(chunk.model_dump()):
+                    yield event
+        except self._failures() as e:
+            raise self._error(e) from None
+        yield StreamEvent("done", response=acc.response())

@@ -1,0 +1,105 @@
+"""Turning OpenAI chat completions (whole or streamed) into :class:`ChatResponse`.
+
+Streaming and non-streaming replies go through the same :class:`Accumulator`:
+a whole completion is fed as a single delta.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from copage.core.types import ToolCall
+from copage.llm.errors import BadResponse
+from copage.llm.prices import cost_of
+from copage.llm.types import ChatResponse, StreamEvent, ToolCallDelta, Usage
+
+
+class Accumulator:
+    """Collects deltas of one choice and builds the final response."""
+
+    def __init__(self, provider: str, price_model: str) -> None:
+        self.provider, self.price_model = provider, price_model
+        self.text: list[str] = []
+        self.calls: dict[int, dict[str, Any]] = {}
+        self.finish_reason: str | None = None
+        self.usage = Usage()
+        self.logprobs: list[float] | None = None
+        self.model = ""
+        self.saw_choice = False
+
+    def feed(self, payload: Mapping[str, Any], *, whole: bool = False) -> list[StreamEvent]:
+        """Feed one chunk (or, with ``whole``, a whole completion); returns the deltas seen."""
+        if not isinstance(payload, Mapping):
+            raise BadResponse(self.provider, f"reply is not an object: {payload!r:.100}")
+        self.model = str(payload.get("model") or self.model)
+        usage = payload.get("usage")
+        if isinstance(usage, Mapping):
+            self.usage = Usage(
+                int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0)
+            )
+        choices = payload.get("choices") or []
+        if not choices:
+            return []
+        self.saw_choice = True
+        choice = choices[0]
+        delta = choice.get("message" if whole else "delta") or {}
+        events: list[StreamEvent] = []
+        content = delta.get("content")
+        if content:
+            self.text.append(str(content))
+            events.append(StreamEvent("text", text=str(content)))
+        for pos, tc in enumerate(delta.get("tool_calls") or []):
+            events.append(self._feed_call(tc, pos if whole else int(tc.get("index", pos))))
+        lp = choice.get("logprobs")
+        if isinstance(lp, Mapping) and lp.get("content") is not None:
+            self.logprobs = (self.logprobs or []) + [
+                float(t["logprob"]) for t in lp["content"] if t.get("logprob") is not None
+            ]
+        if choice.get("finish_reason"):
+            self.finish_reason = str(choice["finish_reason"])
+        return events
+
+    def _feed_call(self, tc: Mapping[str, Any], index: int) -> StreamEvent:
+        slot = self.calls.setdefault(index, {"id": None, "name": None, "args": []})
+        fn = tc.get("function") or {}
+        if tc.get("id"):
+            slot["id"] = str(tc["id"])
+        if fn.get("name"):
+            slot["name"] = str(fn["name"])
+        args = fn.get("arguments") or ""
+        slot["args"].append(args)
+        return StreamEvent(
+            "tool_call",
+            tool_call=ToolCallDelta(index, id=tc.get("id"), name=fn.get("name"), arguments=args),
+        )
+
+    def response(self, raw: Any = None) -> ChatResponse:
+        """The final response; raises ``BadResponse`` when empty or malformed."""
+        if not self.saw_choice:
+            raise BadResponse(self.provider, "reply has no choices")
+        calls = []
+        for i in sorted(self.calls):
+            slot = self.calls[i]
+            if not slot["name"]:
+                raise BadResponse(self.provider, f"tool call {i} has no function name")
+            calls.append(
+                ToolCall(
+                    id=slot["id"] or f"call_{i}",
+                    name=slot["name"],
+                    arguments="".join(slot["args"]) or "{}",
+                )
+            )
+        text = "".join(self.text)
+        if not text and not calls:
+            raise BadResponse(self.provider, f"empty reply (finish_reason={self.finish_reason!r})")
+        return ChatResponse(
+            text=text,
+            tool_calls=tuple(calls),
+            finish_reason=self.finish_reason,
+            usage=self.usage,
+            cost_usd=cost_of(self.price_model, self.usage),
+            logprobs=self.logprobs,
+            model=self.model or self.price_model,
+            raw=raw,
+        )

@@ -1,0 +1,82 @@
+"""``TextProtocolModel``: native tool calling on top of a model that only writes text.
+
+The wrapper turns a request with tools into a plain-text request (instructions
+in the system prompt, past tool calls and results as text, consecutive messages
+of one role merged because strict chat templates demand alternation), and
+parses the reply back into tool calls, so callers see the native interface.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any
+
+from copage.llm.messages import call_names, text_of, tool_calls_of
+from copage.llm.textproto import format_call, parse_reply, render_tools
+from copage.llm.types import ChatModel, ChatRequest, ChatResponse, Message
+
+
+def to_text_messages(messages: Sequence[Message], tools: Sequence[Any]) -> list[dict[str, Any]]:
+    """Messages with tool calls/results as text and the tool instructions in the system prompt."""
+    names = call_names(messages)
+    out: list[dict[str, Any]] = []
+    for m in messages:
+        role = str(m.get("role"))
+        text = text_of(m.get("content"))
+        if role == "assistant" and m.get("tool_calls"):
+            lines = [text] if text else []
+            lines += [format_call(c) for c in tool_calls_of(m)]
+            msg = {"role": "assistant", "content": "\n".join(lines)}
+        elif role == "tool":
+            name = names.get(str(m.get("tool_call_id")), "tool")
+            msg = {"role": "user", "content": f"TOOL RESULT {name}:\n{text}"}
+        else:
+            msg = {"role": role, "content": text}
+        if out and out[-1]["role"] == msg["role"] and role != "system":
+            out[-1]["content"] = f"{out[-1]['content']}\n\n{msg['content']}"
+        else:
+            out.append(msg)
+    if tools:
+        instructions = render_tools(tools)
+        if out and out[0]["role"] == "system":
+            out[0]["content"] = f"{out[0]['content']}\n\n{instructions}"
+        else:
+            out.insert(0, {"role": "system", "content": instructions})
+    return out
+
+
+class TextProtocolModel:
+    """Wraps a text-only model so it accepts tools and returns tool calls."""
+
+    def __init__(self, inner: ChatModel) -> None:
+        self.inner = inner
+
+    @property
+    def name(self) -> str:
+        return self.inner.name
+
+    @property
+    def spec(self) -> str:
+        return f"{self.inner.spec}#text"
+
+    def __repr__(self) -> str:
+        return f"TextProtocolModel({self.inner!r})"
+
+    def to_inner(self, request: ChatRequest) -> ChatRequest:
+        """The plain-text request sent to the inner model."""
+        tools = () if request.tool_choice == "none" else request.tools
+        msgs = to_text_messages(request.messages, tools)
+        return replace(request, messages=tuple(msgs), tools=(), tool_choice=None)
+
+    async def complete(self, request: ChatRequest) -> ChatResponse:
+        """Answer, with text-protocol tool calls parsed into ``tool_calls``."""
+        response = await self.inner.complete(self.to_inner(request))
+        if not request.tools or request.tool_choice == "none":
+            return response
+        parsed = parse_reply(response.text, request.tools)
+        if not parsed.tool_calls:
+            return response
+        return response.with_(
+            text=parsed.text, tool_calls=parsed.tool_calls, finish_reason="tool_calls"
+        )

@@ -1,0 +1,179 @@
+"""Defensive parsing of model output into keyword lists.
+
+Models wrap JSON in code fences, add prose around it, use single quotes, leave
+trailing commas, stop mid-object, or key pages as ``"page 3"``, ``"P3"`` or
+``3``. :func:`parse_page_keywords` repairs what it can and returns only what it
+could read; callers fall back to an offline extractor for the rest.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from copage.core.types import PageId
+
+_FENCE = re.compile(r"```[A-Za-z0-9_-]*\s*\n?(.*?)(?:```|\Z)", re.DOTALL)
+_TRAILING_COMMA = re.compile(r",\s*([}\]])")
+_PAGE_KEY = re.compile(r"\A\s*\[?\s*(?:page|pg)?\s*[#_\-]?\s*p?\s*(\d+)\s*\]?\s*\Z", re.IGNORECASE)
+_MAX_KEYWORD_CHARS = 60
+
+
+def strip_fences(text: str) -> str:
+    """The content of the first fenced block, else ``text`` unchanged."""
+    m = _FENCE.search(text)
+    return m.group(1) if m else text
+
+
+def _close_truncated(text: str) -> str:
+    """Close strings, lists and objects left open by a truncated reply."""
+    stack: list[str] = []
+    quote: str | None = None
+    escaped = False
+    last_complete = 0
+    for i, ch in enumerate(text):
+        if quote:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == quote:
+                quote = None
+            continue
+        if ch in "\"'":
+            quote = ch
+        elif ch in "{[":
+            stack.append("}" if ch == "{" else "]")
+        elif ch in "}]" and stack:
+            stack.pop()
+            last_complete = i + 1
+        elif ch == ",":
+            last_complete = i
+    if not stack and quote is None:
+        return text
+    if quote is not None:
+        text = text + quote
+    closed = text + "".join(reversed(stack))
+    if _loads(closed) is not None:
+        return closed
+    # Drop the unfinished last element, then close what is open at that point.
+    if 0 < last_complete < len(text):
+        return _close_truncated(text[:last_complete])
+    return closed
+
+
+def _loads(text: str) -> Any:
+    """``json.loads`` then a Python-literal read (single quotes); None when both fail."""
+    cleaned = _TRAILING_COMMA.sub(r"\1", text)
+    try:
+        return json.loads(cleaned)
+    except ValueError:
+        pass
+    try:
+        return ast.literal_eval(cleaned)
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        return None
+
+
+def load_json_lenient(text: str, opener: str = "{") -> Any:
+    """Parse the first JSON value starting with ``opener`` in ``text``; None if hopeless.
+
+    Handles code fences, surrounding prose, trailing commas, single quotes and
+    truncation.
+    """
+    body = strip_fences(text)
+    start = body.find(opener)
+    if start < 0:
+        return None
+    body = body[start:]
+    closer = "}" if opener == "{" else "]"
+    end = body.rfind(closer)
+    if end >= 0:
+        whole = _loads(body[: end + 1])
+        if whole is not None:
+            return whole
+    return _loads(_close_truncated(body))
+
+
+def page_key(key: object, valid: Sequence[PageId]) -> PageId | None:
+    """Map ``"p3"``, ``"P3"``, ``"page 3"``, ``"3"`` or ``3`` to ``"p3"`` if it is valid."""
+    if isinstance(key, bool):
+        return None
+    if isinstance(key, int):
+        pid = f"p{key}"
+    elif isinstance(key, str):
+        m = _PAGE_KEY.match(key)
+        if not m:
+            return None
+        pid = f"p{int(m.group(1))}"
+    else:
+        return None
+    return pid if pid in valid else None
+
+
+def clean_keywords(value: object, limit: int) -> tuple[str, ...] | None:
+    """Up to ``limit`` distinct keyword strings from a model value; None if unusable.
+
+    A list of strings is expected; a comma-separated string is accepted; other
+    items are skipped. Numbers become text.
+    """
+    if isinstance(value, str):
+        items: list[object] = [part for part in value.split(",")]
+    elif isinstance(value, (list, tuple)):
+        items = list(value)
+    else:
+        return None
+    out: list[str] = []
+    seen: set[str] = set()
+    for item in items:
+        if isinstance(item, bool) or not isinstance(item, (str, int, float)):
+            continue
+        kw = " ".join(str(item).split()).strip(" \"'`.;:-")
+        if not kw or len(kw) > _MAX_KEYWORD_CHARS or kw.lower() in seen:
+            continue
+        seen.add(kw.lower())
+        out.append(kw)
+        if len(out) == limit:
+            break
+    return tuple(out) if out else None
+
+
+def parse_page_keywords(
+    text: str, page_ids: Sequence[PageId], limit: int
+) -> dict[PageId, tuple[str, ...]]:
+    """Keywords per page from a reply shaped like ``{"p1": [...], "p2": [...]}``.
+
+    Unknown pages (not in ``page_ids``) and unusable values are dropped; a page
+    named twice keeps its first usable value.
+    """
+    data = load_json_lenient(text, "{")
+    if not isinstance(data, Mapping):
+        return {}
+    if len(data) == 1:  # {"pages": {...}} or {"keywords": {...}}
+        (only,) = data.values()
+        if isinstance(only, Mapping):
+            data = only
+    out: dict[PageId, tuple[str, ...]] = {}
+    for key, value in data.items():
+        pid = page_key(key, page_ids)
+        if pid is None or pid in out:
+            continue
+        kws = clean_keywords(value, limit)
+        if kws:
+            out[pid] = kws
+    return out
+
+
+def parse_keyword_list(text: str, limit: int) -> tuple[str, ...] | None:
+    """Keywords from a reply holding one JSON list (or ``{"keywords": [...]}``); None if none."""
+    data = load_json_lenient(text, "[")
+    if data is None:
+        obj = load_json_lenient(text, "{")
+        if isinstance(obj, Mapping):
+            data = next((v for v in obj.values() if isinstance(v, (list, str))), None)
+    if data is None:
+        return None
+    return clean_keywords(data, limit)

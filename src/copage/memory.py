@@ -1,0 +1,248 @@
+"""PagedMemory: a pager joined to a store, the library's main entry point."""
+
+from __future__ import annotations
+
+import json
+import secrets
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from copage.core.config import PagerConfig
+from copage.core.pager import Context, Pager, RecallResult
+from copage.core.types import Bookmark, Page, PageId, ToolCall, Turn
+from copage.stores.base import PageStore
+
+ROLES = ("user", "assistant", "tool", "system")
+_SETTINGS = ("boundary", "policy", "resident_pages", "resident_tokens", "keywords",
+             "n_keywords", "bookmark_format", "tokenizer", "tool_name", "recall_by_query")
+
+
+def new_conversation_id() -> str:
+    """An unguessable conversation id (128 random bits)."""
+    return "c_" + secrets.token_urlsafe(16)
+
+
+class PagedMemory:
+    """A paged conversation, persisted in a :class:`PageStore` after every change.
+
+    Create one with paging settings (a new conversation), or reopen one with its
+    store and ``conversation_id`` (its stored settings are used)::
+
+        mem = PagedMemory(boundary="fixed_10", policy="lru", resident_pages=5,
+                          store="sqlite:///chat.db", conversation_id="alice")
+        mem.add("user", "I'm allergic to peanuts.")
+        ctx = mem.context()          # ctx.messages, ctx.tools
+        text = mem.recall("p3")      # the recall tool
+
+    Each call that changes the conversation commits one atomic change to the store
+    before it returns: an acknowledged turn is never lost.
+
+    Args:
+        store: a :class:`PageStore`, a store URL (``memory://``, ``sqlite:///path``,
+            ``postgresql://...``) or None for an in-memory store.
+        conversation_id: id within the tenant; a new unguessable id if None.
+        tenant: the owner of the conversation.
+        config: a full :class:`PagerConfig` instead of the individual settings.
+        future: the future access sequence, only for the ``belady`` oracle.
+        clock: time source for stored timestamps (``time.time``).
+        **settings: any :class:`PagerConfig` field (``boundary``, ``policy``,
+            ``resident_pages`` or ``resident_tokens``, ``keywords``, ``n_keywords``,
+            ``bookmark_format``, ...).
+    """
+
+    def __init__(
+        self, *, store: PageStore | str | None = None, conversation_id: str | None = None,
+        tenant: str = "default", config: PagerConfig | None = None,
+        future: Sequence[PageId] | None = None, clock: Callable[[], float] = time.time,
+        **settings: Any,
+    ) -> None:
+        from copage.stores import open_store
+
+        self.store: PageStore = open_store(store) if isinstance(store, str) or store is None else store
+        self.tenant = tenant
+        self.clock = clock
+        self.conversation_id = conversation_id or new_conversation_id()
+        if config is not None and settings:
+            raise ValueError("give either config= or individual settings, not both")
+        if config is None:
+            config = PagerConfig(**settings) if settings else None
+        self._future = future
+        if self.store.exists(self.conversation_id, tenant=tenant):
+            self._load(expect=config)
+        else:
+            self.pager = Pager(config or PagerConfig(), future=future)
+            self.store.create_conversation(
+                self.conversation_id, self.pager.config.to_dict(), tenant=tenant, now=clock()
+            )
+            self.version = 0
+
+    # ----------------------------------------------------------------- state
+    def _load(self, expect: PagerConfig | None = None) -> None:
+        conv = self.store.load(self.conversation_id, tenant=self.tenant)
+        stored = PagerConfig.from_dict(conv.config)
+        if expect is not None and expect != stored:
+            raise ValueError(
+                f"conversation {self.conversation_id!r} exists with other settings "
+                f"({_diff(stored, expect)}); reopen it without settings"
+            )
+        self.pager = Pager.restore(stored, conv.turns, conv.pages, conv.bookmarks, conv.state)
+        self.version = conv.version
+
+    def reload(self) -> None:
+        """Re-read the conversation from the store (after another writer changed it)."""
+        self._load()
+
+    def _commit(self) -> None:
+        if getattr(self, "_deferred", False):
+            return  # inside transaction(): stored once at its end
+        change = self.pager.drain()
+        try:
+            self.version = self.store.commit(
+                self.conversation_id, change, tenant=self.tenant,
+                expected_version=self.version, now=self.clock(),
+            )
+        except BaseException:
+            # Leave memory as the store has it: the failed operation did not happen.
+            self._load()
+            raise
+
+    @contextmanager
+    def transaction(self) -> Iterator[PagedMemory]:
+        """Defer commits: what is done inside is stored as one change at the end, or not at all.
+
+        On an exception the pending changes are dropped and the conversation is
+        reloaded from the store, so memory and store stay as they were before.
+        """
+        if getattr(self, "_deferred", False):
+            raise RuntimeError("PagedMemory.transaction() cannot be nested")
+        self._deferred = True
+        try:
+            yield self
+        except BaseException:
+            self._deferred = False
+            self.pager.discard()
+            self._load()
+            raise
+        self._deferred = False
+        self._commit()
+
+    @contextmanager
+    def locked(self) -> Iterator[PagedMemory]:
+        """Hold the store's lock on this conversation and work on its latest state."""
+        with self.store.lock(self.conversation_id, tenant=self.tenant):
+            self._load()
+            yield self
+
+    # ---------------------------------------------------------- conversation
+    def add(self, role: str, text: str, **meta: Any) -> str:
+        """Append a turn and return its id; commits before returning.
+
+        ``meta`` may hold ``id``, ``speaker``, ``timestamp``, ``session``,
+        ``tool_calls`` (ToolCall objects or OpenAI-format dicts), ``tool_call_id``,
+        and anything JSON-serialisable. A ``system`` turn sets the pinned system
+        prompt (kept outside the pages) and returns ``"system"``.
+        """
+        if role not in ROLES:
+            raise ValueError(f"unknown role {role!r}; valid roles: {', '.join(ROLES)}")
+        if not isinstance(text, str):
+            raise TypeError(f"text must be a str, got {type(text).__name__}")
+        if role == "system":
+            self.pager.system = text
+            self._commit()
+            return "system"
+        turn = _make_turn(role, text, len(self.pager.turns), meta)
+        if turn.id in self._ids():
+            raise ValueError(f"duplicate turn id {turn.id!r}")
+        self.pager.add(turn)
+        self._commit()
+        return turn.id
+
+    def _ids(self) -> set[str]:
+        ids: set[str] | None = getattr(self, "_idset", None)
+        if ids is None or len(ids) != len(self.pager.turns):
+            ids = {t.id for t in self.pager.turns}
+            self._idset = ids
+        return ids
+
+    def close_page(self) -> list[PageId]:
+        """Close the open page now (e.g. at the end of a session)."""
+        closed = self.pager.close_open_page()
+        self._commit()
+        return closed
+
+    def context(self, question: str | None = None) -> Context:
+        """Messages and tools for the next model call (see :meth:`Pager.context`)."""
+        return self.pager.context(question)
+
+    def recall(self, page: object = None, *, query: object = None) -> str:
+        """The recall tool: returns the text for the model (errors as text, never raised)."""
+        return self.recall_result(page, query=query).text
+
+    def recall_result(self, page: object = None, *, query: object = None) -> RecallResult:
+        """Like :meth:`recall`, with the status and page id."""
+        result = self.pager.recall(page, query=query)
+        self._commit()
+        return result
+
+    def access(self, page: PageId) -> bool:
+        """Record a use of a page (a probe that needs it); pages it in if evicted."""
+        hit = self.pager.access(page)
+        self._commit()
+        return hit
+
+    # ------------------------------------------------------------- read-only
+    @property
+    def config(self) -> PagerConfig:
+        return self.pager.config
+
+    @property
+    def pages(self) -> list[Page]:
+        return list(self.pager.pages)
+
+    @property
+    def turns(self) -> list[Turn]:
+        return list(self.pager.turns)
+
+    @property
+    def resident(self) -> list[PageId]:
+        return self.pager.resident
+
+    @property
+    def evicted(self) -> list[PageId]:
+        return self.pager.evicted
+
+    def bookmarks(self) -> dict[PageId, Bookmark]:
+        """Current bookmark of every closed page."""
+        return {p.id: self.pager.bookmark(p.id) for p in self.pager.pages}
+
+    def stats(self) -> dict[str, Any]:
+        """Pages, resident set, faults, hits, bookmark tokens, prompt vs full tokens."""
+        return self.pager.summary()
+
+
+def _make_turn(role: str, text: str, seq: int, meta: dict[str, Any]) -> Turn:
+    meta = dict(meta)
+    calls = tuple(_tool_call(c) for c in meta.pop("tool_calls", None) or ())
+    session = meta.pop("session", None)
+    return Turn(
+        id=str(meta.pop("id", None) or f"t{seq + 1}"), role=role, text=text,
+        speaker=meta.pop("speaker", None), timestamp=meta.pop("timestamp", None),
+        session=int(session) if session is not None else None, tool_calls=calls,
+        tool_call_id=meta.pop("tool_call_id", None), meta=meta,
+    )
+
+
+def _tool_call(c: ToolCall | dict[str, Any]) -> ToolCall:
+    if isinstance(c, ToolCall):
+        return c
+    fn = c.get("function", c)
+    args = fn.get("arguments", "{}")
+    return ToolCall(str(c.get("id", "")), str(fn.get("name", "")),
+                    args if isinstance(args, str) else json.dumps(args))
+
+
+def _diff(a: PagerConfig, b: PagerConfig) -> str:
+    da, db = a.to_dict(), b.to_dict()
+    return ", ".join(f"{k}: stored {da[k]!r} vs given {db[k]!r}" for k in da if da[k] != db[k])

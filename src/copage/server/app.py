@@ -1,0 +1,236 @@
+"""The Starlette application: OpenAI-compatible endpoints, health, metrics, inspector."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import FileResponse, JSONResponse, PlainTextResponse, Response
+from starlette.responses import StreamingResponse
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from copage.llm.errors import ModelError
+from copage.server import inspector, responses
+from copage.server.auth import KeyRing
+from copage.server.errors import ProxyError, from_model_error
+from copage.server.logs import install_redaction
+from copage.server.metrics import Metrics
+from copage.server.request import check_conversation_id, parse_call, parse_json
+from copage.server.service import ProxyService
+from copage.server.settings import ServeSettings
+from copage.server.transcript import TranscriptIndex, index_for
+from copage.server.upstream import Upstream
+from copage.stores.base import ConversationNotFound, PageStore, StoreError
+
+log = logging.getLogger("copage.server")
+STATIC = Path(__file__).parent / "static"
+CONV_HEADER = "X-Copage-Conversation"
+Handler = Callable[[Request], Awaitable[Response]]
+
+
+class ProxyState:
+    """Everything the handlers share (built once per worker process)."""
+
+    def __init__(self, settings: ServeSettings, store: PageStore, index: TranscriptIndex,
+                 upstream: Upstream) -> None:
+        self.settings, self.store, self.index, self.upstream = settings, store, index, upstream
+        self.keys = KeyRing(settings.keys)
+        self.metrics = Metrics()
+        self.executor = ThreadPoolExecutor(max_workers=64, thread_name_prefix="copage-store")
+        self.secrets = settings.secrets()
+        self.service = ProxyService(
+            store=store, index=index, upstream=upstream, paging=settings.paging,
+            metrics=self.metrics, executor=self.executor, max_recalls=settings.max_recalls,
+        )
+
+
+def _error(e: ProxyError, state: ProxyState, headers: dict[str, str] | None = None) -> Response:
+    return JSONResponse(e.body(state.secrets), status_code=e.status,
+                        headers={**e.headers, **(headers or {})})
+
+
+def endpoint(name: str) -> Callable[[Handler], Handler]:
+    """Wrap a handler: errors become OpenAI-format responses; requests are counted."""
+
+    def wrap(fn: Handler) -> Handler:
+        async def handler(request: Request) -> Response:
+            state: ProxyState = request.app.state.proxy
+            try:
+                response = await fn(request)
+            except ProxyError as e:
+                response = _error(e, state)
+            except ModelError as e:
+                response = _error(from_model_error(e), state)
+            except StoreError as e:
+                log.error("store error on %s: %s", name, e)
+                response = _error(ProxyError(503, "the conversation store is unavailable",
+                                             type="server_error", code="store_error"), state)
+            except Exception:
+                log.exception("internal error on %s", name)
+                response = _error(ProxyError(500, "internal error", type="server_error",
+                                             code="internal_error"), state)
+            state.metrics.inc("copage_requests_total", endpoint=name,
+                              status=str(response.status_code))
+            return response
+
+        return handler
+
+    return wrap
+
+
+def _tenant(request: Request) -> str:
+    state: ProxyState = request.app.state.proxy
+    tenant = state.keys.tenant(request.headers.get("authorization"))
+    if tenant is None:
+        raise ProxyError(401, "invalid or missing proxy API key (Authorization: Bearer KEY)",
+                         type="authentication_error", code="invalid_api_key")
+    return tenant
+
+
+async def _body(request: Request, limit: int) -> bytes:
+    size = request.headers.get("content-length")
+    too_big = ProxyError(413, f"request body larger than {limit} bytes",
+                         code="request_too_large")
+    if size and size.isdigit() and int(size) > limit:
+        raise too_big
+    parts, total = [], 0
+    async for chunk in request.stream():
+        total += len(chunk)
+        if total > limit:
+            raise too_big
+        parts.append(chunk)
+    return b"".join(parts)
+
+
+@endpoint("chat")
+async def chat_completions(request: Request) -> Response:
+    state: ProxyState = request.app.state.proxy
+    s = state.settings
+    tenant = _tenant(request)
+    data = parse_json(await _body(request, s.max_body_bytes))
+    call = parse_call(data, max_messages=s.max_messages, max_tools=s.max_tools)
+    header = request.headers.get(CONV_HEADER)
+    cid = check_conversation_id(header.strip()) if header is not None else None
+    result = await state.service.chat(tenant, call, cid)
+    headers = {CONV_HEADER: result.conversation_id,
+               "X-Copage-Stats": json.dumps(result.stats, separators=(",", ":"))}
+    env = responses.Envelope.new(result.outcome.model or call.model or "")
+    if call.stream:
+        return StreamingResponse(
+            responses.chunks(env, result.outcome, include_usage=call.include_usage),
+            media_type="text/event-stream", headers={**headers, "cache-control": "no-cache"},
+        )
+    return JSONResponse(responses.completion(env, result.outcome), headers=headers)
+
+
+@endpoint("models")
+async def models(request: Request) -> Response:
+    _tenant(request)
+    state: ProxyState = request.app.state.proxy
+    return JSONResponse(await state.upstream.models())
+
+
+async def healthz(request: Request) -> Response:
+    return JSONResponse({"status": "ok"})
+
+
+async def metrics(request: Request) -> Response:
+    state: ProxyState = request.app.state.proxy
+    return PlainTextResponse(state.metrics.render(), media_type="text/plain; version=0.0.4")
+
+
+async def ui_page(request: Request) -> Response:
+    return FileResponse(STATIC / "index.html")
+
+
+@endpoint("ui_conversations")
+async def ui_conversations(request: Request) -> Response:
+    state: ProxyState = request.app.state.proxy
+    tenant = _tenant(request)
+    rows = await state.service._run(inspector.conversations, state.store, tenant)
+    return JSONResponse({"tenant": tenant, "conversations": rows})
+
+
+@endpoint("ui_conversation")
+async def ui_conversation(request: Request) -> Response:
+    state: ProxyState = request.app.state.proxy
+    tenant = _tenant(request)
+    cid = check_conversation_id(str(request.path_params["cid"]))
+    try:
+        data = await state.service._run(inspector.conversation, state.store, tenant, cid)
+    except ConversationNotFound:
+        raise ProxyError(404, "no such conversation", code="conversation_not_found") from None
+    return JSONResponse(data)
+
+
+def create_app(
+    settings: ServeSettings, *, store: PageStore | None = None,
+    upstream: Upstream | None = None,
+) -> Starlette:
+    """The proxy app. ``store``/``upstream`` default to the ones the settings name."""
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        from copage.stores import open_store
+
+        st = store or open_store(settings.store)
+        up = upstream or Upstream(
+            base_url=settings.upstream, model=settings.model, api_key=settings.upstream_key,
+            timeout=settings.upstream_timeout, retries=settings.upstream_retries,
+        )
+        state = ProxyState(settings, st, index_for(st), up)
+        install_redaction(state.secrets)
+        app.state.proxy = state
+        try:
+            yield
+        finally:
+            await up.aclose()
+            state.executor.shutdown(wait=True)
+            state.index.close()
+            if store is None:
+                st.close()
+
+    routes = [
+        Route("/v1/chat/completions", chat_completions, methods=["POST"]),
+        Route("/v1/models", models, methods=["GET"]),
+        Route("/healthz", healthz, methods=["GET"]),
+        Route("/metrics", metrics, methods=["GET"]),
+        Route("/ui", ui_page, methods=["GET"]),
+        Route("/ui/", ui_page, methods=["GET"]),
+        Route("/ui/api/conversations", ui_conversations, methods=["GET"]),
+        Route("/ui/api/conversations/{cid}", ui_conversation, methods=["GET"]),
+        Mount("/ui/static", StaticFiles(directory=STATIC), name="static"),
+    ]
+    return Starlette(routes=routes, lifespan=lifespan, exception_handlers={
+        404: _not_found, 405: _not_allowed,
+    })
+
+
+async def _not_found(request: Request, exc: Any) -> Response:
+    return JSONResponse({"error": {"message": f"no route {request.url.path}",
+                                   "type": "invalid_request_error", "code": "not_found",
+                                   "param": None}}, status_code=404)
+
+
+async def _not_allowed(request: Request, exc: Any) -> Response:
+    return JSONResponse({"error": {"message": f"{request.method} not allowed here",
+                                   "type": "invalid_request_error", "code": "method_not_allowed",
+                                   "param": None}}, status_code=405)
+
+
+def app_from_env() -> Starlette:
+    """Factory for ``uvicorn --factory`` workers: settings from ``COPAGE_SERVE_SETTINGS``."""
+    import os
+
+    from copage.server.settings import build_settings
+
+    flags = json.loads(os.environ.get("COPAGE_SERVE_FLAGS", "{}"))
+    return create_app(build_settings(flags))

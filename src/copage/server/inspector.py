@@ -1,0 +1,72 @@
+"""The page inspector's data: a tenant's conversations, one conversation's page table and events.
+
+Everything is read through the store with the caller's tenant, so another
+tenant's conversation is simply not found, whatever id is asked for.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+from copage.memory import PagedMemory
+from copage.stores.base import PageStore
+
+PREVIEW = 160
+
+
+def conversations(store: PageStore, tenant: str) -> list[dict[str, Any]]:
+    """The tenant's conversations, most recently updated first."""
+    infos = sorted(store.list_conversations(tenant=tenant), key=lambda c: -c.updated_at)
+    return [{"id": c.id, "turns": c.turns, "pages": c.pages, "created_at": c.created_at,
+             "updated_at": c.updated_at} for c in infos]
+
+
+def conversation(store: PageStore, tenant: str, conversation_id: str) -> dict[str, Any]:
+    """Page table (turns, bookmark, resident/evicted, accesses, last access, faults) and events.
+
+    Raises ``ConversationNotFound`` when the tenant has no such conversation.
+    """
+    events = store.events(conversation_id, tenant=tenant)
+    mem = PagedMemory(store=store, conversation_id=conversation_id, tenant=tenant)
+    resident = set(mem.resident)
+    accesses: dict[int, int] = defaultdict(int)
+    faults: dict[int, int] = defaultdict(int)
+    last: dict[int, int] = {}
+    for e in events:
+        if e.page_index is None or e.kind not in ("admit", "hit", "fault"):
+            continue
+        accesses[e.page_index] += 1
+        last[e.page_index] = e.turn_seq + 1
+        if e.kind == "fault":
+            faults[e.page_index] += 1
+    books = mem.bookmarks()
+    pages = []
+    for p in mem.pages:
+        bm = books.get(p.id)
+        pages.append({
+            "id": p.id, "first_turn": p.turns[0].id if p.turns else None,
+            "last_turn": p.turns[-1].id if p.turns else None, "n_turns": len(p.turns),
+            "tokens": p.tokens, "turns": [_turn(t.role, t.text) for t in p.turns],
+            "bookmark": bm.text if bm else None, "keywords": list(bm.keywords) if bm else [],
+            "state": "resident" if p.id in resident else "evicted",
+            "accesses": accesses[p.index], "last_access_turn": last.get(p.index),
+            "faults": faults[p.index],
+        })
+    open_turns = [_turn(t.role, t.text) for t in mem.pager.open_turns]
+    timeline = [{"seq": e.seq, "turn": e.turn_seq + 1, "kind": e.kind,
+                 "page": f"p{e.page_index + 1}" if e.page_index is not None else None,
+                 "detail": dict(e.detail)} for e in events]
+    recalls: dict[int, list[dict[str, Any]]] = defaultdict(list)
+    for item in timeline:
+        if item["kind"] == "recall":
+            recalls[item["turn"]].append(item)
+    return {
+        "id": conversation_id, "config": mem.config.to_dict(), "stats": mem.stats(),
+        "pages": pages, "open_turns": open_turns, "events": timeline,
+        "recalls_by_turn": [{"turn": t, "recalls": r} for t, r in sorted(recalls.items())],
+    }
+
+
+def _turn(role: str, text: str) -> dict[str, str]:
+    return {"role": role, "text": text if len(text) <= PREVIEW else text[: PREVIEW - 1] + "…"}

@@ -1,0 +1,195 @@
+"""Validating an OpenAI chat-completions request body into a :class:`ChatCall`."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from copage.server.errors import bad_request
+
+ROLES = {"system": "system", "developer": "system", "user": "user", "assistant": "assistant",
+         "tool": "tool"}
+#: Body fields passed on to the upstream unchanged.
+PASSTHROUGH = ("top_p", "stop", "presence_penalty", "frequency_penalty", "seed", "user",
+               "response_format", "logit_bias", "parallel_tool_calls", "max_completion_tokens",
+               "reasoning_effort")
+CONVERSATION_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:\-]{0,127}\Z")
+_TOOL_NAME = re.compile(r"[A-Za-z0-9_\-]{1,64}\Z")
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """One incoming message, normalised (text content, tool calls as dicts)."""
+
+    role: str
+    text: str
+    tool_calls: tuple[Mapping[str, Any], ...] = ()
+    tool_call_id: str | None = None
+
+    def canonical(self) -> list[Any]:
+        """The fields that identify the message in the transcript hash."""
+        calls = [[c["id"], c["function"]["name"], c["function"]["arguments"]]
+                 for c in self.tool_calls]
+        return [self.role, self.text, calls, self.tool_call_id or ""]
+
+
+@dataclass(frozen=True, slots=True)
+class ChatCall:
+    """A validated chat-completions request."""
+
+    model: str | None
+    messages: tuple[Message, ...]
+    tools: tuple[Mapping[str, Any], ...] = ()
+    tool_choice: Any = None
+    stream: bool = False
+    include_usage: bool = False
+    temperature: float | None = None
+    max_tokens: int | None = None
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def tool_names(self) -> set[str]:
+        return {str(t["function"]["name"]) for t in self.tools}
+
+
+def parse_json(raw: bytes) -> dict[str, Any]:
+    """The body as a JSON object, or a 400."""
+    try:
+        data = json.loads(raw)
+    except (ValueError, UnicodeDecodeError) as e:
+        raise bad_request(f"the request body is not valid JSON ({e})", "invalid_json") from None
+    if not isinstance(data, dict):
+        raise bad_request("the request body must be a JSON object", "invalid_json")
+    return data
+
+
+def check_conversation_id(value: str) -> str:
+    """A conversation id from the header: 1-128 of ``A-Z a-z 0-9 _ . : -``, or a 400."""
+    if not CONVERSATION_ID.match(value):
+        raise bad_request(
+            "X-Copage-Conversation must be 1-128 characters of letters, digits, '_', '.', "
+            "':' or '-', starting with a letter or digit", "invalid_conversation_id",
+        )
+    return value
+
+
+def _text(content: Any, i: int) -> str:
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = []
+        for part in content:
+            if isinstance(part, str):
+                parts.append(part)
+            elif isinstance(part, Mapping) and part.get("type") == "text" and isinstance(
+                part.get("text"), str
+            ):
+                parts.append(part["text"])
+            else:
+                raise bad_request(f"messages[{i}].content: only text parts are supported",
+                                  param=f"messages[{i}].content")
+        return "".join(parts)
+    raise bad_request(f"messages[{i}].content must be a string, a list of text parts or null",
+                      param=f"messages[{i}].content")
+
+
+def _tool_calls(raw: Any, i: int) -> tuple[Mapping[str, Any], ...]:
+    if raw is None:
+        return ()
+    if not isinstance(raw, list):
+        raise bad_request(f"messages[{i}].tool_calls must be a list", param=f"messages[{i}]")
+    out = []
+    for j, c in enumerate(raw):
+        fn = c.get("function") if isinstance(c, Mapping) else None
+        if not (isinstance(fn, Mapping) and isinstance(c.get("id"), str)
+                and isinstance(fn.get("name"), str)):
+            raise bad_request(f"messages[{i}].tool_calls[{j}] needs an id and function.name",
+                              param=f"messages[{i}].tool_calls")
+        args = fn.get("arguments", "{}")
+        if not isinstance(args, str):
+            args = json.dumps(args)
+        out.append({"id": c["id"], "type": "function",
+                    "function": {"name": fn["name"], "arguments": args}})
+    return tuple(out)
+
+
+def _message(m: Any, i: int) -> Message:
+    if not isinstance(m, Mapping):
+        raise bad_request(f"messages[{i}] must be an object", param=f"messages[{i}]")
+    role = ROLES.get(m.get("role")) if isinstance(m.get("role"), str) else None
+    if role is None:
+        raise bad_request(f"messages[{i}].role must be one of {sorted(ROLES)}",
+                          param=f"messages[{i}].role")
+    calls = _tool_calls(m.get("tool_calls"), i) if role == "assistant" else ()
+    tcid = m.get("tool_call_id")
+    if role == "tool" and not isinstance(tcid, str):
+        raise bad_request(f"messages[{i}] (tool) needs a string tool_call_id",
+                          param=f"messages[{i}].tool_call_id")
+    return Message(role, _text(m.get("content"), i), calls, tcid if role == "tool" else None)
+
+
+def _tools(raw: Any, limit: int) -> tuple[Mapping[str, Any], ...]:
+    if raw is None:
+        return ()
+    if not isinstance(raw, list):
+        raise bad_request("tools must be a list", param="tools")
+    if len(raw) > limit:
+        raise bad_request(f"at most {limit} tools per request", "too_many_tools", "tools")
+    for j, t in enumerate(raw):
+        fn = t.get("function") if isinstance(t, Mapping) else None
+        if not (isinstance(fn, Mapping) and isinstance(fn.get("name"), str)
+                and _TOOL_NAME.match(fn["name"])):
+            raise bad_request(f"tools[{j}] must be {{'type': 'function', 'function': "
+                              "{'name': ..., 'parameters': ...}}", param=f"tools[{j}]")
+    return tuple(raw)
+
+
+def _number(data: Mapping[str, Any], name: str, kind: type) -> Any:
+    value = data.get(name)
+    if value is None:
+        return None
+    ok = isinstance(value, (int, float)) if kind is float else isinstance(value, int)
+    if not ok or isinstance(value, bool):
+        raise bad_request(f"{name} must be a {'number' if kind is float else 'integer'}",
+                          param=name)
+    return value
+
+
+def parse_call(data: Mapping[str, Any], *, max_messages: int, max_tools: int) -> ChatCall:
+    """Validate a chat-completions body; every problem is a 400 naming the field."""
+    model = data.get("model")
+    if model is not None and not isinstance(model, str):
+        raise bad_request("model must be a string", param="model")
+    msgs = data.get("messages")
+    if not isinstance(msgs, list) or not msgs:
+        raise bad_request("messages must be a non-empty list", param="messages")
+    if len(msgs) > max_messages:
+        raise bad_request(f"at most {max_messages} messages per request", "too_many_messages",
+                          "messages")
+    stream = data.get("stream", False)
+    if not isinstance(stream, bool) and stream is not None:
+        raise bad_request("stream must be a boolean", param="stream")
+    opts = data.get("stream_options") or {}
+    if not isinstance(opts, Mapping):
+        raise bad_request("stream_options must be an object", param="stream_options")
+    n = data.get("n")
+    if n not in (None, 1):
+        raise bad_request("only n=1 is supported", param="n")
+    choice = data.get("tool_choice")
+    if choice is not None and not (choice in ("auto", "none", "required")
+                                   or isinstance(choice, Mapping)):
+        raise bad_request("tool_choice must be 'auto', 'none', 'required' or an object",
+                          param="tool_choice")
+    max_tokens = _number(data, "max_tokens", int)
+    extra = {k: data[k] for k in PASSTHROUGH if data.get(k) is not None}
+    return ChatCall(
+        model=model, messages=tuple(_message(m, i) for i, m in enumerate(msgs)),
+        tools=_tools(data.get("tools"), max_tools), tool_choice=choice, stream=bool(stream),
+        include_usage=bool(opts.get("include_usage")),
+        temperature=_number(data, "temperature", float), max_tokens=max_tokens, extra=extra,
+    )

@@ -1,0 +1,268 @@
+"""One chat turn through the proxy: find the conversation, lock it, page, loop, commit.
+
+Store work is synchronous, so it runs in a thread pool in two steps (prepare:
+lock + load + add the new messages; finish: add the answer + commit + unlock),
+with the upstream calls awaited in between. The store's per-conversation lock is
+held for the whole turn, so requests on one conversation at several workers are
+serialised; the turn is one deferred transaction, so a failed turn leaves the
+stored conversation as it was. An asyncio lock per conversation keeps waiting
+requests of this process from filling the thread pool.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable
+from concurrent.futures import Executor
+from contextlib import AbstractContextManager, asynccontextmanager
+from dataclasses import dataclass, field, replace
+from typing import Any, TypeVar
+
+from copage.core.config import PagerConfig
+from copage.memory import PagedMemory, new_conversation_id
+from copage.server.errors import bad_request
+from copage.server.loop import Outcome, run_loop
+from copage.server.metrics import Metrics
+from copage.server.request import ChatCall, Message
+from copage.server.transcript import GENESIS, TranscriptIndex, chain, link
+from copage.server.upstream import Upstream
+from copage.stores.base import PageStore
+
+T = TypeVar("T")
+ALT_TOOL_NAME = "copage_recall"
+
+
+@dataclass(slots=True)
+class _Prep:
+    mem: PagedMemory
+    tx: AbstractContextManager[PagedMemory]
+    lock: AbstractContextManager[None]
+    created: bool
+    head: str
+    before: dict[str, Any]
+    mid: dict[str, Any]
+
+
+@dataclass(slots=True)
+class TurnResult:
+    """The answer, its conversation and the ``X-Copage-Stats`` values."""
+
+    conversation_id: str
+    outcome: Outcome
+    stats: dict[str, Any] = field(default_factory=dict)
+
+
+class _Stale(Exception):
+    """The recognised conversation moved on before its lock was taken: look again."""
+
+
+class ProxyService:
+    """Runs chat turns for tenants (see module docstring)."""
+
+    def __init__(
+        self, *, store: PageStore, index: TranscriptIndex, upstream: Upstream,
+        paging: PagerConfig, metrics: Metrics, executor: Executor, max_recalls: int = 3,
+    ) -> None:
+        self.store, self.index, self.upstream = store, index, upstream
+        self.paging, self.metrics, self.executor = paging, metrics, executor
+        self.max_recalls = max_recalls
+        self._locks: dict[tuple[str, str], tuple[asyncio.Lock, int]] = {}
+
+    async def _run(self, fn: Callable[..., T], *args: Any) -> T:
+        return await asyncio.get_running_loop().run_in_executor(self.executor, fn, *args)
+
+    @asynccontextmanager
+    async def _guard(self, key: tuple[str, str]) -> AsyncIterator[None]:
+        lock, n = self._locks.get(key, (asyncio.Lock(), 0))
+        self._locks[key] = (lock, n + 1)
+        try:
+            async with lock:
+                yield
+        finally:
+            lock, n = self._locks[key]
+            if n <= 1:
+                del self._locks[key]
+            else:
+                self._locks[key] = (lock, n - 1)
+
+    # ------------------------------------------------------------------ turns
+    async def chat(self, tenant: str, call: ChatCall, conversation_id: str | None) -> TurnResult:
+        """One turn: ``conversation_id`` from the header, or recognised from the messages."""
+        if conversation_id is not None:
+            return await self._turn(tenant, conversation_id, call, None)
+        heads = chain(call.messages)
+        for _ in range(3):
+            match = await self._run(self.index.find, tenant, heads[:-1])
+            if match is None:
+                break
+            try:
+                return await self._turn(tenant, match.conversation_id, call, match.length)
+            except _Stale:
+                continue
+        return await self._turn(tenant, new_conversation_id(), call, 0)
+
+    async def _turn(
+        self, tenant: str, cid: str, call: ChatCall, expect: int | None
+    ) -> TurnResult:
+        async with self._guard((tenant, cid)):
+            fut = asyncio.get_running_loop().run_in_executor(
+                self.executor, self._prepare, tenant, cid, call, expect
+            )
+            try:
+                prep = await asyncio.shield(fut)
+            except asyncio.CancelledError:
+                fut.add_done_callback(self._abort_later)
+                raise
+            try:
+                model = self.upstream.model_for(call.model)
+                out = await run_loop(prep.mem, model, call, self._complete,
+                                     max_recalls=self.max_recalls)
+            except BaseException as e:
+                await _shielded(self._run(self._abort, prep))
+                if isinstance(e, Exception):
+                    self.metrics.inc("copage_upstream_errors_total", kind=type(e).__name__)
+                raise
+            after = await _shielded(self._run(self._finish, tenant, cid, prep, out))
+        return TurnResult(cid, out, self._stats(prep, out, after))
+
+    async def _complete(self, model: Any, request: Any) -> Any:
+        response, latency = await self.upstream.complete(model, request)
+        self.metrics.inc("copage_upstream_calls_total")
+        self.metrics.observe_upstream(latency)
+        return response, latency
+
+    def _abort_later(self, fut: asyncio.Future[_Prep]) -> None:
+        if not fut.cancelled() and fut.exception() is None:
+            self.executor.submit(self._abort, fut.result())
+
+    # ------------------------------------------------------- store (threads)
+    def _prepare(self, tenant: str, cid: str, call: ChatCall, expect: int | None) -> _Prep:
+        lock = self.store.lock(cid, tenant=tenant)
+        lock.__enter__()
+        created = False
+        try:
+            if self.store.exists(cid, tenant=tenant):
+                mem = PagedMemory(store=self.store, conversation_id=cid, tenant=tenant)
+            elif expect:
+                raise _Stale(cid)
+            else:
+                mem = PagedMemory(store=self.store, conversation_id=cid, tenant=tenant,
+                                  config=self._config_for(call))
+                created = True
+            head = _head(mem)
+            heads = chain(call.messages)
+            if expect is not None:
+                if heads[expect] != head:
+                    raise _Stale(cid)
+                start, h = expect, head
+            else:
+                start = next((i for i in range(len(heads) - 1, 0, -1) if heads[i] == head), 0)
+                h = head
+            new = call.messages[start:]
+            _check_new(new, mem, call)
+            before = mem.stats()
+            tx = mem.transaction()
+            tx.__enter__()
+            for m in new:
+                h = link(h, m)
+                if m.role == "system":
+                    mem.add("system", m.text)
+                else:
+                    mem.add(m.role, m.text, tool_calls=list(m.tool_calls),
+                            tool_call_id=m.tool_call_id, h=h)
+            return _Prep(mem, tx, lock, created, h, before, mem.stats())
+        except BaseException:
+            self._release(lock, tenant, cid, created)
+            raise
+
+    def _config_for(self, call: ChatCall) -> PagerConfig:
+        if self.paging.tool_name in call.tool_names:
+            return replace(self.paging, tool_name=ALT_TOOL_NAME)
+        return self.paging
+
+    def _release(self, lock: AbstractContextManager[None], tenant: str, cid: str,
+                 created: bool) -> None:
+        try:
+            if created:
+                self.store.delete_conversation(cid, tenant=tenant)
+        finally:
+            lock.__exit__(None, None, None)
+
+    def _abort(self, prep: _Prep) -> None:
+        try:
+            prep.tx.__exit__(RuntimeError, RuntimeError("turn failed"), None)
+        finally:
+            self._release(prep.lock, prep.mem.tenant, prep.mem.conversation_id, prep.created)
+
+    def _finish(self, tenant: str, cid: str, prep: _Prep, out: Outcome) -> dict[str, Any]:
+        try:
+            calls = [{"id": c.id, "type": "function",
+                      "function": {"name": c.name, "arguments": c.arguments}}
+                     for c in out.tool_calls]
+            answer = Message("assistant", out.text, tuple(calls))
+            head = link(prep.head, answer)
+            prep.mem.add("assistant", out.text, tool_calls=calls, h=head)
+            after = prep.mem.stats()
+            prep.tx.__exit__(None, None, None)
+        except BaseException:
+            self._abort(prep)
+            raise
+        try:
+            self.index.put(tenant, cid, head)
+        finally:
+            prep.lock.__exit__(None, None, None)
+        return after
+
+    # ------------------------------------------------------------------ stats
+    def _stats(self, prep: _Prep, out: Outcome, after: dict[str, Any]) -> dict[str, Any]:
+        b, m = prep.before, prep.mid
+        delta = {k: int(after[k]) - int(b[k]) for k in ("pages", "faults", "hits", "evictions")}
+        inc = self.metrics.inc
+        inc("copage_turns_total")
+        inc("copage_pages_total", delta["pages"])
+        inc("copage_faults_total", delta["faults"])
+        inc("copage_hits_total", delta["hits"])
+        inc("copage_evictions_total", delta["evictions"])
+        inc("copage_recalls_total", len(out.recalls))
+        inc("copage_prompt_tokens_sent_total", int(m["prompt_tokens"]))
+        inc("copage_prompt_tokens_full_total", int(m["full_tokens"]))
+        inc("copage_upstream_prompt_tokens_total", out.prompt_tokens)
+        inc("copage_upstream_completion_tokens_total", out.completion_tokens)
+        return {
+            "pages": after["pages"], "resident_pages": len(after["resident"]),
+            "evicted_pages": after["evicted"], "recalls": len(out.recalls),
+            "recalled": [r.page for r in out.recalls if r.page],
+            "faults": delta["faults"], "upstream_calls": out.calls,
+            "prompt_tokens": m["prompt_tokens"], "full_tokens": m["full_tokens"],
+            "upstream_prompt_tokens": out.prompt_tokens,
+        }
+
+
+async def _shielded(aw: Any) -> Any:
+    """Await ``aw`` to its end even if this task is cancelled meanwhile."""
+    fut = asyncio.ensure_future(aw)
+    try:
+        return await asyncio.shield(fut)
+    except asyncio.CancelledError:
+        await asyncio.wait([fut])
+        raise
+
+
+def _head(mem: PagedMemory) -> str:
+    turns = mem.pager.turns
+    if not turns:
+        return GENESIS
+    h = turns[-1].meta.get("h")
+    return str(h) if h else "unhashed:" + mem.conversation_id
+
+
+def _check_new(new: tuple[Message, ...], mem: PagedMemory, call: ChatCall) -> None:
+    if not new:
+        raise bad_request("no new message: the conversation already ends with these messages",
+                          "no_new_messages", "messages")
+    if new[-1].role not in ("user", "tool"):
+        raise bad_request("the last message must be a user or tool message", param="messages")
+    name = mem.config.tool_name
+    if name in call.tool_names:
+        raise bad_request(f"a client tool is named {name!r}, like this conversation's recall "
+                          "tool; rename the client tool", "tool_name_conflict", "tools")

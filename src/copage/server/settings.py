@@ -1,0 +1,200 @@
+"""``copage serve`` settings: one frozen value, from a config file, the environment and flags.
+
+Precedence: command-line flags > environment variables > config file > defaults.
+Environment variables: ``COPAGE_UPSTREAM``, ``COPAGE_MODEL``, ``COPAGE_STORE``,
+``COPAGE_HOST``, ``COPAGE_PORT``, ``COPAGE_KEYS_FILE``, ``COPAGE_KEYS``
+(``key1=tenantA,key2=tenantB``), ``COPAGE_UPSTREAM_KEY`` (the upstream API key)
+and ``COPAGE_CONFIG`` (a TOML or JSON file with the same names in lower case).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any
+
+from copage.core.config import PagerConfig
+
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 8787
+ENV_PREFIX = "COPAGE_"
+_PAGING = ("boundary", "policy", "resident_pages", "resident_tokens", "keywords", "n_keywords",
+           "bookmark_format", "recall_by_query")
+
+
+def default_store_url() -> str:
+    """SQLite under the user's data dir (``$XDG_DATA_HOME/copage/copage.db``)."""
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return f"sqlite://{Path(base) / 'copage' / 'copage.db'}"
+
+
+@dataclass(frozen=True, slots=True)
+class ServeSettings:
+    """Everything ``copage serve`` needs (see module docstring for the sources).
+
+    Attributes:
+        upstream: base URL of an OpenAI-compatible endpoint (the client's ``model`` passes).
+        model: a model spec (``anthropic:claude-haiku-4-5``) that fixes the model instead.
+        upstream_key: API key for the upstream (never logged or shown).
+        store: store URL (``sqlite:///path``, ``postgresql://...``, ``memory://``).
+        host, port: where to listen.
+        keys: proxy API key -> tenant; empty means one tenant ``default`` on loopback only.
+        paging: pager settings of new conversations (a :class:`PagerConfig`).
+        max_recalls: recall calls served per turn; later ones are refused.
+        max_body_bytes, max_messages, max_tools: request bounds (413 / 400 beyond).
+        upstream_timeout, upstream_retries: per upstream call.
+        workers: uvicorn worker processes on this port.
+    """
+
+    upstream: str | None = None
+    model: str | None = None
+    upstream_key: str | None = field(default=None, repr=False)
+    store: str = ""
+    host: str = DEFAULT_HOST
+    port: int = DEFAULT_PORT
+    keys: Mapping[str, str] = field(default_factory=dict, repr=False)
+    paging: PagerConfig = field(default_factory=PagerConfig)
+    max_recalls: int = 3
+    max_body_bytes: int = 4 * 1024 * 1024
+    max_messages: int = 2000
+    max_tools: int = 128
+    upstream_timeout: float = 120.0
+    upstream_retries: int = 0
+    workers: int = 1
+
+    def __post_init__(self) -> None:
+        if bool(self.upstream) == bool(self.model):
+            raise ValueError("give exactly one of --upstream URL or --model SPEC")
+        if self.upstream and not self.upstream.startswith(("http://", "https://")):
+            raise ValueError(f"--upstream must be an http(s) URL, got {self.upstream!r}")
+        if not self.store:
+            object.__setattr__(self, "store", default_store_url())
+        for name in ("max_recalls", "max_body_bytes", "max_messages", "max_tools", "workers"):
+            if int(getattr(self, name)) < (0 if name == "max_recalls" else 1):
+                raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
+        if not 0 < self.port < 65536:
+            raise ValueError(f"port must be in 1..65535, got {self.port}")
+        for key, tenant in self.keys.items():
+            if len(key) < 8 or not tenant:
+                raise ValueError("proxy keys must be at least 8 characters and name a tenant")
+
+    def secrets(self) -> list[str]:
+        """Every secret the server knows (to redact from logs and errors)."""
+        return [s for s in (self.upstream_key, *self.keys) if s]
+
+    def with_(self, **changes: Any) -> ServeSettings:
+        """A copy with some fields changed."""
+        return replace(self, **changes)
+
+
+def parse_keys(text: str) -> dict[str, str]:
+    """``key1=tenantA,key2=tenantB`` -> ``{key1: tenantA, ...}`` (clear error on bad items)."""
+    out: dict[str, str] = {}
+    for item in (x.strip() for x in text.split(",")):
+        if not item:
+            continue
+        key, sep, tenant = item.partition("=")
+        if not sep or not key.strip() or not tenant.strip():
+            raise ValueError("COPAGE_KEYS items must look like key=tenant (item not shown)")
+        out[key.strip()] = tenant.strip()
+    return out
+
+
+def load_keys_file(path: str | Path) -> dict[str, str]:
+    """A JSON or TOML file ``{"key": "tenant"}`` (or a ``[keys]`` table)."""
+    p = Path(path)
+    try:
+        raw = p.read_text()
+    except OSError as e:
+        raise ValueError(f"cannot read keys file {p}: {e.strerror}") from None
+    data = _parse_file(p, raw)
+    if isinstance(data.get("keys"), Mapping):
+        data = dict(data["keys"])
+    if not all(isinstance(k, str) and isinstance(v, str) for k, v in data.items()):
+        raise ValueError(f"keys file {p} must map key strings to tenant strings")
+    return dict(data)
+
+
+def _parse_file(p: Path, raw: str) -> dict[str, Any]:
+    try:
+        data = json.loads(raw) if p.suffix == ".json" else tomllib.loads(raw)
+    except (ValueError, tomllib.TOMLDecodeError) as e:
+        raise ValueError(f"cannot parse {p}: {e}") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"{p} must hold a table/object at the top level")
+    return data
+
+
+def load_config_file(path: str | Path) -> dict[str, Any]:
+    """The settings in a TOML/JSON config file (names as in :class:`ServeSettings`)."""
+    p = Path(path)
+    try:
+        raw = p.read_text()
+    except OSError as e:
+        raise ValueError(f"cannot read config file {p}: {e.strerror}") from None
+    data = _parse_file(p, raw)
+    valid = {f.name for f in fields(ServeSettings)} | {"keys_file", *_PAGING}
+    unknown = sorted(set(data) - valid - {"paging"})
+    if unknown:
+        raise ValueError(f"unknown setting(s) {unknown} in {p}; valid: {sorted(valid)}")
+    return data
+
+
+def build_settings(
+    flags: Mapping[str, Any], env: Mapping[str, str] | None = None
+) -> ServeSettings:
+    """Merge flags (None = not given), the environment and the config file."""
+    env = os.environ if env is None else env
+    conf: dict[str, Any] = {}
+    cfg_path = flags.get("config") or env.get("COPAGE_CONFIG")
+    if cfg_path:
+        conf = load_config_file(cfg_path)
+    paging_conf = dict(conf.pop("paging", {}) or {})
+
+    def pick(name: str, cast: Any = str) -> Any:
+        if flags.get(name) is not None:
+            return flags[name]
+        value = env.get(ENV_PREFIX + name.upper())
+        if value not in (None, ""):
+            try:
+                return cast(value)
+            except ValueError:
+                raise ValueError(f"{ENV_PREFIX}{name.upper()} is not a valid {name}") from None
+        return conf.get(name)
+
+    keys: dict[str, str] = {}
+    keys_file = pick("keys_file")
+    if keys_file:
+        keys.update(load_keys_file(keys_file))
+    if env.get("COPAGE_KEYS"):
+        keys.update(parse_keys(env["COPAGE_KEYS"]))
+    if isinstance(conf.get("keys"), Mapping):
+        keys.update({str(k): str(v) for k, v in conf["keys"].items()})
+    paging: dict[str, Any] = {}
+    for name in _PAGING:
+        value = flags.get(name)
+        if value is None:
+            value = paging_conf.get(name, conf.get(name))
+        if value is not None:
+            paging[name] = value
+    upstream, model = pick("upstream"), pick("model")
+    if flags.get("upstream") and not flags.get("model"):
+        model = None
+    if flags.get("model") and not flags.get("upstream"):
+        upstream = None
+    kwargs: dict[str, Any] = {
+        "upstream": upstream, "model": model,
+        "upstream_key": env.get("COPAGE_UPSTREAM_KEY") or conf.get("upstream_key"),
+        "store": pick("store") or "", "keys": keys, "paging": PagerConfig(**paging),
+    }
+    for name, cast in (("host", str), ("port", int), ("max_recalls", int),
+                       ("max_body_bytes", int), ("max_messages", int), ("max_tools", int),
+                       ("upstream_timeout", float), ("upstream_retries", int), ("workers", int)):
+        value = pick(name, cast)
+        if value is not None:
+            kwargs[name] = cast(value)
+    return ServeSettings(**kwargs)

@@ -1,0 +1,101 @@
+// copage inspector: reads /ui/api/* with the tenant's key (kept in sessionStorage).
+"use strict";
+const $ = (id) => document.getElementById(id);
+const KEY = "copage.key";
+
+function el(tag, props, ...children) {
+  const node = document.createElement(tag);
+  Object.assign(node, props || {});
+  for (const c of children) node.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  return node;
+}
+
+async function api(path) {
+  const key = sessionStorage.getItem(KEY) || "";
+  const r = await fetch("/ui/api/" + path, { headers: { Authorization: "Bearer " + key } });
+  const body = await r.json().catch(() => ({}));
+  if (!r.ok) throw new Error((body.error && body.error.message) || ("HTTP " + r.status));
+  return body;
+}
+
+function showLogin(message) {
+  $("login").hidden = false; $("main").hidden = true; $("logout").hidden = true;
+  $("who").textContent = ""; $("login-error").textContent = message || "";
+}
+
+async function loadList() {
+  let data;
+  try { data = await api("conversations"); } catch (e) { showLogin(e.message); return; }
+  $("login").hidden = true; $("main").hidden = false; $("logout").hidden = false;
+  $("who").textContent = "tenant: " + data.tenant;
+  const list = $("conversations");
+  list.replaceChildren();
+  $("no-conversations").hidden = data.conversations.length > 0;
+  for (const c of data.conversations) {
+    const li = el("li", { className: "conv" }, c.id,
+      el("small", {}, `${c.turns} turns, ${c.pages} pages`));
+    li.dataset.id = c.id;
+    li.onclick = () => openConversation(c.id);
+    list.append(li);
+  }
+  const wanted = new URLSearchParams(location.search).get("c");
+  if (wanted) openConversation(wanted);
+}
+
+async function openConversation(id) {
+  for (const li of document.querySelectorAll("#conversations li"))
+    li.classList.toggle("active", li.dataset.id === id);
+  let c;
+  try { c = await api("conversations/" + encodeURIComponent(id)); }
+  catch (e) { $("pick").textContent = e.message; $("pick").hidden = false;
+    $("conversation").hidden = true; return; }
+  $("pick").hidden = true; $("conversation").hidden = false;
+  $("conv-title").textContent = c.id;
+  const s = c.stats;
+  $("conv-summary").textContent = `${s.turns} turns, ${s.pages} pages (${s.resident.length} ` +
+    `resident, ${s.evicted} evicted), ${s.faults} faults, ${s.hits} hits, ${s.recalls} recalls; ` +
+    `prompt ${s.prompt_tokens} of ${s.full_tokens} tokens; ${c.config.boundary} / ` +
+    `${c.config.policy} / k=${c.config.resident_pages ?? "tokens"}`;
+  const body = document.querySelector("#pages tbody");
+  body.replaceChildren();
+  for (const p of c.pages) {
+    const turns = el("details", {}, el("summary", {}, `${p.first_turn}–${p.last_turn} (${p.n_turns})`),
+      ...p.turns.map((t) => el("div", { className: "turn" }, `${t.role}: ${t.text}`)));
+    const row = el("tr", { className: "page " + p.state },
+      el("td", { className: "id" }, p.id), el("td", { className: "turns" }, turns),
+      el("td", { className: "bookmark" }, p.bookmark || ""),
+      el("td", { className: "state" }, p.state), el("td", { className: "accesses" }, p.accesses),
+      el("td", { className: "last" }, p.last_access_turn ?? "—"),
+      el("td", { className: "faults" }, p.faults));
+    row.dataset.page = p.id;
+    body.append(row);
+  }
+  const recalls = $("recalls");
+  recalls.replaceChildren();
+  for (const group of c.recalls_by_turn) {
+    const items = group.recalls.map((r) => {
+      const d = r.detail || {};
+      return `${r.page || "?"} ${d.status || ""}${d.message ? " (" + d.message + ")" : ""}`;
+    });
+    const li = el("li", { className: "recall-turn" }, `turn ${group.turn}: ${items.join("; ")}`);
+    li.value = group.turn;
+    recalls.append(li);
+  }
+  if (!c.recalls_by_turn.length) recalls.append(el("li", { className: "hint" }, "no recalls yet"));
+  const tl = $("timeline");
+  tl.replaceChildren();
+  for (const e of c.events) {
+    const tag = el("span", { className: "event " + e.kind,
+      title: JSON.stringify(e.detail) }, `t${e.turn} ${e.kind}${e.page ? " " + e.page : ""}`);
+    tl.append(tag);
+  }
+}
+
+$("login-form").onsubmit = (ev) => {
+  ev.preventDefault();
+  sessionStorage.setItem(KEY, $("key").value.trim());
+  $("key").value = "";
+  loadList();
+};
+$("logout").onclick = () => { sessionStorage.removeItem(KEY); showLogin(""); };
+if (sessionStorage.getItem(KEY) !== null) loadList(); else showLogin("");

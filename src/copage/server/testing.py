@@ -1,0 +1,188 @@
+"""A scripted OpenAI-compatible upstream on 127.0.0.1, for tests and benchmarks.
+
+It records every request and answers through a ``responder`` callable (default:
+echo the last user message), so a test can script recalls, client tool calls,
+errors and delays, and then assert exactly what the proxy sent upstream.
+Standard library only; one thread per connection.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Self
+
+
+@dataclass
+class Reply:
+    """A scripted answer: text, tool calls ``[(name, args_dict)]``, or an HTTP error."""
+
+    text: str = ""
+    tool_calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    status: int = 200
+    error: str | None = None
+    delay: float = 0.0
+    prompt_tokens: int = 10
+    completion_tokens: int = 5
+
+
+Responder = Callable[[dict[str, Any]], Reply]
+
+
+def echo(body: dict[str, Any]) -> Reply:
+    """Answers ``echo: <last user message>``."""
+    last = next((m for m in reversed(body.get("messages", [])) if m.get("role") == "user"), {})
+    return Reply(text=f"echo: {last.get('content', '')}")
+
+
+def completion_body(body: dict[str, Any], reply: Reply, n: int) -> dict[str, Any]:
+    """The ``chat.completion`` JSON for a reply."""
+    msg: dict[str, Any] = {"role": "assistant", "content": reply.text or None}
+    if reply.tool_calls:
+        msg["tool_calls"] = [
+            {"id": f"call_{n}_{i}", "type": "function",
+             "function": {"name": name, "arguments": json.dumps(args)}}
+            for i, (name, args) in enumerate(reply.tool_calls)
+        ]
+    return {
+        "id": f"fake-{n}", "object": "chat.completion", "created": 0,
+        "model": body.get("model", "fake"),
+        "choices": [{"index": 0, "message": msg,
+                     "finish_reason": "tool_calls" if reply.tool_calls else "stop"}],
+        "usage": {"prompt_tokens": reply.prompt_tokens,
+                  "completion_tokens": reply.completion_tokens,
+                  "total_tokens": reply.prompt_tokens + reply.completion_tokens},
+    }
+
+
+class FakeUpstream:
+    """Serves ``/v1/chat/completions`` and ``/v1/models`` on ``http://127.0.0.1:PORT/v1``."""
+
+    def __init__(self, responder: Responder = echo, *, record: bool = True,
+                 models: tuple[str, ...] = ("fake-model",)) -> None:
+        self.responder = responder
+        self.record = record
+        self.models = models
+        self.received: list[dict[str, Any]] = []
+        self.headers: list[dict[str, str]] = []
+        self._n = 0
+        self._lock = threading.Lock()
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
+        self._httpd.daemon_threads = True
+        self._httpd.request_queue_size = 256
+        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        """Base URL with ``/v1``."""
+        return f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
+
+    def start(self) -> Self:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._httpd.shutdown()
+        self._httpd.server_close()
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def handle(self, body: dict[str, Any], headers: dict[str, str]) -> tuple[int, Any, float]:
+        with self._lock:
+            self._n += 1
+            n = self._n
+            if self.record:
+                self.received.append(body)
+                self.headers.append(headers)
+        reply = self.responder(body)
+        if reply.status != 200:
+            err = {"error": {"message": reply.error or "fake error", "type": "fake"}}
+            return reply.status, err, reply.delay
+        return 200, completion_body(body, reply, n), reply.delay
+
+
+def _handler(server: FakeUpstream) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, format: str, *args: Any) -> None:
+            return
+
+        def _send(self, status: int, payload: Any) -> None:
+            data = json.dumps(payload).encode()
+            self.send_response(status)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def do_GET(self) -> None:
+            if self.path.rstrip("/").endswith("/models"):
+                data = [{"id": m, "object": "model", "created": 0, "owned_by": "fake"}
+                        for m in server.models]
+                self._send(200, {"object": "list", "data": data})
+            else:
+                self._send(404, {"error": {"message": "not found"}})
+
+        def do_POST(self) -> None:
+            size = int(self.headers.get("content-length") or 0)
+            raw = self.rfile.read(size) if size else b"{}"
+            try:
+                body = json.loads(raw)
+            except ValueError:
+                self._send(400, {"error": {"message": "bad json"}})
+                return
+            headers = {k.lower(): v for k, v in self.headers.items()}
+            status, payload, delay = server.handle(body, headers)
+            if delay:
+                time.sleep(delay)
+            try:
+                self._send(status, payload)
+            except (BrokenPipeError, ConnectionResetError):
+                pass
+
+    return Handler
+
+
+class ServerThread:
+    """Runs an ASGI app with uvicorn in a thread on a free loopback port."""
+
+    def __init__(self, app: Any, *, host: str = "127.0.0.1") -> None:
+        import uvicorn
+
+        config = uvicorn.Config(app, host=host, port=0, log_level="warning", lifespan="on")
+        self.server = uvicorn.Server(config)
+        self._thread = threading.Thread(target=self.server.run, daemon=True)
+
+    @property
+    def url(self) -> str:
+        """``http://127.0.0.1:PORT``."""
+        sock = self.server.servers[0].sockets[0]
+        return f"http://127.0.0.1:{sock.getsockname()[1]}"
+
+    def start(self, timeout: float = 10.0) -> Self:
+        self._thread.start()
+        deadline = time.monotonic() + timeout
+        while not self.server.started:
+            if time.monotonic() > deadline or not self._thread.is_alive():
+                raise RuntimeError("the server did not start")
+            time.sleep(0.01)
+        return self
+
+    def stop(self) -> None:
+        self.server.should_exit = True
+        self._thread.join(timeout=10)
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

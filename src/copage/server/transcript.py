@@ -1,0 +1,173 @@
+"""Recognising a conversation from the messages a client resends (transparent mode).
+
+Each stored turn carries ``meta["h"]``, a hash chain over the client-visible
+transcript up to and including it: ``h_i = sha256(h_{i-1} || canonical(message_i))``
+(system messages take part in the chain though they are not turns). A client that
+resends the whole history sends messages whose prefix hashes to the head of the
+conversation it continues. :class:`TranscriptIndex` maps (tenant, head) to the
+conversation, so the lookup is one indexed query, restricted to the caller's tenant.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, NamedTuple, Protocol
+
+from copage.server.request import Message
+
+GENESIS = ""
+
+
+def link(prev: str, message: Message) -> str:
+    """The chain hash after ``message``."""
+    payload = json.dumps(message.canonical(), separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256((prev + "\n" + payload).encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def chain(messages: Sequence[Message], start: str = GENESIS) -> list[str]:
+    """``[h_0=start, h_1, ..., h_n]`` over ``messages``."""
+    out = [start]
+    for m in messages:
+        out.append(link(out[-1], m))
+    return out
+
+
+class Match(NamedTuple):
+    """A conversation whose head equals the chain after ``length`` incoming messages."""
+
+    conversation_id: str
+    length: int
+
+
+class TranscriptIndex(Protocol):
+    """Head hash per conversation, per tenant."""
+
+    def find(self, tenant: str, heads: Sequence[str]) -> Match | None:
+        """The conversation whose head is ``heads[i]`` for the largest such ``i``."""
+        ...
+
+    def put(self, tenant: str, conversation_id: str, head: str) -> None: ...
+
+    def close(self) -> None: ...
+
+
+def _best(rows: Sequence[tuple[str, str]], heads: Sequence[str]) -> Match | None:
+    pos = {h: i for i, h in enumerate(heads) if h}
+    best: Match | None = None
+    for cid, head in rows:
+        i = pos.get(head)
+        if i is not None and (best is None or i > best.length):
+            best = Match(cid, i)
+    return best
+
+
+class MemoryIndex:
+    """In-process index (for the ``memory://`` store)."""
+
+    def __init__(self) -> None:
+        self._heads: dict[tuple[str, str], str] = {}
+        self._mutex = threading.Lock()
+
+    def find(self, tenant: str, heads: Sequence[str]) -> Match | None:
+        wanted = set(heads)
+        with self._mutex:
+            rows = [(c, h) for (t, c), h in self._heads.items() if t == tenant and h in wanted]
+        return _best(rows, heads)
+
+    def put(self, tenant: str, conversation_id: str, head: str) -> None:
+        with self._mutex:
+            self._heads[(tenant, conversation_id)] = head
+
+    def close(self) -> None:
+        return None
+
+
+_CREATE = (
+    "CREATE TABLE IF NOT EXISTS copage_proxy_heads (tenant TEXT NOT NULL, "
+    "conversation_id TEXT NOT NULL, head TEXT NOT NULL, PRIMARY KEY (tenant, conversation_id))",
+    "CREATE INDEX IF NOT EXISTS copage_proxy_heads_by_head ON copage_proxy_heads (tenant, head)",
+)
+_UPSERT = ("INSERT INTO copage_proxy_heads (tenant, conversation_id, head) VALUES ({p}, {p}, {p}) "
+           "ON CONFLICT (tenant, conversation_id) DO UPDATE SET head = excluded.head")
+
+
+class SQLiteIndex:
+    """The index as a table in the store's SQLite file (own connection)."""
+
+    def __init__(self, path: str | Path) -> None:
+        self._mutex = threading.Lock()
+        self._conn = sqlite3.connect(path, timeout=30.0, isolation_level=None,
+                                     check_same_thread=False)
+        for stmt in _CREATE:
+            self._conn.execute(stmt)
+
+    def find(self, tenant: str, heads: Sequence[str]) -> Match | None:
+        wanted = sorted({h for h in heads if h})
+        rows: list[tuple[str, str]] = []
+        with self._mutex:
+            for i in range(0, len(wanted), 500):
+                part = wanted[i : i + 500]
+                rows += self._conn.execute(
+                    "SELECT conversation_id, head FROM copage_proxy_heads WHERE tenant = ? "
+                    f"AND head IN ({','.join('?' * len(part))})", (tenant, *part),
+                ).fetchall()
+        return _best(rows, heads)
+
+    def put(self, tenant: str, conversation_id: str, head: str) -> None:
+        with self._mutex:
+            self._conn.execute(_UPSERT.format(p="?"), (tenant, conversation_id, head))
+
+    def close(self) -> None:
+        with self._mutex:
+            self._conn.close()
+
+
+class PostgresIndex:
+    """The index as a table in the store's PostgreSQL schema (own connection)."""
+
+    def __init__(self, dsn: str, schema: str | None) -> None:
+        import psycopg
+        from psycopg import sql
+
+        self._mutex = threading.Lock()
+        self._dsn, self._schema = dsn, schema
+        self._conn: Any = psycopg.connect(dsn, autocommit=True)
+        if schema:
+            self._conn.execute(sql.SQL("SET search_path TO {}").format(sql.Identifier(schema)))
+        with self._conn.transaction():
+            self._conn.execute("SELECT pg_advisory_xact_lock(7165427890123)")
+            for stmt in _CREATE:
+                self._conn.execute(stmt)
+
+    def find(self, tenant: str, heads: Sequence[str]) -> Match | None:
+        wanted = sorted({h for h in heads if h})
+        with self._mutex:
+            rows = self._conn.execute(
+                "SELECT conversation_id, head FROM copage_proxy_heads "
+                "WHERE tenant = %s AND head = ANY(%s)", (tenant, wanted),
+            ).fetchall()
+        return _best([(str(c), str(h)) for c, h in rows], heads)
+
+    def put(self, tenant: str, conversation_id: str, head: str) -> None:
+        with self._mutex:
+            self._conn.execute(_UPSERT.format(p="%s"), (tenant, conversation_id, head))
+
+    def close(self) -> None:
+        with self._mutex:
+            self._conn.close()
+
+
+def index_for(store: object) -> TranscriptIndex:
+    """The index that lives beside ``store`` (same file or database), else in memory."""
+    from copage.stores.sqlite import SQLiteStore
+
+    if isinstance(store, SQLiteStore):
+        return SQLiteIndex(store.path)
+    if type(store).__name__ == "PostgresStore":
+        return PostgresIndex(getattr(store, "dsn"), getattr(store, "schema", None))
+    return MemoryIndex()

@@ -1,0 +1,116 @@
+"""The upstream: an OpenAI-compatible URL (client's model passes through) or a fixed model."""
+
+from __future__ import annotations
+
+import time
+from collections import OrderedDict
+from typing import Any
+
+import httpx
+
+from copage.llm.errors import ModelError, UpstreamError, error_for_status, redact
+from copage.llm.types import ChatModel, ChatRequest, ChatResponse
+from copage.server.errors import bad_request
+
+DUMMY_KEY = "sk-no-key-required"
+MAX_MODELS = 32
+
+
+class Upstream:
+    """Builds (and caches) one chat model per requested model name.
+
+    Args:
+        base_url: OpenAI-compatible endpoint (e.g. ``http://127.0.0.1:8080/v1``).
+        model: instead, a model spec or :class:`ChatModel` that answers every request.
+        api_key: the upstream key (kept private; redacted from errors).
+        timeout, retries: per upstream call.
+    """
+
+    def __init__(
+        self, *, base_url: str | None = None, model: str | ChatModel | None = None,
+        api_key: str | None = None, timeout: float = 120.0, retries: int = 0,
+    ) -> None:
+        if (base_url is None) == (model is None):
+            raise ValueError("give exactly one of base_url or model")
+        self.base_url = base_url.rstrip("/") if base_url else None
+        self.__key = api_key
+        self.timeout, self.retries = timeout, retries
+        self._models: OrderedDict[str, ChatModel] = OrderedDict()
+        self._fixed: ChatModel | None = None
+        if isinstance(model, str):
+            from copage.llm import get_model
+
+            opts: dict[str, Any] = {"timeout": timeout, "max_retries": retries}
+            if api_key:
+                opts["api_key"] = api_key
+            self._fixed = get_model(model, **opts)
+        elif model is not None:
+            self._fixed = model
+        self._http: httpx.AsyncClient | None = None
+
+    @property
+    def fixed(self) -> bool:
+        """True when the model is fixed by ``--model``."""
+        return self._fixed is not None
+
+    def model_for(self, name: str | None) -> ChatModel:
+        """The model that answers a request naming ``name``."""
+        if self._fixed is not None:
+            return self._fixed
+        if not name:
+            raise bad_request("model is required", param="model")
+        found = self._models.get(name)
+        if found is None:
+            from copage.llm.openai_model import OpenAIModel
+
+            found = OpenAIModel(
+                name, base_url=self.base_url, api_key=self.__key or DUMMY_KEY, hosted=False,
+                timeout=self.timeout, max_retries=self.retries, base_delay=0.2,
+            )
+            self._models[name] = found
+            if len(self._models) > MAX_MODELS:
+                self._models.popitem(last=False)
+        else:
+            self._models.move_to_end(name)
+        return found
+
+    async def complete(self, model: ChatModel, request: ChatRequest) -> tuple[ChatResponse, float]:
+        """One upstream call and its latency in seconds."""
+        t0 = time.perf_counter()
+        response = await model.complete(request)
+        return response, time.perf_counter() - t0
+
+    async def models(self) -> dict[str, Any]:
+        """``GET /v1/models``: the upstream's list, or the fixed model."""
+        if self._fixed is not None:
+            return {"object": "list", "data": [
+                {"id": self._fixed.name, "object": "model", "created": 0, "owned_by": "copage"}
+            ]}
+        if self._http is None:
+            self._http = httpx.AsyncClient(timeout=self.timeout)
+        headers = {"authorization": f"Bearer {self.__key or DUMMY_KEY}"}
+        try:
+            r = await self._http.get(f"{self.base_url}/models", headers=headers)
+        except httpx.TimeoutException:
+            from copage.llm.errors import ModelTimeout
+
+            raise ModelTimeout("upstream", "GET /models timed out") from None
+        except httpx.HTTPError as e:
+            raise UpstreamError("upstream", f"GET /models failed ({type(e).__name__})") from None
+        if r.status_code != 200:
+            raise error_for_status("upstream", r.status_code,
+                                   redact(r.text[:300], self.__key))
+        try:
+            data = r.json()
+        except ValueError:
+            raise UpstreamError("upstream", "GET /models returned no JSON") from None
+        if not isinstance(data, dict):
+            raise UpstreamError("upstream", "GET /models returned no JSON object")
+        return data
+
+    async def aclose(self) -> None:
+        if self._http is not None:
+            await self._http.aclose()
+
+
+__all__ = ["ModelError", "Upstream"]

@@ -1,0 +1,43 @@
+"""Checks every store applies to a ChangeSet before writing it (so all stores agree)."""
+
+from __future__ import annotations
+
+from copage.stores.base import ChangeSet, StoreError
+
+
+class InvalidChange(StoreError, ValueError):
+    """A ChangeSet that does not fit the stored conversation (nothing was written)."""
+
+
+def where(conversation_id: str, tenant: str) -> str:
+    """How errors name a conversation."""
+    return f"conversation {conversation_id!r} (tenant {tenant!r})"
+
+
+def check_change(change: ChangeSet, n_turns: int, n_pages: int, name: str) -> None:
+    """Turns and pages must continue the stored ones without gaps; event seqs must be unique.
+
+    Raises:
+        InvalidChange: naming the conversation and the offending seq or index.
+    """
+    for i, (seq, _) in enumerate(change.turns):
+        if seq != n_turns + i:
+            raise InvalidChange(
+                f"commit to {name}: turn seq {seq} but the next seq is {n_turns + i} "
+                f"(turns are append-only and contiguous)"
+            )
+    for i, page in enumerate(change.pages):
+        if page.index != n_pages + i:
+            raise InvalidChange(
+                f"commit to {name}: page index {page.index} but the next index is {n_pages + i}"
+            )
+        if page.first_seq > page.last_seq:
+            raise InvalidChange(
+                f"commit to {name}: page {page.index} has first_seq {page.first_seq} "
+                f"> last_seq {page.last_seq}"
+            )
+    seen: set[int] = set()
+    for ev in change.events:
+        if ev.seq in seen:
+            raise InvalidChange(f"commit to {name}: event seq {ev.seq} appears twice")
+        seen.add(ev.seq)

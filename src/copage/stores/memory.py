@@ -1,0 +1,190 @@
+"""The in-memory page store: same semantics as the SQL stores, nothing survives the process.
+
+Values are kept as the same JSON text the SQL stores write, so callers can never
+mutate stored state through a returned (or passed-in) object, and a value that
+one store rejects, every store rejects.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from copage.stores import codec
+from copage.stores.base import (
+    ChangeSet,
+    ConversationExists,
+    ConversationInfo,
+    ConversationNotFound,
+    Event,
+    PageRecord,
+    StoredConversation,
+    VersionConflict,
+)
+from copage.stores.changes import InvalidChange, check_change, where
+
+
+@dataclass(slots=True)
+class _Conv:
+    config: str
+    created_at: float
+    state: str = "{}"
+    updated_at: float = 0.0
+    version: int = 0
+    turns: list[str] = field(default_factory=list)
+    pages: list[PageRecord] = field(default_factory=list)
+    bookmarks: dict[int, str] = field(default_factory=dict)
+    events: dict[int, tuple[int, str, int | None, str]] = field(default_factory=dict)
+
+
+class MemoryStore:
+    """PageStore in a dict; thread-safe; ``lock()`` excludes threads of this process."""
+
+    def __init__(self) -> None:
+        self._convs: dict[tuple[str, str], _Conv] = {}
+        self._mutex = threading.RLock()
+        self._locks: dict[tuple[str, str], threading.Lock] = {}
+
+    def _get(self, conversation_id: str, tenant: str) -> _Conv:
+        conv = self._convs.get((tenant, conversation_id))
+        if conv is None:
+            raise ConversationNotFound(f"{where(conversation_id, tenant)} not found")
+        return conv
+
+    def create_conversation(
+        self,
+        conversation_id: str,
+        config: Mapping[str, Any],
+        *,
+        tenant: str = "default",
+        now: float = 0.0,
+    ) -> None:
+        """Create an empty conversation; raise ConversationExists if the id is taken."""
+        name = where(conversation_id, tenant)
+        cfg = codec.dumps(dict(config), f"config of {name}")
+        with self._mutex:
+            if (tenant, conversation_id) in self._convs:
+                raise ConversationExists(f"{name} already exists")
+            self._convs[(tenant, conversation_id)] = _Conv(cfg, now, updated_at=now)
+
+    def load(self, conversation_id: str, *, tenant: str = "default") -> StoredConversation:
+        """Load a deep copy; raise ConversationNotFound if absent."""
+        name = where(conversation_id, tenant)
+        with self._mutex:
+            c = self._get(conversation_id, tenant)
+            turns, pages, bms = list(c.turns), list(c.pages), dict(c.bookmarks)
+            config, state, version = c.config, c.state, c.version
+        return StoredConversation(
+            id=conversation_id,
+            tenant=tenant,
+            config=codec.object_from_json(config, f"{name} (config)"),
+            turns=[codec.turn_from_json(t, f"{name}, turn seq={i}") for i, t in enumerate(turns)],
+            pages=pages,
+            bookmarks={
+                i: codec.bookmark_from_json(b, f"{name}, bookmark {i}")
+                for i, b in sorted(bms.items())
+            },
+            state=codec.object_from_json(state, f"{name} (state)"),
+            version=version,
+        )
+
+    def exists(self, conversation_id: str, *, tenant: str = "default") -> bool:
+        """Whether the conversation exists in ``tenant``."""
+        with self._mutex:
+            return (tenant, conversation_id) in self._convs
+
+    def commit(
+        self,
+        conversation_id: str,
+        change: ChangeSet,
+        *,
+        tenant: str = "default",
+        expected_version: int | None = None,
+        now: float = 0.0,
+    ) -> int:
+        """Apply ``change`` atomically; return the new version."""
+        name = where(conversation_id, tenant)
+        turns = [codec.turn_to_json(t) for _, t in change.turns]
+        bms = [(i, codec.bookmark_to_json(b)) for i, b in change.bookmarks]
+        events = [
+            (
+                e.seq,
+                (
+                    e.turn_seq,
+                    e.kind,
+                    e.page_index,
+                    codec.dumps(dict(e.detail), f"event {e.seq} of {name}"),
+                ),
+            )
+            for e in change.events
+        ]
+        state = (
+            None if change.state is None else codec.dumps(dict(change.state), f"state of {name}")
+        )
+        with self._mutex:
+            c = self._get(conversation_id, tenant)
+            if expected_version is not None and expected_version != c.version:
+                raise VersionConflict(
+                    f"commit to {name}: expected version {expected_version}, stored {c.version}"
+                )
+            check_change(change, len(c.turns), len(c.pages), name)
+            for seq, _ in events:
+                if seq in c.events:
+                    raise InvalidChange(f"commit to {name}: event seq {seq} is already stored")
+            c.turns.extend(turns)
+            c.pages.extend(change.pages)
+            c.bookmarks.update(bms)
+            c.events.update(events)
+            if state is not None:
+                c.state = state
+            c.version += 1
+            c.updated_at = now
+            return c.version
+
+    def events(
+        self, conversation_id: str, *, tenant: str = "default", since_seq: int = 0
+    ) -> list[Event]:
+        """Events with ``seq >= since_seq``, in seq order."""
+        name = where(conversation_id, tenant)
+        with self._mutex:
+            rows = sorted(self._get(conversation_id, tenant).events.items())
+        return [
+            Event(s, ts, k, p, codec.object_from_json(d, f"{name}, event seq={s}"))
+            for s, (ts, k, p, d) in rows
+            if s >= since_seq
+        ]
+
+    def list_conversations(self, *, tenant: str = "default") -> list[ConversationInfo]:
+        """The tenant's conversations, oldest first."""
+        with self._mutex:
+            infos = [
+                ConversationInfo(
+                    cid, t, c.created_at, c.updated_at, len(c.turns), len(c.pages), c.version
+                )
+                for (t, cid), c in self._convs.items()
+                if t == tenant
+            ]
+        return sorted(infos, key=lambda i: (i.created_at, i.id))
+
+    def delete_conversation(self, conversation_id: str, *, tenant: str = "default") -> None:
+        """Delete the conversation; raise ConversationNotFound if absent."""
+        with self._mutex:
+            self._get(conversation_id, tenant)
+            del self._convs[(tenant, conversation_id)]
+
+    @contextmanager
+    def lock(self, conversation_id: str, *, tenant: str = "default") -> Iterator[None]:
+        """Exclusive lock on one conversation (threads of this process)."""
+        with self._mutex:
+            lk = self._locks.setdefault((tenant, conversation_id), threading.Lock())
+        with lk:
+            yield
+
+    def close(self) -> None:
+        """Nothing to release; the data stays until the object is dropped."""
+
+    def __repr__(self) -> str:
+        return f"MemoryStore({len(self._convs)} conversations)"

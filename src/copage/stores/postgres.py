@@ -1,0 +1,154 @@
+"""The PostgreSQL page store (psycopg 3): same schema and migrations as SQLite.
+
+Connections: one connection per store object, guarded by a mutex (so a server may
+share the store; commits from one process are serialised, which is also what
+SQLite does). Each commit is one transaction that first locks the conversation
+row (``SELECT ... FOR UPDATE``), so concurrent commits from several processes
+serialise and ``expected_version`` is checked against the latest version.
+Loads run in a ``REPEATABLE READ`` read-only transaction (one snapshot).
+
+Locking: :meth:`PostgresStore.lock` takes ``pg_advisory_lock`` on a 64-bit hash of
+(schema, tenant, conversation id), held on a dedicated connection for the
+duration (advisory locks are re-entrant per session, so two threads must not
+share that connection). Idle lock connections are kept for reuse.
+
+``schema`` (optional) puts the tables in that schema (created if missing).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any, cast
+
+import psycopg
+from psycopg import sql
+
+from copage.stores.base import StoreError
+from copage.stores.migrations import CREATE_MIGRATIONS_TABLE, POSTGRES, pending
+from copage.stores.sqlcore import Cursor, SqlStore
+
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}\Z")
+_MIGRATION_LOCK = 0x636F706167650001  # "copage" + 1: serialises migrations of concurrent openers
+
+
+class PostgresStore(SqlStore):
+    """PageStore in a PostgreSQL database (tables migrated when opened)."""
+
+    placeholder = "%s"
+    row_lock_clause = " FOR UPDATE"
+    integrity_error = psycopg.IntegrityError
+
+    def __init__(self, dsn: str, *, schema: str | None = None, connect_timeout: int = 10) -> None:
+        if schema is not None and not _IDENT.match(schema):
+            raise StoreError(f"invalid PostgreSQL schema name {schema!r} (letters, digits, _)")
+        self.dsn, self.schema, self._timeout = dsn, schema, connect_timeout
+        self._mutex = threading.RLock()
+        self._idle_lock_conns: list[psycopg.Connection[Any]] = []
+        self._conn: psycopg.Connection[Any] | None = self._connect(use_schema=True)
+        try:
+            self._migrate()
+        except BaseException:
+            self.close()
+            raise
+
+    def _connect(self, *, use_schema: bool) -> psycopg.Connection[Any]:
+        try:
+            conn = psycopg.connect(self.dsn, autocommit=True, connect_timeout=self._timeout)
+        except psycopg.Error as e:
+            raise StoreError(f"cannot connect to PostgreSQL at {_redact(self.dsn)}: {e}") from None
+        if use_schema and self.schema:
+            ident = sql.Identifier(self.schema)
+            try:
+                conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(ident))
+            except psycopg.errors.UniqueViolation:
+                pass  # another process created it at the same moment
+            conn.execute(sql.SQL("SET search_path TO {}").format(ident))
+        return conn
+
+    def _migrate(self) -> None:
+        with self._tx(True) as cur:
+            cur.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
+            cur.execute(CREATE_MIGRATIONS_TABLE.format(real=POSTGRES.real))
+            cur.execute("SELECT name FROM _migrations")
+            applied = [str(r[0]) for r in cur.fetchall()]
+            where = f"PostgreSQL database {_redact(self.dsn)} (schema {self.schema or 'public'})"
+            for migration in pending(applied, where):
+                migration(cur.execute, POSTGRES)
+                cur.execute(
+                    "INSERT INTO _migrations (name, applied_at) VALUES (%s, %s)",
+                    (migration.__name__, time.time()),
+                )
+
+    @contextmanager
+    def _tx(self, write: bool) -> Iterator[Cursor]:
+        with self._mutex:
+            if self._conn is None:
+                raise StoreError(f"PostgreSQL store {_redact(self.dsn)} is closed")
+            if self._conn.broken:
+                self._conn.close()
+                self._conn = self._connect(use_schema=True)
+            conn = self._conn
+            try:
+                with conn.transaction(), conn.cursor() as cur:
+                    if not write:
+                        cur.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+                    yield cast(Cursor, cur)
+            except psycopg.Error as e:
+                raise StoreError(f"PostgreSQL error ({_redact(self.dsn)}): {e}") from None
+
+    @contextmanager
+    def lock(self, conversation_id: str, *, tenant: str = "default") -> Iterator[None]:
+        """Exclusive lock on one conversation (``pg_advisory_lock``), across processes."""
+        key = lock_key(self.schema or "public", tenant, conversation_id)
+        with self._mutex:
+            conn = self._idle_lock_conns.pop() if self._idle_lock_conns else None
+        if conn is None or conn.broken:
+            conn = self._connect(use_schema=False)
+        try:
+            conn.execute("SELECT pg_advisory_lock(%s)", (key,))
+        except psycopg.Error as e:
+            conn.close()
+            raise StoreError(f"cannot take the lock on {conversation_id!r}: {e}") from None
+        try:
+            yield
+        finally:
+            try:
+                conn.execute("SELECT pg_advisory_unlock(%s)", (key,))
+                with self._mutex:
+                    self._idle_lock_conns.append(conn)
+            except psycopg.Error:
+                conn.close()  # ending the session releases its advisory locks
+
+    def close(self) -> None:
+        """Close all connections (idempotent)."""
+        with self._mutex:
+            for conn in self._idle_lock_conns:
+                conn.close()
+            self._idle_lock_conns.clear()
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+
+    def __repr__(self) -> str:
+        return f"PostgresStore({_redact(self.dsn)!r}, schema={self.schema!r})"
+
+
+def lock_key(*parts: str) -> int:
+    """A signed 64-bit advisory-lock key from the parts (sha256, first 8 bytes)."""
+    digest = hashlib.sha256("\0".join(parts).encode()).digest()
+    return int.from_bytes(digest[:8], "big", signed=True)
+
+
+def _redact(dsn: str) -> str:
+    """The DSN without its password, for messages."""
+    try:
+        info = psycopg.conninfo.conninfo_to_dict(dsn)
+    except psycopg.Error:
+        return "<unparseable dsn>"
+    info.pop("password", None)
+    return " ".join(f"{k}={v}" for k, v in info.items())

@@ -1,0 +1,22 @@
+"""Fixtures of the session tests."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).parent.parent))
+
+from collections.abc import Iterator  # noqa: E402
+
+import pytest  # noqa: E402
+
+from realmodel import LlamaServer, llama_server  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def real_server() -> Iterator[LlamaServer]:
+    """The local llama.cpp server (skipped, or failed under COPAGE_REQUIRE_REALMODEL=1)."""
+    with llama_server() as server:
+        yield server
