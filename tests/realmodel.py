@@ -80,7 +80,7 @@ def llama_server(n_ctx: int = 4096, startup_timeout: float = 120.0) -> Iterator[
     assert model is not None
     port = _free_port()
     url = f"http://127.0.0.1:{port}/v1"
-    log = tempfile.TemporaryFile()  # llama.cpp logs a lot: a pipe would fill and block it
+    log = tempfile.TemporaryFile()  # noqa: SIM115 -- llama.cpp logs a lot: a pipe would fill and block it
     proc = subprocess.Popen(
         [str(PYTHON), "-m", "llama_cpp.server", "--model", str(model), "--host", "127.0.0.1",
          "--port", str(port), "--n_ctx", str(n_ctx), "--chat_format", CHAT_FORMAT],

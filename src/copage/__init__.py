@@ -1,1 +1,37 @@
-"""copage: cooperative memory paging with keyword bookmarks."""
+"""copage: cooperative memory paging with keyword bookmarks for long LLM conversations.
+
+Public names are imported lazily so that ``import copage`` stays cheap.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import Any
+
+__version__ = "0.1.0"
+
+_EXPORTS = {
+    "PagedMemory": "copage.memory",
+    "PagerConfig": "copage.core.config",
+    "Pager": "copage.core.pager",
+    "Turn": "copage.core.types",
+    "Page": "copage.core.types",
+    "Bookmark": "copage.core.types",
+    "ToolCall": "copage.core.types",
+    "replay": "copage.core.cache",
+    "PageCache": "copage.core.cache",
+    "open_store": "copage.stores",
+    "PagedChat": "copage.session",
+    "get_model": "copage.llm",
+}
+
+__all__ = sorted(_EXPORTS) + ["__version__"]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'copage' has no attribute {name!r}")
+    value = getattr(import_module(module), name)
+    globals()[name] = value
+    return value

@@ -60,7 +60,9 @@ class PagedMemory:
     ) -> None:
         from copage.stores import open_store
 
-        self.store: PageStore = open_store(store) if isinstance(store, str) or store is None else store
+        if store is None:
+            store = "memory://"
+        self.store: PageStore = open_store(store) if isinstance(store, str) else store
         self.tenant = tenant
         self.clock = clock
         self.conversation_id = conversation_id or new_conversation_id()
@@ -149,13 +151,15 @@ class PagedMemory:
         if not isinstance(text, str):
             raise TypeError(f"text must be a str, got {type(text).__name__}")
         if role == "system":
-            self.pager.system = text
+            self.pager.set_system(text)
             self._commit()
             return "system"
         turn = _make_turn(role, text, len(self.pager.turns), meta)
-        if turn.id in self._ids():
+        ids = self._ids()
+        if turn.id in ids:
             raise ValueError(f"duplicate turn id {turn.id!r}")
         self.pager.add(turn)
+        ids.add(turn.id)  # keeps the cached id set in step (it was rebuilt on every add)
         self._commit()
         return turn.id
 

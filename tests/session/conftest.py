@@ -8,11 +8,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent))
 sys.path.insert(0, str(Path(__file__).parent.parent))
 
-from collections.abc import Iterator  # noqa: E402
+from collections.abc import Iterator
 
-import pytest  # noqa: E402
-
-from realmodel import LlamaServer, llama_server  # noqa: E402
+import pytest
+from realmodel import LlamaServer, llama_server
 
 
 @pytest.fixture(scope="session")

@@ -47,7 +47,7 @@ def serve() -> Iterator[FakeOpenAI]:
     fake = FakeOpenAI()
 
     class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:  # noqa: N802
+        def do_POST(self) -> None:
             n = int(self.headers.get("content-length", 0))
             fake.requests.append(json.loads(self.rfile.read(n)))
             status, body, delay = fake.script.popleft() if fake.script else (

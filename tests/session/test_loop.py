@@ -5,13 +5,13 @@ from __future__ import annotations
 import json
 
 import pytest
+from session_helpers import TOPICS, check_pairs, new_memory
 
+from copage.core.types import ToolCall
 from copage.llm.errors import BadResponse
 from copage.llm.scripted import ScriptedModel
-from copage.core.types import ToolCall
 from copage.llm.types import ChatResponse, Usage
 from copage.session import CALLS_AFTER_CAP, PagedChat, RecallLoopError
-from session_helpers import TOPICS, check_pairs, new_memory
 
 
 def test_setup_evicts() -> None:

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from session_helpers import new_memory, state_of
 
 from copage.llm.scripted import ScriptedModel
 from copage.session import PagedChat, Speculator, recall_precision, trigger_rate
-from session_helpers import new_memory, state_of
 
 
 async def test_probe_is_not_stored_but_recall_kept() -> None:

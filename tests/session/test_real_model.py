@@ -6,11 +6,11 @@ Asserts protocol and bookkeeping only, never answer quality.
 from __future__ import annotations
 
 import pytest
+from realmodel import LlamaServer
 
 from copage.llm import ChatRequest, get_model
 from copage.memory import PagedMemory
 from copage.session import PagedChat
-from realmodel import LlamaServer
 
 pytestmark = [pytest.mark.realmodel, pytest.mark.slow]
 
@@ -18,11 +18,12 @@ TURNS = [
     "I am allergic to peanuts.", "Noted.",
     "My budget is 900 dollars.", "OK.",
     "I like hiking in the Alps.", "Nice.",
+    "My sister is Maria.", "Good.",
 ]
 
 
 async def test_recall_round_trip(real_server: LlamaServer) -> None:
-    mem = PagedMemory(store="memory://", boundary="fixed_2", resident_pages=1)
+    mem = PagedMemory(store="memory://", boundary="fixed_2", resident_pages=2)
     for i, text in enumerate(TURNS):
         mem.add("user" if i % 2 == 0 else "assistant", text)
     assert mem.evicted == ["p1", "p2"]
@@ -34,7 +35,9 @@ async def test_recall_round_trip(real_server: LlamaServer) -> None:
     assert report.model_calls >= 2
     first = report.recalls[0]
     assert first.status == "paged_in" and first.page in ("p1", "p2")
-    assert first.page in mem.resident and first.page not in mem.evicted
+    # LRU, k=2: the recalled page evicted p3; the answer closed p5, which evicted p4.
+    assert first.evicted == ("p3",)
+    assert mem.resident == sorted([first.page, "p5"])
     events = [e for e in mem.store.events(mem.conversation_id) if e.kind == "recall"]
     assert events and events[-1].detail.get("status") in ("paged_in", "resident")
     assert report.answer.strip()

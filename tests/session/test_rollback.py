@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from fake_openai import completion, serve
+from session_helpers import check_pairs, new_memory, state_of
 
 from copage.llm.errors import AuthError, ModelError, ModelTimeout, RateLimited, UpstreamError
 from copage.llm.openai_model import OpenAIModel
@@ -12,8 +14,6 @@ from copage.llm.scripted import ScriptedModel
 from copage.llm.types import ChatRequest, ChatResponse
 from copage.memory import PagedMemory
 from copage.session import PagedChat
-from fake_openai import completion, serve
-from session_helpers import check_pairs, new_memory, state_of
 
 
 def _store(tmp_path: Path) -> str:

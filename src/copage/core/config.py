@@ -32,8 +32,8 @@ class PagerConfig:
         tokenizer: offline tokenizer name (``o200k_base``, ``cl100k_base``, ``estimate-v1``).
         tool_name: name of the recall tool (``recall``; the proxy may rename it).
         recall_by_query: the recall tool also takes ``query`` (full-text search).
-        refresh_per_turn: at most this many stale bookmarks are recomputed per added
-            turn (corpus-dependent extractors only).
+        refresh_per_page: at most this many stale bookmarks are recomputed each time
+            a page closes (corpus-dependent extractors only).
         boundary_options, policy_options, keyword_options: extra factory options.
     """
 
@@ -47,7 +47,7 @@ class PagerConfig:
     tokenizer: str = "o200k_base"
     tool_name: str = DEFAULT_TOOL_NAME
     recall_by_query: bool = False
-    refresh_per_turn: int = 2
+    refresh_per_page: int = 4
     boundary_options: Mapping[str, Any] = field(default_factory=dict)
     policy_options: Mapping[str, Any] = field(default_factory=dict)
     keyword_options: Mapping[str, Any] = field(default_factory=dict)

@@ -7,8 +7,9 @@ size of the open page and the resident set, not by the conversation length:
 pages are built once when they close, token sums are kept incrementally, the
 bookmark index is re-joined only when it changes, and corpus-dependent keyword
 extractors (``tfidf``, ``discriminative``) refresh at most
-``refresh_per_turn`` stale bookmarks per turn (a bookmark is stale once the
-conversation has 25% more pages than when it was made).
+``refresh_per_page`` stale bookmarks each time a page closes (a bookmark is stale
+once the conversation has 25% more pages than when it was made), so the bookmark
+index changes only when pages close.
 """
 
 from __future__ import annotations
@@ -137,6 +138,7 @@ class Pager:
         self._bookmark_tokens = 0  # tokens of the bookmarks of evicted pages
         self._index_lines: str | None = None
         self._pending = ChangeSet()
+        self._state_dirty = True  # the first drain stores a snapshot
         self._event_seq = 0
         tools = self.tools()
         self._fixed_tokens = self.tokenizer.count(self._preamble()) + self.tokenizer.count(
@@ -153,7 +155,8 @@ class Pager:
         if turn.role == "user":
             self.cache.set_query(turn.text)
         closed = [self._close(s) for s in self.paginator.step(self.turns)]
-        self._refresh_stale()
+        if closed:
+            self._refresh_stale()
         return closed
 
     def close_open_page(self) -> list[PageId]:
@@ -216,7 +219,7 @@ class Pager:
         if self.config.keywords not in CORPUS_EXTRACTORS or not self.pages:
             return
         n = self.corpus.n_pages
-        budget = self.config.refresh_per_turn
+        budget = self.config.refresh_per_page
         heap = self._stale_heap
         # Oldest bookmarks first; only evicted pages show bookmarks.
         while heap and budget > 0 and n >= heap[0][0] * 1.25 + 1:
@@ -433,10 +436,22 @@ class Pager:
         self._event(kind, None if pid is None else self._index(pid), detail)
 
     def drain(self) -> ChangeSet:
-        """Return and reset the changes made since the last drain (state snapshot included)."""
+        """Return and reset the changes made since the last drain.
+
+        The state snapshot (O(pages)) is included only when it changed: a turn that
+        closes no page and touches no page leaves it as stored, so the usual turn
+        costs O(1) to persist.
+        """
         change, self._pending = self._pending, ChangeSet()
-        change.state = self.snapshot()
+        if change.pages or change.events or change.bookmarks or self._state_dirty:
+            change.state = self.snapshot()
+            self._state_dirty = False
         return change
+
+    def set_system(self, text: str | None) -> None:
+        """Set the pinned system prompt (kept outside the pages)."""
+        self.system = text
+        self._state_dirty = True
 
     def discard(self) -> None:
         """Forget pending changes (the caller will reload from its store)."""
@@ -494,4 +509,9 @@ class Pager:
         pager.stats = PagerStats(*[int(x) for x in s])
         pager._event_seq = int(state.get("event_seq", 0))
         pager.system = state.get("system")
+        # The latest user message is the query policy's query; it is not in the
+        # snapshot (which is written only when pages change), so take it from the turns.
+        last_user = next((t.text for t in reversed(pager.turns) if t.role == "user"), None)
+        pager.cache.set_query(last_user)
+        pager._state_dirty = False
         return pager

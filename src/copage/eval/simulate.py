@@ -150,11 +150,13 @@ def run_conversation(conv: Conversation, cell: Cell, memo: _Memo | None = None) 
     pager = Pager(cell.config(), future=future, defer_bookmarks=end, spans=spans)
     run = ConversationRun(conv.id, len(spans))
     added = 0
+    finished = False  # the conversation is over and its last page closed
     for t, probe in plan:
         while added < min(t + 1, n):
             pager.add(conv.turns[added])
             added += 1
-        if t >= n and added == n and pager.open_turns:
+        if t >= n and not finished:
+            finished = True
             pager.close_open_page()
             if end:
                 kkey = ("keywords", conv.id, cell.boundary, cell.keywords)
@@ -165,8 +167,10 @@ def run_conversation(conv: Conversation, cell: Cell, memo: _Memo | None = None) 
     while added < n:
         pager.add(conv.turns[added])
         added += 1
-    if pager.close_open_page() and end:
-        pager.refresh_all_bookmarks()
+    if not finished:
+        pager.close_open_page()
+        if end:
+            pager.refresh_all_bookmarks()
     run.bookmark_tokens = [pager.bookmark(p.id).tokens for p in pager.pages]
     return run
 

@@ -89,6 +89,10 @@ class OpenAIModel(NetworkModel):
             kw["max_tokens"] = request.max_tokens
         if request.logprobs:
             kw["logprobs"] = True
+            # llama.cpp's server returns logprobs only when top_logprobs is set too;
+            # OpenAI accepts it (one alternative per token costs nothing extra).
+            if not (request.extra and "top_logprobs" in request.extra):
+                kw["top_logprobs"] = 1
         if request.extra:
             kw["extra_body"] = dict(request.extra)
         if stream:

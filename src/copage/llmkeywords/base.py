@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from copage.core.keywords import Corpus, KeywordExtractor, check_n, get_extractor
-from copage.core.keywords.tfidf import smooth_idf
 from copage.core.keywords.terms import is_bigram
+from copage.core.keywords.tfidf import smooth_idf
 from copage.core.types import Page, PageId
 from copage.llm.types import ChatModel, ChatRequest, ChatResponse
 from copage.llmkeywords.prompts import SYSTEM
@@ -83,7 +83,7 @@ def _run(coro: Any) -> Any:
     def work() -> None:
         try:
             box["out"] = asyncio.run(coro)
-        except BaseException as e:  # re-raised in the caller's thread
+        except BaseException as e:  # noqa: BLE001  (re-raised in the caller's thread)
             box["err"] = e
 
     t = threading.Thread(target=work, name="copage-llmkeywords")
@@ -163,6 +163,11 @@ class LLMGenerator:
     def heuristic(self, pages: Sequence[Page], n: int) -> dict[PageId, tuple[str, ...]]:
         """Heuristic keywords of ``pages`` (the digests and the hybrid base)."""
         return self.fallback.extract_all(pages, n)
+
+    def extract(
+        self, page: Page, corpus: Corpus, n: int, *, taken: Mapping[str, int] | None = None
+    ) -> tuple[str, ...]:
+        raise NotImplementedError
 
     def extract_all(self, pages: Sequence[Page], n: int) -> dict[PageId, tuple[str, ...]]:
         raise NotImplementedError

@@ -118,11 +118,10 @@ def _handler(server: FakeUpstream) -> type[BaseHTTPRequestHandler]:
 
         def _send(self, status: int, payload: Any) -> None:
             data = json.dumps(payload).encode()
-            self.send_response(status)
-            self.send_header("content-type", "application/json")
-            self.send_header("content-length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
+            reason = self.responses.get(status, ("",))[0]
+            head = (f"HTTP/1.1 {status} {reason}\r\ncontent-type: application/json\r\n"
+                    f"content-length: {len(data)}\r\n\r\n").encode()
+            self.wfile.write(head + data)  # one write: no Nagle/delayed-ACK stall
 
         def do_GET(self) -> None:
             if self.path.rstrip("/").endswith("/models"):

@@ -61,6 +61,16 @@ EXTRACTORS.register("tfidf", _tfidf)
 EXTRACTORS.register("discriminative", _discriminative)
 
 
+def _generic(**options: object) -> KeywordExtractor:
+    from copage.core.keywords.generic import GenericExtractor
+
+    check_options("keyword extractor 'generic'", options, [])
+    return GenericExtractor()
+
+
+EXTRACTORS.register("generic", _generic)  # category labels: the paper's Table 12 baseline
+
+
 def get_extractor(name: str, **options: object) -> KeywordExtractor:
     """The keyword extractor called ``name``; raises ``UnknownNameError`` listing valid names.
 

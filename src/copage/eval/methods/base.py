@@ -136,7 +136,8 @@ class MethodAnswer:
 class PreparedConversation(Protocol):
     """One conversation prepared for one method."""
 
-    conversation: Conversation
+    @property
+    def conversation(self) -> Conversation: ...
 
     def build(self, probe: Probe) -> MethodPrompt:
         """The LLM-free prompt of ``probe`` (no state is changed)."""
@@ -150,9 +151,16 @@ class PreparedConversation(Protocol):
 class Method(Protocol):
     """A named way of giving a model the conversation."""
 
-    name: str
-    description: str
-    uses_bookmarks: bool
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def description(self) -> str: ...
+
+    @property
+    def uses_bookmarks(self) -> bool:
+        """True for the bookmark methods (recall metrics apply)."""
+        ...
 
     def prepare(self, conversation: Conversation, settings: MethodSettings) -> PreparedConversation:
         """Prepare ``conversation`` (its turns are all added; probes come after them)."""

@@ -26,7 +26,13 @@ from copage.core.policies import get_policy
 from copage.core.tokens import default_tokenizer
 from copage.core.types import PageId
 from copage.eval.datasets.model import Conversation, Probe
-from copage.eval.methods.base import INSTRUCTION, MethodAnswer, MethodPrompt, MethodSettings, RecallInfo
+from copage.eval.methods.base import (
+    INSTRUCTION,
+    MethodAnswer,
+    MethodPrompt,
+    MethodSettings,
+    RecallInfo,
+)
 from copage.eval.methods.calls import Recorder
 from copage.eval.routing import route
 from copage.llm.messages import tool_message

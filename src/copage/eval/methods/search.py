@@ -98,6 +98,7 @@ class SearchConversation(WindowConversation):
             messages.append(assistant_message(response.text, response.tool_calls))
             for call in response.tool_calls:
                 query = _query(call.arguments)
+                units: list[Unit]
                 if call.name != TOOL_NAME or query is None:
                     result, units = f"error: the only tool is {TOOL_NAME}(query).", []
                     status = "error"

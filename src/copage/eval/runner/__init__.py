@@ -1,9 +1,23 @@
 """The model-driven probe runner: resumable per-probe JSONL, scoring, judges, tables."""
 
-from copage.eval.runner.aggregate import correct, failures, judge_mean, significance, summarise, table
+from copage.eval.runner.aggregate import (
+    correct,
+    failures,
+    judge_mean,
+    significance,
+    summarise,
+    table,
+)
 from copage.eval.runner.judging import UNANSWERABLE_GOLD, gold_of, judge, judge_all, static_scores
 from copage.eval.runner.log import KEY_FIELDS, ProbeLog, row_key
-from copage.eval.runner.run import ProbeTask, RunStats, answer_row, base_row, run_tasks, run_tasks_sync
+from copage.eval.runner.run import (
+    ProbeTask,
+    RunStats,
+    answer_row,
+    base_row,
+    run_tasks,
+    run_tasks_sync,
+)
 
 __all__ = [
     "KEY_FIELDS", "UNANSWERABLE_GOLD", "ProbeLog", "ProbeTask", "RunStats", "answer_row",

@@ -13,7 +13,12 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from copage.eval.stats import mcnemar_exact, paired_bootstrap, wilson_interval
-from copage.session.metrics import recall_precision, right_page_rate, speculative_hit_rate, trigger_rate
+from copage.session.metrics import (
+    recall_precision,
+    right_page_rate,
+    speculative_hit_rate,
+    trigger_rate,
+)
 from copage.session.report import ProbeRecord, RecallRecord
 
 Row = dict[str, Any]

@@ -6,7 +6,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from copage.eval.datasets.model import Probe
-from copage.eval.scoring import JUDGE_KINDS, build_judge_messages, exact_match, locomo_f1, parse_judge_reply
+from copage.eval.scoring import (
+    JUDGE_KINDS,
+    build_judge_messages,
+    exact_match,
+    locomo_f1,
+    parse_judge_reply,
+)
 from copage.llm.types import ChatModel, ChatRequest
 
 #: The gold shown to judges for a LoCoMo category-5 probe (it has no answer).

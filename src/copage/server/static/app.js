@@ -78,7 +78,6 @@ async function openConversation(id) {
       return `${r.page || "?"} ${d.status || ""}${d.message ? " (" + d.message + ")" : ""}`;
     });
     const li = el("li", { className: "recall-turn" }, `turn ${group.turn}: ${items.join("; ")}`);
-    li.value = group.turn;
     recalls.append(li);
   }
   if (!c.recalls_by_turn.length) recalls.append(el("li", { className: "hint" }, "no recalls yet"));

@@ -1,0 +1,159 @@
+"""``copage bench``: the paper's experiments as one command, with a report (see ``docs/bench.md``)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from copage.cli.simulate import (
+    DEFAULT_BOUNDARIES,
+    DEFAULT_FORMAT,
+    DEFAULT_K,
+    DEFAULT_KEYWORDS,
+    DEFAULT_POLICIES,
+    _list,
+)
+
+SYNTHETIC = ("controlled", "ablation")
+"""What ``--dataset synthetic`` (the default) stands for."""
+
+
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Register ``copage bench``."""
+    p = sub.add_parser(
+        "bench", help="run the paper's experiments and write a report",
+        description="Run benchmark experiments (default: every experiment that needs no "
+        "model; with --model, all) and write summary.json, tables, figures and report.html "
+        "into --out. Running again with the same --out resumes.",
+    )
+    p.add_argument("experiment", nargs="?", default=None,
+                   help="one experiment or a comma list (main, judges, paging, topology, formats, "
+                   "specificity, generators, selection, failures, nll); default: all that can run")
+    p.add_argument("--dataset", default="synthetic",
+                   help="comma list of presets (synthetic = controlled + ablation; controlled, "
+                   "ablation, ablation-deepseek) or LoCoMo-format files (default: synthetic)")
+    p.add_argument("--locomo", action="append", default=[], metavar="PATH",
+                   help="add a LoCoMo file to the datasets (repeatable)")
+    p.add_argument("--model", default=None, help="model spec, e.g. openai:gpt-4o-mini")
+    p.add_argument("--judges", default=None, help="comma list of judge model specs")
+    p.add_argument("--probes", type=int, default=None, help="probes per dataset (seeded sample)")
+    p.add_argument("--methods", default=None, help="comma list of methods for main/judges")
+    p.add_argument("--seed", type=int, default=0, help="default: 0")
+    p.add_argument("--out", default=None, help="run directory (default: runs/<timestamp>)")
+    p.add_argument("--boundary", default=DEFAULT_BOUNDARIES, help=f"default: {DEFAULT_BOUNDARIES}")
+    p.add_argument("--policy", default=DEFAULT_POLICIES, help=f"default: {DEFAULT_POLICIES}")
+    p.add_argument("-k", default=DEFAULT_K, help=f"resident pages (default: {DEFAULT_K})")
+    p.add_argument("--keywords", default=DEFAULT_KEYWORDS, help=f"default: {DEFAULT_KEYWORDS}")
+    p.add_argument("--format", default=DEFAULT_FORMAT, help=f"default: {DEFAULT_FORMAT}")
+    p.add_argument("--placement", default="end", choices=["end", "interleaved"], help="default: end")
+    p.add_argument("--order", default="shuffled", choices=["shuffled", "file"],
+                   help="probe order (default: shuffled, seeded)")
+    p.add_argument("--workers", type=int, default=None, help="processes for the LLM-free grids")
+    p.add_argument("--no-cache", action="store_true", help="do not use the response cache")
+    p.add_argument("--quiet", action="store_true", help="no progress output")
+
+
+def dataset_specs(text: str, locomo: list[str]) -> list[str]:
+    """Expand ``synthetic``; check every name (unknown -> error listing presets)."""
+    from copage.eval.datasets import preset_names
+
+    presets = preset_names()
+    specs: list[str] = []
+    for name in _list(text) + list(locomo):
+        if name == "synthetic":
+            specs += [s for s in SYNTHETIC if s in presets]
+        elif name in presets or Path(name).exists():
+            specs.append(name)
+        else:
+            valid = ", ".join(["synthetic", *presets])
+            raise ValueError(f"unknown dataset {name!r}: not a file and not a preset "
+                             f"(valid presets: {valid})")
+    if not specs:
+        raise ValueError("no dataset given")
+    return list(dict.fromkeys(specs))
+
+
+def experiment_names(text: str | None, has_model: bool) -> list[str]:
+    """The experiments to run, each checked against the registry."""
+    from copage.eval.experiments.registry import EXPERIMENTS
+    from copage.eval.experiments.runall import default_names
+
+    if not text:
+        return default_names(has_model)
+    return [EXPERIMENTS.check(n) for n in _list(text)]
+
+
+def paging_settings(args: argparse.Namespace) -> Any:
+    """``copage simulate``'s options as :class:`PagingSettings` (names checked)."""
+    from copage.cli.simulate import cells_from_args
+    from copage.eval.experiments.base import PagingSettings
+
+    ns = argparse.Namespace(**{**vars(args), "seed": args.seed})
+    cells_from_args(ns)  # validates every name with the registries' friendly errors
+    return PagingSettings(tuple(_list(args.boundary)), tuple(_list(args.policy)),
+                          tuple(int(k) for k in _list(args.k)), tuple(_list(args.keywords)),
+                          tuple(_list(args.format)), args.placement, args.order)
+
+
+def build_context(args: argparse.Namespace) -> Any:
+    """Datasets, models and settings of the run (everything checked before anything runs)."""
+    from copage.eval.datasets import load_dataset
+    from copage.eval.experiments.base import BenchContext
+    from copage.eval.progress import Progress
+
+    paging = paging_settings(args)
+    names = experiment_names(args.experiment, args.model is not None)
+    specs = dataset_specs(args.dataset, args.locomo)
+    if args.probes is not None and args.probes < 1:
+        raise ValueError(f"--probes must be >= 1, got {args.probes}")
+    model = judges = None
+    if args.model:
+        from copage.llm import get_model
+
+        model = get_model(args.model)
+    if args.judges:
+        from copage.llm import get_model
+
+        judges = {s: get_model(s) for s in _list(args.judges)}
+    out = Path(args.out) if args.out else Path("runs") / datetime.now().strftime("%Y%m%d-%H%M%S")
+    datasets = [load_dataset(s, seed=args.seed) for s in specs]
+    options: dict[str, Any] = {"cache": not args.no_cache}
+    if args.workers is not None:
+        options["workers"] = args.workers
+    ctx = BenchContext(
+        datasets=datasets, out=out, seed=args.seed, model=model, model_spec=args.model,
+        judges=judges or {}, probes=args.probes,
+        methods=_list(args.methods) if args.methods else None, paging=paging,
+        progress=Progress(enabled=not args.quiet), options=options,
+    )
+    return ctx, names
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the experiments and write the report; prints where it is."""
+    from copage.eval.experiments.runall import finished, run_experiments, settings_of
+    from copage.eval.report import write_report
+
+    ctx, names = build_context(args)
+    ctx.out.mkdir(parents=True, exist_ok=True)
+
+    def log(msg: str) -> None:
+        if not args.quiet:
+            print(f"[bench] {msg}", file=sys.stderr, flush=True)
+
+    t0 = time.perf_counter()
+    log(f"run directory {ctx.out}; datasets "
+        + ", ".join(f"{d.name} ({len(d.conversations)} conversations, {d.probes} probes)"
+                    for d in ctx.datasets) + f"; experiments {', '.join(names)}")
+    results = run_experiments(ctx, names, log=log)
+    results += finished(ctx, exclude=names)  # earlier runs into the same --out
+    intro = [(f"datasets: {', '.join(d.name for d in ctx.datasets)}; model: "
+              f"{ctx.model_spec or 'none (LLM-free)'}; seed {ctx.seed}; probes cap {ctx.probes or 'none'}"),
+             f"experiments: {', '.join(names)}; total {time.perf_counter() - t0:.1f} s"]
+    paths = write_report(ctx.out, results, settings_of(ctx), intro)
+    print(f"report: {paths['html']}\nsummary: {paths['summary']}")
+    return 0

@@ -1,0 +1,163 @@
+"""Model-driven paging cells: a conversation replayed into :class:`PagedChat`, probes asked.
+
+Per (dataset, cell, conversation): a fresh in-memory :class:`PagedMemory` with the
+cell's settings gets the conversation's turns; probes are asked with
+``ask_probe`` (keep_pages=True, so recalls change the resident set as accesses do
+in ``copage simulate``) in the same schedule as the simulation. Each probe's
+record (needed and evicted pages, recalls, answer, exact gold-string match, the
+binary judge's verdict, prompt tokens summed over all calls) is appended to
+``out/<experiment>/model_probes.jsonl`` as it is made; a conversation whose
+probes are all there is not run again, so an interrupted run resumes and the
+response cache makes a repeated run free.
+
+Belady needs the future access sequence, which depends on the model's recalls:
+its cells are left out of model runs (noted) and reported LLM-free only.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from copage.eval.datasets.model import Conversation, Dataset, Probe
+from copage.eval.experiments.base import BenchContext
+from copage.eval.experiments.common import cached, judges_for
+from copage.eval.experiments.grid import mean
+from copage.eval.simulate import Cell, schedule
+
+CELL_KEYS = ("boundary", "policy", "k", "keywords", "format", "placement", "order")
+
+
+def cell_dict(cell: Cell) -> dict[str, Any]:
+    """The cell's settings by ``CELL_KEYS``."""
+    return {k: getattr(cell, k) for k in CELL_KEYS}
+
+
+def _read(path: Path) -> Iterator[dict[str, Any]]:
+    if not path.exists():
+        return
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            yield json.loads(line)
+        except ValueError:
+            continue  # a line cut by an interrupted run
+
+
+def _unit(r: dict[str, Any]) -> tuple[Any, ...]:
+    return (r["dataset"], r["model"], *(r[k] for k in CELL_KEYS), r["conversation"])
+
+
+def judge_binary(judges: dict[str, Any], probe: Probe, answer: str) -> float | None:
+    """The first judge's CORRECT (1.0) / WRONG (0.0) verdict, None when unreadable or no judge."""
+    from copage.eval.scoring import build_judge_messages, parse_binary
+    from copage.llm.types import complete_sync
+
+    if not judges:
+        return None
+    gold = probe.answer if probe.answer is not None else probe.adversarial_answer
+    judge = next(iter(judges.values()))
+    reply = complete_sync(judge, build_judge_messages("binary", probe.question, gold, answer))
+    return parse_binary(reply.text).score
+
+
+def run_conversation_model(conv: Conversation, cell: Cell, model: Any) -> Iterator[tuple[Probe, Any]]:
+    """Replay ``conv`` into a :class:`PagedChat` and yield (probe, ProbeRecord) in schedule order."""
+    from copage.memory import PagedMemory
+    from copage.session import PagedChat
+
+    mem = PagedMemory(config=cell.config())
+    chat = PagedChat(mem, model)
+    added = 0
+    n = len(conv.turns)
+    for t, probe in schedule(conv, (), cell):
+        while added < min(t + 1, n):
+            turn = conv.turns[added]
+            meta = {k: v for k, v in (("id", turn.id), ("speaker", turn.speaker), ("timestamp", turn.timestamp),
+                                      ("session", turn.session)) if v is not None}
+            mem.add(turn.role if turn.role in ("user", "assistant") else "user", turn.text, **meta)
+            added += 1
+        if added == n and mem.pager.open_turns:
+            mem.close_page()
+        page_of = {tid: p.id for p in mem.pager.pages for tid in p.turn_ids}
+        needed = tuple(dict.fromkeys(page_of[e] for e in probe.evidence if e in page_of))
+        yield probe, chat.ask_probe_sync(probe.question, needed, keep_pages=True)
+
+
+def probe_records(ctx: BenchContext, name: str, datasets: Sequence[Dataset],
+                  cells: Sequence[Cell]) -> tuple[list[dict[str, Any]], list[str]]:
+    """Run (or resume) every non-Belady cell with the model; all records of these cells."""
+    from copage.eval.scoring import exact_match
+
+    assert ctx.model is not None
+    model = cached(ctx.model, ctx.options)
+    judges, notes = judges_for(ctx, model)
+    mname = ctx.model_spec or getattr(ctx.model, "spec", "model")
+    path = ctx.out / name / "model_probes.jsonl"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    done: dict[tuple[Any, ...], int] = {}
+    for r in _read(path):
+        done[_unit(r)] = done.get(_unit(r), 0) + 1
+    run_cells_ = [c for c in cells if c.policy != "belady"]
+    if len(run_cells_) < len(cells):
+        notes.append("belady cells are LLM-free only (the oracle needs the model's future recalls)")
+    units = [(ds, c, conv) for ds in datasets for c in run_cells_ for conv in ds.conversations if conv.probes]
+    prog = ctx.progress
+    bar = prog.start(f"{name} (model)", len(units)) if prog is not None else None
+    with path.open("a", encoding="utf-8") as log:
+        for ds, cell, conv in units:
+            base = {"dataset": ds.name, "model": mname, **cell_dict(cell), "conversation": conv.id}
+            calls = 0
+            cost = None
+            if done.get(_unit(base), 0) < len(conv.probes):
+                for probe, rec in run_conversation_model(conv, cell, model):
+                    rep = rec.report
+                    correct_j = judge_binary(judges, probe, rec.answer)
+                    em = exact_match(rec.answer, probe.answer) if probe.answer else None
+                    row = {**base, "probe": probe.id, "fact_type": probe.fact_type,
+                           "category": probe.category, "needed": list(rec.needed),
+                           "evicted": list(rec.evicted), "needs_recall": rec.needs_recall,
+                           "triggered": rec.triggered, "right_page": rec.right_page,
+                           "recalls": [[c.page, c.ok] for c in rec.recalls],
+                           "answer": rec.answer, "exact": None if em is None else float(em),
+                           "judge": correct_j,
+                           "correct": correct_j if correct_j is not None else (None if em is None else float(em)),
+                           "prompt_tokens": rep.total_prompt_tokens if rep else None,
+                           "model_calls": rep.model_calls if rep else None,
+                           "cost_usd": rep.cost_usd if rep else None}
+                    calls += row["model_calls"] or 0
+                    if row["cost_usd"] is not None:
+                        cost = (cost or 0.0) + row["cost_usd"]
+                    log.write(json.dumps(row, sort_keys=True) + "\n")
+                    log.flush()
+            if prog is not None and bar is not None:
+                prog.advance(bar, calls=calls, cost=cost)
+    if prog is not None and bar is not None:
+        prog.finish(bar)
+    wanted = {(ds.name, mname, *(getattr(c, k) for k in CELL_KEYS)) for ds in datasets for c in run_cells_}
+    latest: dict[tuple[Any, ...], dict[str, Any]] = {}
+    for r in _read(path):
+        if _unit(r)[:-1] in wanted:
+            latest[(*_unit(r), r["probe"])] = r  # a rerun conversation replaces its old rows
+    return list(latest.values()), notes
+
+
+def run_cells(ctx: BenchContext, name: str, datasets: Sequence[Dataset],
+              cells: Sequence[Cell]) -> tuple[list[dict[str, Any]], list[str]]:
+    """One row per (dataset, model, cell): accuracy, exact, trigger/right-page rates, precision, tokens."""
+    recs, notes = probe_records(ctx, name, datasets, cells)
+    rows = []
+    for key in dict.fromkeys((r["dataset"], r["model"], *(r[k] for k in CELL_KEYS)) for r in recs):
+        sel = [r for r in recs if (r["dataset"], r["model"], *(r[k] for k in CELL_KEYS)) == key]
+        need = [r for r in sel if r["needs_recall"]]
+        trig = [r for r in need if r["triggered"]]
+        calls = [ok and page in r["needed"] for r in sel for page, ok in r["recalls"]]
+        rows.append({"dataset": key[0], "model": key[1], **dict(zip(CELL_KEYS, key[2:], strict=True)),
+                     "probes": len(sel), "accuracy": mean(r["correct"] for r in sel),
+                     "exact": mean(r["exact"] for r in sel), "needs_recall": len(need),
+                     "trigger_rate": len(trig) / len(need) if need else None,
+                     "right_page_rate": mean(1.0 if r["right_page"] else 0.0 for r in trig),
+                     "recall_precision": sum(calls) / len(calls) if calls else None,
+                     "model_prompt_tokens_mean": mean(r["prompt_tokens"] for r in sel)})
+    return rows, notes

@@ -1,0 +1,138 @@
+"""Running the NLL fault-detection experiment against a model.
+
+Each case is answered twice, (A) with the full conversation and (B) with its
+critical exchanges replaced by gists; each condition generates its own reply at
+temperature 0 with logprobs on, and its per-token NLL comes from that reply.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Coroutine, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, TypeVar
+
+from copage.eval.nll.cases import CASES, NllCase
+from copage.eval.nll.metrics import (
+    DEFAULT_WINDOW,
+    CaseResult,
+    NllSummary,
+    ReplyStats,
+    reply_stats,
+    rolling_mean,
+    summarise,
+)
+
+T = TypeVar("T")
+
+DEFAULT_MAX_TOKENS = 256
+TOP_LOGPROBS = {"top_logprobs": 0}
+"""Sent with every request (OpenAI accepts 0-20; llama.cpp needs it to return logprobs)."""
+NO_LOGPROB_PROVIDERS = ("anthropic:",)
+
+
+class NllError(ValueError):
+    """The experiment cannot run with this model (e.g. it returns no logprobs)."""
+
+
+@dataclass(frozen=True, slots=True)
+class NllResult:
+    """Results of one run: the model, settings, per-case results, summary and files written."""
+
+    model: str
+    window: int
+    max_tokens: int
+    temperature: float
+    cases: tuple[CaseResult, ...]
+    summary: NllSummary
+    files: dict[str, Path] = field(default_factory=dict)
+
+    def rows(self) -> list[dict[str, Any]]:
+        """One flat row per case (the CSV table)."""
+        return [
+            {
+                "case": c.case, "kind": "control" if c.control else "experimental",
+                "fact_types": "+".join(c.fact_types) or "-",
+                "tokens_full": c.full.tokens, "tokens_gist": c.gist.tokens,
+                "mean_nll_full": c.full.mean, "mean_nll_gist": c.gist.mean,
+                "delta_mean_nll": c.delta_mean,
+                "max_window_full": c.full.max_window, "max_window_gist": c.gist.max_window,
+                "delta_max_window": c.delta_max, "model": self.model,
+            }
+            for c in self.cases
+        ]
+
+
+async def _answer(model: Any, case: NllCase, condition: str, max_tokens: int,
+                  temperature: float, window: int) -> ReplyStats:
+    from copage.llm.types import ChatRequest
+
+    # llama.cpp's server returns chat logprobs only when top_logprobs is set too.
+    request = ChatRequest(messages=tuple(case.messages(condition)), temperature=temperature,
+                          max_tokens=max_tokens, logprobs=True, extra=TOP_LOGPROBS)
+    response = await model.complete(request)
+    where = f"case {case.id!r}, condition {condition}"
+    if response.logprobs is None:
+        raise NllError(
+            f"model {model.spec} returned no logprobs ({where}); the NLL experiment needs a "
+            f"provider that returns token log-probabilities (OpenAI-compatible servers with "
+            f"logprobs=true; Anthropic does not)"
+        )
+    if not response.logprobs:
+        raise NllError(f"model {model.spec} returned an empty reply with no tokens ({where})")
+    return reply_stats(response.text, response.logprobs, window)
+
+
+async def run_nll_async(
+    model: Any, *, window: int = DEFAULT_WINDOW, max_tokens: int = DEFAULT_MAX_TOKENS,
+    temperature: float = 0.0, cases: Sequence[NllCase] = CASES, concurrency: int = 4,
+) -> tuple[CaseResult, ...]:
+    """Answer every case under both conditions; results in case order."""
+    if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
+        raise ValueError(f"max_tokens must be a positive integer, got {max_tokens!r}")
+    sem = asyncio.Semaphore(concurrency)
+
+    async def one(case: NllCase, cond: str) -> ReplyStats:
+        async with sem:
+            return await _answer(model, case, cond, max_tokens, temperature, window)
+
+    jobs = [one(c, cond) for c in cases for cond in ("A", "B")]
+    stats = await asyncio.gather(*jobs)
+    return tuple(
+        CaseResult(c.id, c.control, c.fact_types, stats[2 * i], stats[2 * i + 1])
+        for i, c in enumerate(cases)
+    )
+
+
+def run_nll(
+    model: Any, out_dir: str | Path, window: int = DEFAULT_WINDOW, *,
+    max_tokens: int = DEFAULT_MAX_TOKENS, temperature: float = 0.0,
+    cases: Sequence[NllCase] = CASES, plot: bool = True,
+) -> NllResult:
+    """Run the experiment with ``model`` (a ChatModel) and write table, JSON and plot to ``out_dir``."""
+    from copage.eval.nll.report import write_outputs
+
+    rolling_mean([0.0], window)  # validates window before any call
+    if getattr(model, "complete", None) is None:
+        raise NllError(f"model must be a ChatModel (with async complete()), got {model!r}")
+    if str(model.spec).startswith(NO_LOGPROB_PROVIDERS):
+        raise NllError(f"model {model.spec}: this provider returns no token logprobs, which the "
+                       f"NLL experiment needs; use an OpenAI-compatible model or server")
+    results = _run(run_nll_async(
+        model, window=window, max_tokens=max_tokens, temperature=temperature, cases=cases))
+    result = NllResult(str(model.spec), window, max_tokens, temperature, results,
+                       summarise(results))
+    files = write_outputs(result, Path(out_dir), plot_png=plot)
+    return replace(result, files=files)
+
+
+def _run(coro: Coroutine[Any, Any, T]) -> T:
+    """``asyncio.run``, in a worker thread when a loop is already running here."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(asyncio.run, coro).result()

@@ -1,0 +1,53 @@
+"""Tables laid out like the paper's: one row per setting, one column per dataset (and model)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from copage.eval.report.tables import Row
+
+
+def pivot(rows: Sequence[Row], row_key: str, metrics: Sequence[str]) -> list[Row]:
+    """Rows by ``row_key``; a column ``<dataset>[/<model>] <metric>`` per dataset and metric."""
+    out: dict[Any, Row] = {}
+    for r in rows:
+        label = r["dataset"] + (f"/{r['model']}" if r.get("model") else "")
+        row = out.setdefault(r[row_key], {row_key: r[row_key]})
+        if "group" in r:
+            row.setdefault("group", r["group"])
+        for m in metrics:
+            if m in r:
+                row[f"{label} {m}"] = r[m]
+    return list(out.values())
+
+
+def paper_tables(tables: dict[str, dict[str, list[Row]]]) -> dict[str, list[Row]]:
+    """Paper-style pivots of the experiments' tables (those that ran)."""
+    out: dict[str, list[Row]] = {}
+    paging = tables.get("paging", {})
+    if paging.get("boundaries"):
+        out["table7_boundaries"] = pivot(paging["boundaries"], "boundary",
+                                         ["hit_rate", "copage_hit_rate", "routing_top1", "pages_mean"])
+    if paging.get("policies"):
+        out["table8_policies"] = pivot(paging["policies"], "policy",
+                                       ["hit_rate", "routing_top1", "belady_gap_hit_rate"])
+    if paging.get("boundaries_model"):
+        out["table7_boundaries_accuracy"] = pivot(
+            paging["boundaries_model"], "boundary", ["accuracy", "copage_accuracy", "exact"])
+    if paging.get("policies_model"):
+        out["table8_10_policies_accuracy"] = pivot(
+            paging["policies_model"], "policy", ["accuracy", "exact", "belady_gap_accuracy"])
+    fm = tables.get("formats", {}).get("formats")
+    if fm:
+        out["table11_formats"] = pivot(fm, "format", ["bookmark_tokens_mean", "routing_top1",
+                                                      "accuracy", "trigger_rate"])
+    gen = tables.get("generators", {}).get("generators")
+    if gen:
+        out["table13_generators"] = pivot([r for r in gen if r.get("boundary") == "fixed_10"],
+                                          "keywords", ["routing_top1", "bookmark_tokens_mean",
+                                                       "accuracy", "trigger_rate", "recall_precision"])
+        out["tableB_generators_fixed5"] = pivot([r for r in gen if r.get("boundary") == "fixed_5"],
+                                                "keywords", ["routing_top1", "bookmark_tokens_mean",
+                                                             "accuracy", "trigger_rate"])
+    return out

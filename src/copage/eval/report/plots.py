@@ -1,0 +1,201 @@
+"""PNG figures of a benchmark run (matplotlib, Agg backend; nothing shown on screen).
+
+Each function takes the run's tables (experiment -> table -> rows) and a folder,
+and returns the path it wrote, or None when the tables it needs are absent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from copage.eval.report.tables import Row
+
+Tables = dict[str, dict[str, list[Row]]]
+_PAPER = ("fifo", "lru", "lfu", "belady")
+
+
+def _plt() -> Any:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _label(r: Row) -> str:
+    return str(r["dataset"]) + (f" / {r['model']}" if r.get("model") else "")
+
+
+def _grouped(ax: Any, groups: Sequence[str], series: dict[str, list[float | None]],
+             hatch: dict[str, str] | None = None) -> None:
+    n = max(1, len(series))
+    width = 0.8 / n
+    for i, (name, vals) in enumerate(series.items()):
+        xs = [g + (i - (n - 1) / 2) * width for g in range(len(groups))]
+        ax.bar(xs, [v if v is not None else 0.0 for v in vals], width, label=name,
+               hatch=(hatch or {}).get(name, ""), edgecolor="black", linewidth=0.4)
+    ax.set_xticks(range(len(groups)))
+    ax.set_xticklabels(groups, rotation=20, ha="right")
+
+
+def _save(fig: Any, path: Path) -> Path:
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    _plt().close(fig)
+    return path
+
+
+def boundary_plot(tables: Tables, folder: Path) -> Path | None:
+    """Figure 4: per boundary, hit rate (paper policy average) and accuracy when a model ran."""
+    paging = tables.get("paging", {})
+    rows = paging.get("boundaries") or []
+    if not rows:
+        return None
+    plt = _plt()
+    metrics = [("hit_rate", rows, "hit rate (LLM-free)")]
+    if paging.get("boundaries_model"):
+        metrics.append(("accuracy", paging["boundaries_model"], "accuracy (model)"))
+    fig, axes = plt.subplots(1, len(metrics), figsize=(6.5 * len(metrics), 4), squeeze=False)
+    for ax, (m, rs, title) in zip(axes[0], metrics, strict=True):
+        bounds = list(dict.fromkeys(r["boundary"] for r in rs))
+        series = {lab: [next((r.get(m) for r in rs if _label(r) == lab and r["boundary"] == b), None)
+                        for b in bounds] for lab in dict.fromkeys(_label(r) for r in rs)}
+        _grouped(ax, bounds, series)
+        ax.set_ylim(0, 1.05)
+        ax.set_ylabel(title)
+        ax.set_title(f"Boundary: {title}, mean over FIFO/LRU/LFU/Belady")
+        ax.legend(fontsize=8)
+    return _save(fig, folder / "boundary.png")
+
+
+def policy_plot(tables: Tables, folder: Path) -> Path | None:
+    """Figure 5: hit rate per eviction policy per dataset (copage's policies hatched)."""
+    rows = tables.get("paging", {}).get("policies") or []
+    if not rows:
+        return None
+    plt = _plt()
+    labels = list(dict.fromkeys(_label(r) for r in rows))
+    fig, axes = plt.subplots(1, len(labels), figsize=(4.2 * len(labels), 3.8), squeeze=False)
+    for ax, lab in zip(axes[0], labels, strict=True):
+        sel = [r for r in rows if _label(r) == lab]
+        pols = [r["policy"] for r in sel]
+        colors = ["tab:blue" if p in _PAPER else "tab:orange" for p in pols]
+        ax.bar(pols, [r.get("hit_rate") or 0.0 for r in sel], color=colors, edgecolor="black",
+               hatch=None, linewidth=0.4)
+        for i, p in enumerate(pols):
+            if p not in _PAPER:
+                ax.patches[i].set_hatch("//")
+        ax.set_ylim(0, 1.05)
+        ax.set_title(f"{lab}: hit rate by policy")
+        ax.tick_params(axis="x", rotation=30)
+    axes[0][0].set_ylabel("hit rate (mean over boundaries)")
+    fig.text(0.01, 0.01, "blue: paper's policies; orange hatched: copage's", fontsize=8)
+    return _save(fig, folder / "policies.png")
+
+
+def topology_plot(tables: Tables, folder: Path) -> Path | None:
+    """Figure 6: revisit rate per conversation against LRU minus FIFO hit rate."""
+    rows = [r for r in (tables.get("paging", {}).get("topology")
+                        or tables.get("topology", {}).get("topology") or [])
+            if r.get("revisit_rate") is not None and r.get("lru_minus_fifo") is not None]
+    if not rows:
+        return None
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(6, 4.2))
+    for ds in dict.fromkeys(r["dataset"] for r in rows):
+        sel = [r for r in rows if r["dataset"] == ds]
+        ax.scatter([r["revisit_rate"] for r in sel], [r["lru_minus_fifo"] for r in sel],
+                   label=ds, alpha=0.75)
+    ax.axhline(0, color="grey", linewidth=0.6)
+    ax.set_xlabel("revisit rate (share of probe page accesses to an already-accessed page)")
+    ax.set_ylabel("LRU hit rate - FIFO hit rate")
+    ax.set_title("Topology: revisit rate vs LRU - FIFO hit rate, per conversation")
+    ax.legend(fontsize=8)
+    return _save(fig, folder / "topology.png")
+
+
+def formats_plot(tables: Tables, folder: Path) -> Path | None:
+    """Figure 7: tokens per bookmark against routing_top1 (and accuracy) per format."""
+    rows = tables.get("formats", {}).get("formats") or []
+    if not rows:
+        return None
+    plt = _plt()
+    metrics = [m for m in ("routing_top1", "accuracy", "trigger_rate") if any(r.get(m) is not None for r in rows)]
+    fig, axes = plt.subplots(1, len(metrics), figsize=(5.5 * len(metrics), 4), squeeze=False)
+    for ax, m in zip(axes[0], metrics, strict=True):
+        for lab in dict.fromkeys(_label(r) for r in rows):
+            sel = sorted((r for r in rows if _label(r) == lab and r.get(m) is not None),
+                         key=lambda r: r["bookmark_tokens_mean"] or 0.0)
+            if not sel:
+                continue
+            ax.plot([r["bookmark_tokens_mean"] for r in sel], [r[m] for r in sel], "o-", label=lab)
+            for r in sel:
+                ax.annotate(r["format"], (r["bookmark_tokens_mean"], r[m]), fontsize=7,
+                            xytext=(3, 3), textcoords="offset points")
+        ax.set_xlabel("tokens per bookmark")
+        ax.set_ylabel(m)
+        ax.set_title(f"Bookmark format: tokens vs {m}")
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=8)
+    return _save(fig, folder / "formats.png")
+
+
+def methods_plot(tables: Tables, folder: Path) -> Path | None:
+    """Method comparison with Wilson 95% intervals (accuracy with a model, else evidence coverage)."""
+    from copage.eval.stats import wilson_interval
+
+    rows = tables.get("main", {}).get("methods") or []
+    if not rows:
+        return None
+    metric = "accuracy" if any(r.get("accuracy") is not None for r in rows) else "evidence_coverage"
+    plt = _plt()
+    labels = list(dict.fromkeys(_label(r) for r in rows))
+    fig, axes = plt.subplots(len(labels), 1, figsize=(8, 2.6 * len(labels)), squeeze=False)
+    for ax, lab in zip(axes[:, 0], labels, strict=True):
+        sel = [r for r in rows if _label(r) == lab and r.get(metric) is not None]
+        vals = [float(r[metric]) for r in sel]
+        los, his = [], []
+        for r, v in zip(sel, vals, strict=True):
+            n = int(r.get("probes") or 0)
+            if n:
+                ci = wilson_interval(round(v * n), n)
+                los.append(v - ci.low)
+                his.append(ci.high - v)
+            else:
+                los.append(0.0)
+                his.append(0.0)
+        ax.barh([r["method"] for r in sel], vals, xerr=[los, his], capsize=3, color="tab:green")
+        ax.set_xlim(0, 1.0)
+        ax.invert_yaxis()
+        ax.set_title(f"{lab}: {metric} (Wilson 95% CI)", fontsize=10)
+    return _save(fig, folder / "methods.png")
+
+
+def nll_plot(tables: Tables, folder: Path) -> Path | None:
+    """NLL curves when ``nll`` ran: rows with ``series``, ``x``, ``y`` in any of its tables."""
+    nll = tables.get("nll", {})
+    rows = [r for t in nll.values() for r in t if {"series", "x", "y"} <= set(r)]
+    if not rows:
+        return None
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for s in dict.fromkeys(r["series"] for r in rows):
+        sel = [r for r in rows if r["series"] == s]
+        ax.plot([r["x"] for r in sel], [r["y"] for r in sel], label=str(s))
+    ax.set_xlabel("x")
+    ax.set_ylabel("NLL")
+    ax.legend(fontsize=8)
+    return _save(fig, folder / "nll.png")
+
+
+FIGURES: tuple[Callable[[Tables, Path], Path | None], ...] = (
+    methods_plot, boundary_plot, policy_plot, topology_plot, formats_plot, nll_plot)
+
+
+def make_figures(tables: Tables, folder: Path) -> list[Path]:
+    """Every figure whose tables exist."""
+    folder.mkdir(parents=True, exist_ok=True)
+    return [p for f in FIGURES if (p := f(tables, folder)) is not None]

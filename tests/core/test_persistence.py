@@ -1,0 +1,75 @@
+"""A conversation reopened from a store continues exactly where it was."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from copage import PagedMemory
+from copage.stores.sqlite import SQLiteStore
+
+POLICIES = ["fifo", "lru", "lfu", "lrfu", "adaptive", "query"]
+
+
+def script(i: int) -> tuple[str, str]:
+    role = "user" if i % 2 == 0 else "assistant"
+    subjects = ["peanut allergy", "Lisbon budget $900", "grant deadline May 2",
+                "dentist Dr. Lee", "Rust only", "sister Ana 555-0101", "yoga Tuesdays"]
+    return role, f"{subjects[(i * 7) % len(subjects)]} note {i}"
+
+
+def drive(mem: PagedMemory, start: int, stop: int) -> None:
+    for i in range(start, stop):
+        mem.add(*script(i))
+        if i % 9 == 4 and mem.evicted:
+            mem.recall(mem.evicted[i % len(mem.evicted)])
+
+
+def snapshot(mem: PagedMemory) -> str:
+    ctx = mem.context("what about the budget?")
+    return json.dumps([ctx.messages, mem.stats(), mem.resident,
+                       {k: v.text for k, v in mem.bookmarks().items()}], sort_keys=True)
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+@pytest.mark.parametrize("keywords", ["heuristic", "discriminative"])
+def test_reopen_continues_exactly(tmp_path: Path, policy: str, keywords: str) -> None:
+    settings = dict(boundary="fixed_3", policy=policy, resident_pages=2, keywords=keywords)
+    ref = PagedMemory(conversation_id="ref", **settings)
+    drive(ref, 0, 60)
+
+    db = tmp_path / "c.db"
+    first = PagedMemory(store=SQLiteStore(db), conversation_id="c1", **settings)
+    drive(first, 0, 31)
+    first.store.close()
+    again = PagedMemory(store=SQLiteStore(db), conversation_id="c1")
+    assert again.config == first.config
+    drive(again, 31, 60)
+    assert snapshot(again) == snapshot(ref)
+
+
+def test_reopen_with_other_settings_is_refused(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'c.db'}"
+    PagedMemory(store=url, conversation_id="a", policy="lru").add("user", "hi")
+    with pytest.raises(ValueError, match="other settings"):
+        PagedMemory(store=url, conversation_id="a", policy="fifo")
+
+
+def test_failed_commit_leaves_memory_as_stored(tmp_path: Path) -> None:
+    mem = PagedMemory(store=SQLiteStore(tmp_path / "c.db"), conversation_id="x",
+                      boundary="fixed_2", resident_pages=1)
+    drive(mem, 0, 8)
+    before = snapshot(mem)
+
+    def boom(*a: object, **k: object) -> int:
+        raise OSError("disk full")
+
+    real = mem.store.commit
+    mem.store.commit = boom  # type: ignore[method-assign]
+    with pytest.raises(OSError):
+        mem.add("user", "this turn is not acknowledged")
+    mem.store.commit = real  # type: ignore[method-assign]
+    assert snapshot(mem) == before
+    assert len(mem.turns) == 8

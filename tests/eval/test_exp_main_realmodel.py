@@ -1,0 +1,48 @@
+"""``main`` against the local real model (SmolLM2 via llama.cpp): rows and JSONL, not quality."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from copage.eval.experiments.main import smoke  # noqa: E402
+from copage.llm import get_model  # noqa: E402
+from realmodel import LlamaServer, llama_server  # noqa: E402
+
+pytestmark = [pytest.mark.realmodel, pytest.mark.slow]
+METHODS = ("full_context", "truncation", "bookmark_recall")
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[LlamaServer]:
+    with llama_server() as s:
+        yield s
+
+
+def test_main_with_real_model(server: LlamaServer, tmp_path: Path) -> None:
+    model = get_model(server.spec)
+    res = smoke(model, tmp_path, spec=server.spec, probes=3, methods=METHODS, max_tokens=48,
+                cache_path=str(tmp_path / "cache.sqlite"))
+    lines = (tmp_path / "main" / "probes.jsonl").read_text().splitlines()
+    rows = [json.loads(x) for x in lines]
+    assert len(rows) == 3 * len(METHODS)
+    assert {r["method"] for r in rows} == set(METHODS)
+    for r in rows:
+        assert r["model"] == server.spec and r["calls"] >= 1
+        assert all(t > 0 for t in r["prompt_tokens"])
+        assert 0.0 <= r["scores"]["locomo_f1"] <= 1.0
+        assert set(r["judges"][server.spec]) == {"scale5", "binary"}
+    with_model = [r for r in res.tables["methods"] if r["model"] == server.spec]
+    assert [r["method"] for r in with_model] == list(METHODS)
+    for r in with_model:
+        assert r["probes"] == 3 and r["prompt_tokens_mean"] > 0 and r["evidence_coverage"] is not None
+    # a repeated run is served from the log: no new rows
+    smoke(model, tmp_path, spec=server.spec, probes=3, methods=METHODS, max_tokens=48,
+          cache_path=str(tmp_path / "cache.sqlite"))
+    assert len((tmp_path / "main" / "probes.jsonl").read_text().splitlines()) == len(lines)

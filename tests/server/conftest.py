@@ -1,0 +1,88 @@
+"""Fixtures of the proxy tests: a scripted upstream and a proxy in a thread."""
+
+from __future__ import annotations
+
+import os
+import sys
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import openai
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from proxy_helpers import KEY_A, KEYS, PG_URL, UPSTREAM_KEY, script  # noqa: E402
+
+from copage.core.config import PagerConfig  # noqa: E402
+from copage.server.app import create_app  # noqa: E402
+from copage.server.settings import ServeSettings  # noqa: E402
+from copage.server.testing import FakeUpstream, ServerThread  # noqa: E402
+
+PAGING = PagerConfig(boundary="fixed_2", resident_pages=1)
+
+
+@pytest.fixture
+def upstream() -> Iterator[FakeUpstream]:
+    with FakeUpstream(script) as up:
+        yield up
+
+
+class Proxy:
+    """A running proxy and helpers to build clients for it."""
+
+    def __init__(self, server: ServerThread, upstream: FakeUpstream) -> None:
+        self.server, self.upstream = server, upstream
+        self.url = server.url
+
+    def client(self, key: str = KEY_A, **kw: Any) -> openai.OpenAI:
+        return openai.OpenAI(base_url=self.url + "/v1", api_key=key, max_retries=0, **kw)
+
+    @property
+    def state(self) -> Any:
+        return self.server.server.config.app.state.proxy
+
+
+@pytest.fixture
+def make_proxy(upstream: FakeUpstream, tmp_path: Path) -> Iterator[Callable[..., Proxy]]:
+    started: list[ServerThread] = []
+
+    def make(**settings: Any) -> Proxy:
+        settings.setdefault("upstream", upstream.url)
+        settings.setdefault("store", "memory://")
+        settings.setdefault("keys", KEYS)
+        settings.setdefault("paging", PAGING)
+        settings.setdefault("upstream_key", UPSTREAM_KEY)
+        if settings["store"] == "sqlite":
+            settings["store"] = f"sqlite://{tmp_path / 'proxy.db'}"
+        srv = ServerThread(create_app(ServeSettings(**settings))).start()
+        started.append(srv)
+        return Proxy(srv, upstream)
+
+    yield make
+    for srv in started:
+        srv.stop()
+
+
+@pytest.fixture
+def proxy(make_proxy: Callable[..., Proxy]) -> Proxy:
+    return make_proxy()
+
+
+@pytest.fixture
+def pg_url() -> Iterator[str]:
+    """A PostgreSQL URL with a fresh schema (dropped after); skip or fail if unreachable."""
+    try:
+        import psycopg
+
+        psycopg.connect(PG_URL, connect_timeout=3).close()
+    except Exception as e:  # noqa: BLE001
+        if os.environ.get("COPAGE_REQUIRE_POSTGRES") == "1":
+            pytest.fail(f"COPAGE_REQUIRE_POSTGRES=1 but PostgreSQL is unreachable: {e}")
+        pytest.skip(f"PostgreSQL unreachable: {e}")
+    schema = f"copage_proxy_{os.getpid()}_{uuid.uuid4().hex[:8]}"
+    yield f"{PG_URL}?schema={schema}"
+    with psycopg.connect(PG_URL, autocommit=True) as conn:
+        conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')

@@ -1,0 +1,73 @@
+"""Helpers shared by the proxy tests (unique module name: conftest is not importable)."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from copage.server.testing import Reply, echo
+
+KEY_A = "sk-proxy-alice-0123456789"
+KEY_B = "sk-proxy-bob-9876543210"
+UPSTREAM_KEY = "sk-upstream-SECRET-abcdef123456"
+KEYS = {KEY_A: "alice", KEY_B: "bob"}
+PG_URL = os.environ.get("COPAGE_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def script(body: dict[str, Any]) -> Reply:
+    """Upstream behaviour: RECALL pN asks for a recall, WEATHER calls a client tool."""
+    msgs = body["messages"]
+    last = msgs[-1]
+    names = [t["function"]["name"] for t in body.get("tools", [])]
+    recall = next((n for n in names if n.endswith("recall")), None)
+    if last["role"] == "tool":
+        return Reply(text=f"tool said: {last['content'][:80]}")
+    text = last.get("content") or ""
+    if "RECALL" in text and recall and body.get("tool_choice") != "none":
+        page = text.split("RECALL", 1)[1].split()[0]
+        return Reply(tool_calls=[(recall, {"page": page})])
+    if "WEATHER" in text and "get_weather" in names:
+        return Reply(tool_calls=[("get_weather", {"city": "Paris"})])
+    return echo(body)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def spawn_worker(port: int, upstream: str, store: str, *extra: str,
+                 env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
+    """A real ``copage serve`` process on 127.0.0.1:port; waits for /healthz."""
+    full_env = {**os.environ, "COPAGE_KEYS": f"{KEY_A}=alice,{KEY_B}=bob",
+                "COPAGE_UPSTREAM_KEY": UPSTREAM_KEY, **(env or {})}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "copage.cli.main", "serve", "--upstream", upstream,
+         "--store", store, "--port", str(port), "--log-level", "warning", *extra],
+        env=full_env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    )
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"worker exited: {proc.stderr.read().decode()[-2000:]}")
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:
+                return proc
+        except httpx.HTTPError:
+            time.sleep(0.1)
+    proc.kill()
+    raise RuntimeError("worker did not start")
+
+
+def stats(headers: Any) -> dict[str, Any]:
+    return dict(json.loads(headers["x-copage-stats"]))
