@@ -21,18 +21,25 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("--window", type=int, default=32, help="rolling window in tokens (default: 32)")
     p.add_argument("--max-tokens", type=int, default=256,
                    help="reply length limit per call (default: 256)")
+    p.add_argument("--concurrency", type=int, default=1,
+                   help="requests in flight (default: 1, right for a local server)")
+    p.add_argument("--timeout", type=float, default=300.0,
+                   help="seconds per request before retrying (default: 300)")
     p.add_argument("--no-cache", action="store_true", help="do not use the response cache")
     p.add_argument("--no-plot", action="store_true", help="skip the PNG plot")
 
 
 def run(args: argparse.Namespace) -> int:
     from copage.eval.nll import run_nll
-    from copage.llm import ModelError, get_model
+    from copage.llm import ModelError, get_model, parse_spec
 
-    model = get_model(args.model, cache=not args.no_cache)
+    if args.timeout <= 0:
+        raise ValueError(f"--timeout must be positive, got {args.timeout}")
+    options = {} if parse_spec(args.model).provider == "scripted" else {"timeout": args.timeout}
+    model = get_model(args.model, cache=not args.no_cache, **options)
     try:
         result = run_nll(model, args.out, args.window, max_tokens=args.max_tokens,
-                         plot=not args.no_plot)
+                         plot=not args.no_plot, concurrency=args.concurrency)
     except ModelError as e:
         print(f"copage nll: model error: {e}", file=sys.stderr)
         return 1

@@ -55,9 +55,10 @@ def _simulate(args: tuple[Dataset, list[Cell]]) -> list[dict[str, Any]]:
 
 def run_grid(dataset: Dataset, cells: Sequence[Cell], n_workers: int = 1) -> list[dict[str, Any]]:
     """``simulate(dataset, cells)`` in parallel by boundary; rows in the order of ``cells``."""
-    groups: dict[str, list[Cell]] = {}
+    groups: dict[tuple[str, ...], list[Cell]] = {}
+    few = len({c.boundary for c in cells}) < n_workers  # then split by keywords too
     for c in cells:
-        groups.setdefault(c.boundary, []).append(c)
+        groups.setdefault((c.boundary, c.keywords) if few else (c.boundary,), []).append(c)
     parts = [(dataset, g) for g in groups.values()]
     if n_workers > 1 and len(parts) > 1:
         with ProcessPoolExecutor(min(n_workers, len(parts)), mp_context=get_context("fork")) as ex:

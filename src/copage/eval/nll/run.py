@@ -87,9 +87,14 @@ async def _answer(model: Any, case: NllCase, condition: str, max_tokens: int,
 
 async def run_nll_async(
     model: Any, *, window: int = DEFAULT_WINDOW, max_tokens: int = DEFAULT_MAX_TOKENS,
-    temperature: float = 0.0, cases: Sequence[NllCase] = CASES, concurrency: int = 4,
+    temperature: float = 0.0, cases: Sequence[NllCase] = CASES, concurrency: int = 1,
 ) -> tuple[CaseResult, ...]:
-    """Answer every case under both conditions; results in case order."""
+    """Answer every case under both conditions; results in case order.
+
+    ``concurrency`` bounds requests in flight (1 suits a local single-slot server).
+    """
+    if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
+        raise ValueError(f"concurrency must be a positive integer, got {concurrency!r}")
     if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
         raise ValueError(f"max_tokens must be a positive integer, got {max_tokens!r}")
     sem = asyncio.Semaphore(concurrency)
@@ -109,7 +114,7 @@ async def run_nll_async(
 def run_nll(
     model: Any, out_dir: str | Path, window: int = DEFAULT_WINDOW, *,
     max_tokens: int = DEFAULT_MAX_TOKENS, temperature: float = 0.0,
-    cases: Sequence[NllCase] = CASES, plot: bool = True,
+    cases: Sequence[NllCase] = CASES, plot: bool = True, concurrency: int = 1,
 ) -> NllResult:
     """Run the experiment with ``model`` (a ChatModel) and write table, JSON and plot to ``out_dir``."""
     from copage.eval.nll.report import write_outputs
@@ -121,7 +126,8 @@ def run_nll(
         raise NllError(f"model {model.spec}: this provider returns no token logprobs, which the "
                        f"NLL experiment needs; use an OpenAI-compatible model or server")
     results = _run(run_nll_async(
-        model, window=window, max_tokens=max_tokens, temperature=temperature, cases=cases))
+        model, window=window, max_tokens=max_tokens, temperature=temperature, cases=cases,
+        concurrency=concurrency))
     result = NllResult(str(model.spec), window, max_tokens, temperature, results,
                        summarise(results))
     files = write_outputs(result, Path(out_dir), plot_png=plot)
