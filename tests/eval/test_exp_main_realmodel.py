@@ -11,9 +11,10 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from copage.eval.experiments.main import smoke  # noqa: E402
-from copage.llm import get_model  # noqa: E402
-from realmodel import LlamaServer, llama_server  # noqa: E402
+from realmodel import LlamaServer, llama_server
+
+from copage.eval.experiments.main import smoke
+from copage.llm import get_model
 
 pytestmark = [pytest.mark.realmodel, pytest.mark.slow]
 METHODS = ("full_context", "truncation", "bookmark_recall")
@@ -27,7 +28,8 @@ def server() -> Iterator[LlamaServer]:
 
 def test_main_with_real_model(server: LlamaServer, tmp_path: Path) -> None:
     model = get_model(server.spec)
-    res = smoke(model, tmp_path, spec=server.spec, probes=3, methods=METHODS, max_tokens=48,
+    res = smoke(model, tmp_path, spec=server.spec, probes=3, methods=METHODS, max_tokens=32,
+                judge_max_tokens=32,
                 cache_path=str(tmp_path / "cache.sqlite"))
     lines = (tmp_path / "main" / "probes.jsonl").read_text().splitlines()
     rows = [json.loads(x) for x in lines]

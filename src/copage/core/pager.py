@@ -28,7 +28,7 @@ from copage.core.config import PagerConfig
 from copage.core.keywords import Corpus, get_extractor
 from copage.core.paginate import Paginator, ReplayPaginator, Span
 from copage.core.policies import get_policy
-from copage.core.retrieval import BM25Index
+from copage.core.evicted_index import EvictedIndex
 from copage.core.text import content_words
 from copage.core.tokens import get_tokenizer
 from copage.core.types import Bookmark, Page, PageId, Turn, page_id, render_turns
@@ -133,6 +133,7 @@ class Pager:
         self._turn_tokens: list[int] = []
         self._closed_tokens = 0
         self._evicted_set: set[int] = set()
+        self.evicted_index = EvictedIndex()  # full text of evicted pages, for search
         self._stale_heap: list[tuple[int, int]] = []  # (epoch, page index), lazily cleaned
         self._resident_tokens = 0  # tokens of resident closed pages
         self._bookmark_tokens = 0  # tokens of the bookmarks of evicted pages
@@ -274,6 +275,7 @@ class Pager:
             self.stats.faults += 1
             self._event("fault", idx, {"by": kind})
             self._evicted_set.discard(idx)
+            self.evicted_index.remove(idx)
             self._resident_tokens += self.pages[idx].tokens
             self._bookmark_tokens -= self.books[idx].bookmark.tokens
         for victim in result.evicted:
@@ -285,6 +287,7 @@ class Pager:
         idx = self._index(pid)
         self.stats.evictions += 1
         self._evicted_set.add(idx)
+        self.evicted_index.add(idx, self.pages[idx].text)
         self._resident_tokens -= self.pages[idx].tokens
         self._bookmark_tokens += self.books[idx].bookmark.tokens
         heapq.heappush(self._stale_heap, (self.books[idx].epoch, idx))
@@ -324,16 +327,12 @@ class Pager:
     def _recall_query(self, query: object) -> RecallResult:
         if not isinstance(query, str) or not content_words(query):
             return self._recall_error("the query must be a few words describing what you need.")
-        evicted = self.evicted
-        if not evicted:
+        if not self._evicted_set:
             return self._recall_error("no page is evicted: everything is already in context.")
-        scores = BM25Index([content_words(self.pages[self._index(p)].text) for p in evicted]).scores(
-            content_words(query)
-        )
-        best = max(range(len(evicted)), key=lambda i: (scores[i], -i))
-        if scores[best] <= 0:
+        best, _, _ = self.evicted_index.best(query)
+        if best is None:
             return self._recall_error(f"no evicted page matches {query[:60]!r}.")
-        pid = evicted[best]
+        pid = page_id(best)
         self.access(pid, kind="recall")
         self._event("recall", self._index(pid), {"status": "paged_in", "query": query[:200]})
         return RecallResult("paged_in", prompt.page_block(pid, self.pages[self._index(pid)].text), pid)
@@ -502,6 +501,7 @@ class Pager:
                 pager._resident_tokens += page.tokens
             else:
                 pager._evicted_set.add(page.index)
+                pager.evicted_index.add(page.index, page.text)
                 book = pager.books[page.index]
                 pager._bookmark_tokens += book.bookmark.tokens
                 heapq.heappush(pager._stale_heap, (book.epoch, page.index))

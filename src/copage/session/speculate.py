@@ -19,8 +19,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from copage.core.pager import Pager
-from copage.core.retrieval import BM25Index, bm25_idf
-from copage.core.text import content_words
 from copage.core.types import PageId, page_id
 
 DEFAULT_THRESHOLD = 0.35
@@ -36,7 +34,7 @@ class Speculation:
 
 
 class Speculator:
-    """Scores evicted pages against a message; caches each page's tokens (pages never change)."""
+    """Scores evicted pages against a message and pages the best one in."""
 
     def __init__(self, threshold: float = DEFAULT_THRESHOLD, neighbours: int = 0) -> None:
         if threshold < 0:
@@ -44,22 +42,21 @@ class Speculator:
         if neighbours < 0:
             raise ValueError(f"speculative_neighbours must be >= 0, got {neighbours}")
         self.threshold, self.neighbours = threshold, neighbours
-        self._tokens: dict[int, list[str]] = {}
 
     def score(self, pager: Pager, message: str) -> tuple[PageId | None, float]:
-        """The best evicted page for ``message`` and its normalised score (None, 0.0 if none)."""
-        evicted = pager.evicted
-        query = sorted(set(content_words(message)))
-        if not evicted or not query:
+        """The best evicted page for ``message`` and its normalised score (None, 0.0 if none).
+
+        Uses the pager's incremental index over evicted pages, so the cost does not
+        grow with the number of evicted pages' text.
+        """
+        index = pager.evicted_index
+        if not len(index):
             return None, 0.0
-        docs = [self._page_tokens(pager, pid) for pid in evicted]
-        index = BM25Index(docs)
-        scores = index.scores(query)
-        best = max(range(len(evicted)), key=lambda i: (scores[i], -i))
-        if scores[best] <= 0:
+        best, top, query = index.best(message)
+        if best is None or not query:
             return None, 0.0
-        mass = sum(bm25_idf(index.n_docs, index.df(t)) for t in query)
-        return evicted[best], scores[best] / mass
+        mass = sum(index.idf(t) for t in query)
+        return page_id(best), top / mass
 
     def page_in(self, pager: Pager, message: str) -> Speculation:
         """Page in the best match (and neighbours) when its score reaches the threshold."""
@@ -81,9 +78,3 @@ class Speculator:
         pager.note("speculative", best, {"score": round(score, 4), "paged_in": done})
         return Speculation(best, score, tuple(done))
 
-    def _page_tokens(self, pager: Pager, pid: PageId) -> list[str]:
-        idx = int(pid[1:]) - 1
-        toks = self._tokens.get(idx)
-        if toks is None:
-            toks = self._tokens[idx] = content_words(pager.pages[idx].text)
-        return toks

@@ -16,6 +16,7 @@ from copage.eval.experiments.grid import (
     breakdown,
     datasets_of,
     fixed_cell,
+    for_dataset,
     group_key,
     mean,
     probe_outcomes,
@@ -34,13 +35,18 @@ class FailuresExperiment:
         cell = fixed_cell(ctx)
         per_probe: list[dict[str, Any]] = []
         for ds in datasets_of(ctx):
-            per_probe += probe_outcomes(ds, cell)
+            per_probe += probe_outcomes(ds, for_dataset(ctx, ds, cell))
         tables: dict[str, list[dict[str, Any]]] = {"failures": breakdown(per_probe)}
         notes = [f"setting: {cell.boundary} + {cell.policy}, k={cell.k}, keywords {cell.keywords}"]
         if ctx.model is not None:
             from copage.eval.experiments.model_probe import probe_records
 
-            recs, mnotes = probe_records(ctx, self.name, datasets_of(ctx), [cell])
+            recs: list[dict[str, Any]] = []
+            mnotes: list[str] = []
+            for ds in datasets_of(ctx):
+                r, n = probe_records(ctx, self.name, [ds], [for_dataset(ctx, ds, cell)])
+                recs += r
+                mnotes += [x for x in n if x not in mnotes]
             notes += mnotes
             tables["failures_model"] = model_breakdown(recs)
         return ExperimentResult(self.name, tables, [], notes)

@@ -96,7 +96,8 @@ class JudgesExperiment:
         out = ctx.out / self.name
         log = ProbeLog(out / "probes.jsonl")
         run_tasks_sync(tasks, model, log, judges=judges, model_name=name,
-                       concurrency=int(ctx.options.get("concurrency", 4)))
+                       concurrency=int(ctx.options.get("concurrency", 4)),
+                                   judge_max_tokens=int(ctx.options.get("judge_max_tokens", 200)))
         wanted = {row_key(base_row(t, name)) for t in tasks}
         rows = [r for r in log if row_key(r) in wanted]
         tables = judge_tables(rows, list(judges), B=int(ctx.options.get("bootstrap_b", 10_000)),

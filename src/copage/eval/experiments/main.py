@@ -84,7 +84,8 @@ class MainExperiment:
             notes += jnotes
             log = ProbeLog(out / "probes.jsonl")
             stats = run_tasks_sync(tasks, model, log, judges=judges, model_name=name,
-                                   concurrency=int(ctx.options.get("concurrency", 4)))
+                                   concurrency=int(ctx.options.get("concurrency", 4)),
+                                   judge_max_tokens=int(ctx.options.get("judge_max_tokens", 200)))
             notes.append(f"model run: {stats.written} probes answered, {stats.skipped} already "
                          f"in {log.path.name}, {stats.errors} answer errors")
             wanted = {row_key(base_row(t, name)) for t in tasks}

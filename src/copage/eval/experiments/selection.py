@@ -30,7 +30,7 @@ from copage.core.text import content_words
 from copage.eval.datasets.model import Conversation, Dataset
 from copage.eval.experiments.base import BenchContext, ExperimentResult
 from copage.eval.experiments.common import is_synthetic
-from copage.eval.experiments.grid import datasets_of, fixed_cell, probe_outcomes
+from copage.eval.experiments.grid import datasets_of, fixed_cell, for_dataset, probe_outcomes
 
 HIGH, LOW = "heuristic", "discriminative"
 
@@ -92,7 +92,8 @@ def conversation_rows(ctx: BenchContext, datasets: Sequence[Dataset]) -> list[di
     """Per conversation: mass and routing/faults of both candidates."""
     rows: list[dict[str, Any]] = []
     for ds in datasets:
-        outs = {k: probe_outcomes(ds, fixed_cell(ctx, keywords=k)) for k in (HIGH, LOW)}
+        outs = {k: probe_outcomes(ds, for_dataset(ctx, ds, fixed_cell(ctx, keywords=k)))
+                for k in (HIGH, LOW)}
         for conv in ds.conversations:
             row: dict[str, Any] = {"dataset": ds.name, "conversation": conv.id,
                                    "mass": tfidf_mass(conv)}
@@ -132,13 +133,14 @@ class SelectionExperiment:
         for ds in dict.fromkeys(r["dataset"] for r in report):
             sel = [r for r in report if r["dataset"] == ds]
             row: dict[str, Any] = {"dataset": ds, "conversations": len(sel),
-                                   "mass_mean": sum(r["mass"] for r in sel) / len(sel), "threshold": t}
+                                   "mass_mean": sum(r["mass"] for r in sel) / len(sel),
+                                   "threshold": t if math.isfinite(t) else f"{t} (always {LOW if t > 0 else HIGH})"}
             for label, pick in (("always_" + HIGH, lambda r: HIGH), ("always_" + LOW, lambda r: LOW),
                                 ("rule", lambda r: r["rule_picks"]),
                                 ("oracle", lambda r: HIGH if (r[f"routing_{HIGH}"] or 0) >= (r[f"routing_{LOW}"] or 0) else LOW)):
                 row[f"routing_{label}"] = _weighted(sel, pick)[0]
             summary.append(row)
-        notes = [f"threshold {t:.3f} chosen on {how}; reported on the other conversations",
+        notes = [f"threshold {t:.3f} (mass >= threshold: {HIGH}) chosen on {how}; reported on the other conversations",
                  (f"LLM-free proxy: {HIGH} stands for hybrid (heuristic base), {LOW} for llm-batch "
                  "(cross-page non-overlap); with LLM generators and a model the same rule applies "
                  "to hybrid vs llm-batch accuracy (not run here)")]

@@ -12,7 +12,14 @@ from __future__ import annotations
 from typing import Any
 
 from copage.eval.experiments.base import BenchContext, ExperimentResult
-from copage.eval.experiments.grid import breakdown, datasets_of, fixed_cell, probe_outcomes, study
+from copage.eval.experiments.grid import (
+    breakdown,
+    datasets_of,
+    fixed_cell,
+    for_dataset,
+    probe_outcomes,
+    study,
+)
 
 EXTRACTORS_COMPARED = ("generic", "heuristic", "tfidf", "discriminative")
 
@@ -31,7 +38,8 @@ class SpecificityExperiment:
         per_probe: list[dict[str, Any]] = []
         for ds in datasets_of(ctx):
             for cell in cells:
-                per_probe += [{**r, "keywords": cell.keywords} for r in probe_outcomes(ds, cell)]
+                per_probe += [{**r, "keywords": cell.keywords}
+                              for r in probe_outcomes(ds, for_dataset(ctx, ds, cell))]
         notes.append("generic = offline category labels (copage.core.keywords.generic), the "
                      "paper's 'personal preferences'-style bookmarks")
         return ExperimentResult(self.name, {"specificity": rows,

@@ -45,9 +45,10 @@ async def judge(model: ChatModel, kind: str, probe: Probe, answer: str,
 
 
 async def judge_all(judges: Mapping[str, ChatModel], probe: Probe, answer: str,
-                    kinds: tuple[str, ...] = JUDGE_KINDS) -> dict[str, dict[str, Any]]:
+                    kinds: tuple[str, ...] = JUDGE_KINDS,
+                    max_tokens: int = 200) -> dict[str, dict[str, Any]]:
     """``{judge name: {kind: verdict}}`` for every judge and kind."""
     out: dict[str, dict[str, Any]] = {}
     for name, model in judges.items():
-        out[name] = {kind: await judge(model, kind, probe, answer) for kind in kinds}
+        out[name] = {kind: await judge(model, kind, probe, answer, max_tokens) for kind in kinds}
     return out

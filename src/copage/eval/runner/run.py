@@ -97,7 +97,7 @@ def answer_row(task: ProbeTask, model: str, ans: MethodAnswer | None, error: str
 
 
 async def _one(task: ProbeTask, model: ChatModel, name: str, judges: Mapping[str, ChatModel],
-               log: ProbeLog, stats: RunStats, sem: asyncio.Semaphore) -> None:
+               log: ProbeLog, stats: RunStats, sem: asyncio.Semaphore, judge_tokens: int) -> None:
     async with sem:
         error: str | None = None
         ans: MethodAnswer | None = None
@@ -106,7 +106,8 @@ async def _one(task: ProbeTask, model: ChatModel, name: str, judges: Mapping[str
         except BadResponse as e:  # the model misbehaved: a (wrong) outcome, not a crash
             error = str(e)[:300]
             stats.errors += 1
-        verdicts = await judge_all(judges, task.probe, ans.answer if ans else "")
+        verdicts = await judge_all(judges, task.probe, ans.answer if ans else "",
+                                   max_tokens=judge_tokens)
         row = answer_row(task, name, ans, error, verdicts)
     log.append(row)
     stats.written += 1
@@ -115,7 +116,7 @@ async def _one(task: ProbeTask, model: ChatModel, name: str, judges: Mapping[str
 
 async def run_tasks(tasks: Sequence[ProbeTask], model: ChatModel, log: ProbeLog, *,
                     judges: Mapping[str, ChatModel] | None = None, model_name: str | None = None,
-                    concurrency: int = 4,
+                    concurrency: int = 4, judge_max_tokens: int = 200,
                     on_row: Callable[[RunStats], None] | None = None) -> RunStats:
     """Answer and score every task not yet in ``log``; the first hard error stops the run."""
     if concurrency < 1:
@@ -129,7 +130,8 @@ async def run_tasks(tasks: Sequence[ProbeTask], model: ChatModel, log: ProbeLog,
         else:
             todo.append(t)
     sem = asyncio.Semaphore(concurrency)
-    running = [asyncio.ensure_future(_one(t, model, name, judges or {}, log, stats, sem))
+    running = [asyncio.ensure_future(_one(t, model, name, judges or {}, log, stats, sem,
+                                         judge_max_tokens))
                for t in todo]
     if not running:
         return stats
