@@ -46,9 +46,11 @@ def test_generic_extractor_gives_category_labels() -> None:
     assert "generic" in EXTRACTORS
     page = Page("p1", 0, (), "My doctor changed my prescription; my budget is $300.", 12)
     kws = get_extractor("generic").extract(page, None, 4)  # type: ignore[arg-type]
-    assert kws[:2] == ("medical information", "budget and money")
-    empty = Page("p2", 1, (), "zzz qqq", 2)
-    assert get_extractor("generic").extract(empty, None, 4) == ("general conversation",)  # type: ignore[arg-type]
+    assert kws == ("medical information", "budget and money", "general conversation",
+                   "personal preferences")
+    plain = Page("p2", 1, (), "zzz qqq", 2)
+    assert get_extractor("generic").extract(plain, None, 2) == ("general conversation",  # type: ignore[arg-type]
+                                                              "personal preferences")
 
 
 def test_selection_threshold_separates_by_mass() -> None:

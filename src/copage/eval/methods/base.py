@@ -29,7 +29,7 @@ INSTRUCTION = (
 
 @dataclass(frozen=True, slots=True)
 class MethodSettings:
-    """Settings of every method (one value per dataset; see ``docs/benchmark-methods.md``).
+    """Settings of every method (one value per dataset; see :mod:`copage.eval.methods`).
 
     Attributes:
         full_window: turns kept by ``full_context`` (the paper: 60).
