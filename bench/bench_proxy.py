@@ -19,7 +19,6 @@ import asyncio
 import json
 import os
 import socket
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -133,6 +132,9 @@ def sequential(proxy: str, upstream: str, n: int) -> dict[str, Any]:
     proxied: list[float] = []
     cid = f"seq-{uuid.uuid4().hex[:8]}"
     with httpx.Client(timeout=30) as http:
+        for t in range(5):  # warm-up (first use loads the tokenizer and opens connections)
+            http.post(f"{proxy}/v1/chat/completions", headers={"X-Copage-Conversation": cid},
+                      json={"model": "fake", "messages": [{"role": "user", "content": "warm"}]})
         for t in range(n):
             body = {"model": "fake", "messages": [{"role": "user", "content": f"plain turn {t}"}]}
             t0 = time.perf_counter()

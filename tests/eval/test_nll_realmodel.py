@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from realmodel import LlamaServer, llama_server  # noqa: E402
+from realmodel import LlamaServer, llama_server
 
 pytestmark = [pytest.mark.realmodel, pytest.mark.slow]
 

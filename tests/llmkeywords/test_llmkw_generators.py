@@ -209,7 +209,7 @@ def test_register_into_global_registry_makes_pager_names_valid() -> None:
         assert pager.extractor.name == "hybrid"
     finally:
         for name in ("llm-contextual", "llm-batch", "hybrid", "auto"):
-            EXTRACTORS._plain.pop(name, None)
+            EXTRACTORS.unregister(name)
 
 
 def test_unknown_name_and_bad_options_are_clear() -> None:

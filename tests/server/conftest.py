@@ -14,12 +14,12 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from proxy_helpers import KEY_A, KEYS, PG_URL, UPSTREAM_KEY, script  # noqa: E402
+from proxy_helpers import KEY_A, KEYS, PG_URL, UPSTREAM_KEY, script
 
-from copage.core.config import PagerConfig  # noqa: E402
-from copage.server.app import create_app  # noqa: E402
-from copage.server.settings import ServeSettings  # noqa: E402
-from copage.server.testing import FakeUpstream, ServerThread  # noqa: E402
+from copage.core.config import PagerConfig
+from copage.server.app import create_app
+from copage.server.settings import ServeSettings
+from copage.server.testing import FakeUpstream, ServerThread
 
 PAGING = PagerConfig(boundary="fixed_2", resident_pages=1)
 

@@ -15,12 +15,12 @@ import openai
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from realmodel import LlamaServer, llama_server  # noqa: E402
+from realmodel import LlamaServer, llama_server
 
-from copage.core.config import PagerConfig  # noqa: E402
-from copage.server.app import create_app  # noqa: E402
-from copage.server.settings import ServeSettings  # noqa: E402
-from copage.server.testing import ServerThread  # noqa: E402
+from copage.core.config import PagerConfig
+from copage.server.app import create_app
+from copage.server.settings import ServeSettings
+from copage.server.testing import ServerThread
 
 pytestmark = [pytest.mark.realmodel, pytest.mark.slow]
 FACTS = ["I am allergic to peanuts.", "My budget is 900 dollars.", "My sister is Maria.",

@@ -38,6 +38,10 @@ class Registry(Generic[T]):
     def register(self, name: str, factory: Callable[..., T]) -> None:
         self._plain[name] = factory
 
+    def unregister(self, name: str) -> None:
+        """Remove a plain name (no error if absent)."""
+        self._plain.pop(name, None)
+
     def register_pattern(self, label: str, pattern: str, factory: Callable[..., T]) -> None:
         self._patterns.append((label, re.compile(pattern + r"\Z"), factory))
 

@@ -58,9 +58,9 @@ def conversation(store: PageStore, tenant: str, conversation_id: str) -> dict[st
                  "page": f"p{e.page_index + 1}" if e.page_index is not None else None,
                  "detail": dict(e.detail)} for e in events]
     recalls: dict[int, list[dict[str, Any]]] = defaultdict(list)
-    for item in timeline:
-        if item["kind"] == "recall":
-            recalls[item["turn"]].append(item)
+    for e, item in zip(events, timeline, strict=True):
+        if e.kind == "recall":
+            recalls[e.turn_seq + 1].append(item)
     return {
         "id": conversation_id, "config": mem.config.to_dict(), "stats": mem.stats(),
         "pages": pages, "open_turns": open_turns, "events": timeline,

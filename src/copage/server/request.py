@@ -121,7 +121,8 @@ def _tool_calls(raw: Any, i: int) -> tuple[Mapping[str, Any], ...]:
 def _message(m: Any, i: int) -> Message:
     if not isinstance(m, Mapping):
         raise bad_request(f"messages[{i}] must be an object", param=f"messages[{i}]")
-    role = ROLES.get(m.get("role")) if isinstance(m.get("role"), str) else None
+    raw_role = m.get("role")
+    role = ROLES.get(raw_role) if isinstance(raw_role, str) else None
     if role is None:
         raise bad_request(f"messages[{i}].role must be one of {sorted(ROLES)}",
                           param=f"messages[{i}].role")

@@ -125,7 +125,7 @@ def _parse_file(p: Path, raw: str) -> dict[str, Any]:
     except (ValueError, tomllib.TOMLDecodeError) as e:
         raise ValueError(f"cannot parse {p}: {e}") from None
     if not isinstance(data, dict):
-        raise ValueError(f"{p} must hold a table/object at the top level")
+        raise ValueError(f"{p} must hold a table/object at the top level")  # noqa: TRY004
     return data
 
 

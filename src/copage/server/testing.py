@@ -35,7 +35,8 @@ Responder = Callable[[dict[str, Any]], Reply]
 
 def echo(body: dict[str, Any]) -> Reply:
     """Answers ``echo: <last user message>``."""
-    last = next((m for m in reversed(body.get("messages", [])) if m.get("role") == "user"), {})
+    last: dict[str, Any] = next(
+        (m for m in reversed(body.get("messages", [])) if m.get("role") == "user"), {})
     return Reply(text=f"echo: {last.get('content', '')}")
 
 

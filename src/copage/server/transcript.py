@@ -88,8 +88,8 @@ class MemoryIndex:
 
 
 _CREATE = (
-    "CREATE TABLE IF NOT EXISTS copage_proxy_heads (tenant TEXT NOT NULL, "
-    "conversation_id TEXT NOT NULL, head TEXT NOT NULL, PRIMARY KEY (tenant, conversation_id))",
+    ("CREATE TABLE IF NOT EXISTS copage_proxy_heads (tenant TEXT NOT NULL, "
+     "conversation_id TEXT NOT NULL, head TEXT NOT NULL, PRIMARY KEY (tenant, conversation_id))"),
     "CREATE INDEX IF NOT EXISTS copage_proxy_heads_by_head ON copage_proxy_heads (tenant, head)",
 )
 _UPSERT = ("INSERT INTO copage_proxy_heads (tenant, conversation_id, head) VALUES ({p}, {p}, {p}) "
@@ -169,5 +169,6 @@ def index_for(store: object) -> TranscriptIndex:
     if isinstance(store, SQLiteStore):
         return SQLiteIndex(store.path)
     if type(store).__name__ == "PostgresStore":
-        return PostgresIndex(getattr(store, "dsn"), getattr(store, "schema", None))
+        attrs: dict[str, Any] = vars(store)
+        return PostgresIndex(str(attrs["dsn"]), attrs.get("schema"))
     return MemoryIndex()

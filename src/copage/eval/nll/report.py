@@ -71,11 +71,14 @@ def plot(result: NllResult, path: Path) -> None:
     fig, axes = plt.subplots(1, n, figsize=(3.2 * n, 3.0), sharey=True, squeeze=False)
     for ax, c in zip(axes[0], result.cases, strict=True):
         for stats, label, style in ((c.full, "A full", "-"), (c.gist, "B gist", "--")):
-            xs = list(range(len(stats.rolling)))
+            # x = tokens generated at the window's end (a short reply: one point at its length)
+            first = min(result.window, stats.tokens)
+            xs = [first + i for i in range(len(stats.rolling))]
             ax.plot(xs, stats.rolling, style, label=label, marker="o" if len(xs) == 1 else None)
         ax.set_title(f"{c.case}{' (control)' if c.control else ''}\ndNLL {c.delta_mean:+.3f}",
                      fontsize=9)
-        ax.set_xlabel(f"window start (w={result.window})", fontsize=8)
+        ax.set_xlabel(f"tokens generated (window end, w={result.window})", fontsize=8)
+        ax.set_xlim(left=0)
     axes[0][0].set_ylabel("rolling mean NLL (nats/token)")
     axes[0][0].legend(fontsize=8)
     fig.suptitle(f"Rolling NLL, produced by model {result.model}", fontsize=10)

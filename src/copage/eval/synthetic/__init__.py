@@ -51,7 +51,10 @@ Probes (the ``qa`` list)
     to?"), 3 (LoCoMo open-domain, inferential) for indirect ones whose answer
     must respect the fact ("Can you suggest a restaurant for Friday?"). Each
     sample also carries a ``synthetic`` record (topology, facts, their turns and
-    distractor turns) that LoCoMo readers ignore.
+    distractor turns) that LoCoMo readers ignore. Its ``segments`` list is the gold
+    topic segmentation: the first turn index (0-based, whole conversation) of each
+    topic block (a filler family block, each fact, distractor or small-talk
+    exchange, the greeting, the closing turn); see ``builder.topic_starts``.
 
 Presets and how the probe x configuration counts add up
     ``controlled``: 10 conversations of 20-35 turns, 3 facts each, 22 probes in

@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 from copage.eval.synthetic.config import SyntheticConfig
 from copage.eval.synthetic.facts import FACT_TYPES
-from copage.eval.synthetic.filler import filler_stream
+from copage.eval.synthetic.filler import labelled_filler
 from copage.eval.synthetic.filler_b import CLOSINGS, GREETINGS
 from copage.eval.synthetic.layout import plan_positions
 from copage.eval.synthetic.model import Unit
@@ -75,21 +75,28 @@ def build_sample(
         for i, t in enumerate(types)
     ]
     units: list[Unit | None] = [None] * n_ex
-    units[0] = Unit(GREETINGS[rng.randrange(len(GREETINGS))], "filler")
+    units[0] = Unit(GREETINGS[rng.randrange(len(GREETINGS))], "filler", topic="greeting")
     for i, fact in enumerate(facts):
         used: set[str] = set()
         units[plan.statements[i]] = Unit(
-            render(rng, fact, "statement", fact.initial, used), "statement", i, fact.initial.key
+            render(rng, fact, "statement", fact.initial, used),
+            "statement",
+            i,
+            fact.initial.key,
+            f"fact#{i}",
         )
         for j, pos in enumerate(plan.revisits[i]):
             role = "update" if j == fact.update_at else "restate"
             value = fact.initial if 0 <= j < fact.update_at else fact.latest
-            units[pos] = Unit(render(rng, fact, role, value, used), role, i, value.key)
+            units[pos] = Unit(render(rng, fact, role, value, used), role, i, value.key, f"fact#{i}")
         for j, pos in enumerate(plan.distractors[i]):
-            units[pos] = Unit(render_distractor(rng, fact, j, used), "distractor", i)
+            units[pos] = Unit(
+                render_distractor(rng, fact, j, used), "distractor", i, topic=f"distractor#{i}.{j}"
+            )
     free = [p for p, u in enumerate(units) if u is None]
-    for pos, ex in zip(free, filler_stream(rng, len(free), revisit=revisiting), strict=True):
-        units[pos] = Unit(ex, "filler")
+    filler = labelled_filler(rng, len(free), revisit=revisiting)
+    for pos, (ex, topic) in zip(free, filler, strict=True):
+        units[pos] = Unit(ex, "filler", topic=topic)
     closing = CLOSINGS[rng.randrange(len(CLOSINGS))] if n_turns % 2 else None
     conversation, ids = _sessions(cfg.sessions, [u for u in units if u], closing, start, rng)
     qa = _probes(rng, facts, units, ids, n_probes, revisiting)
@@ -98,8 +105,27 @@ def build_sample(
         "sample_id": sample_id,
         "conversation": conversation,
         "qa": qa,
-        "synthetic": {"topology": topology, "turns": n_turns, "facts": record},
+        "synthetic": {
+            "topology": topology,
+            "turns": n_turns,
+            "facts": record,
+            "segments": topic_starts([u.topic for u in units if u], closing is not None),
+        },
     }
+
+
+def topic_starts(topics: list[str], closing: bool) -> list[int]:
+    """Gold topic segmentation: the first turn index of each topic block, in order.
+
+    ``topics`` has one label per exchange (two turns each: user, assistant), in
+    conversation order; a block is a maximal run of equal labels (a filler family
+    block, one fact turn, one distractor, one small-talk exchange, the greeting).
+    Indices count turns over the whole conversation (all sessions, reading order)
+    from 0; a closing user turn (``closing``) is a block of its own. Session breaks
+    are not topic changes and are not added.
+    """
+    starts = [2 * k for k, t in enumerate(topics) if k == 0 or t != topics[k - 1]]
+    return [*starts, 2 * len(topics)] if closing else starts
 
 
 def _sessions(

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Sequence
+from typing import NamedTuple
 
 from copage.eval.synthetic.filler_a import FAMILIES_A
 from copage.eval.synthetic.filler_b import CLOSINGS, FAMILIES_B, GREETINGS, SMALL_TALK
@@ -16,6 +17,13 @@ from copage.eval.synthetic.model import Exchange
 
 FAMILIES: dict[str, tuple[Exchange, ...]] = {**FAMILIES_A, **FAMILIES_B}
 _SMALL_TALK_P = 0.05
+
+
+class Labelled(NamedTuple):
+    """A filler exchange and its topic block label (``travel#3``, ``small-talk#0``)."""
+
+    exchange: Exchange
+    topic: str
 
 
 class _Family:
@@ -28,18 +36,28 @@ class _Family:
 
 def filler_stream(rng: random.Random, n: int, *, revisit: bool) -> list[Exchange]:
     """``n`` filler exchanges in topic blocks (see the module docstring)."""
+    return [x.exchange for x in labelled_filler(rng, n, revisit=revisit)]
+
+
+def labelled_filler(rng: random.Random, n: int, *, revisit: bool) -> list[Labelled]:
+    """Like :func:`filler_stream`, each exchange with its block label (same draws from ``rng``).
+
+    Every block gets its own label (``<family>#<block number>``, or ``small-talk#<k>``
+    for each small-talk exchange), so a resumed family is a new block.
+    """
     order = list(FAMILIES)
     rng.shuffle(order)
     fresh = [_Family(label, FAMILIES[label]) for label in order]
     parked: list[_Family] = []
     talk = list(SMALL_TALK)
     rng.shuffle(talk)
-    out: list[Exchange] = []
+    out: list[Labelled] = []
     current: _Family | None = None
-    block_left = 0
+    block_left = blocks = 0
+    topic = ""
     while len(out) < n:
         if talk and rng.random() < _SMALL_TALK_P and out:
-            out.append(talk.pop())
+            out.append(Labelled(talk.pop(), f"small-talk#{len(SMALL_TALK) - len(talk) - 1}"))
             continue
         if current is None or block_left == 0 or current.left() == 0:
             resumable = [f for f in parked if f.left() > 0]
@@ -55,6 +73,7 @@ def filler_stream(rng: random.Random, n: int, *, revisit: bool) -> list[Exchange
                 fresh = [_Family(label, FAMILIES[label]) for label in order]
                 current = fresh.pop()
             block_left = rng.randint(2, 4) if revisit else rng.randint(4, 6)
+            topic, blocks = f"{current.label}#{blocks}", blocks + 1
             ex = current.exchanges[current.cursor]
             if resume:
                 ex = Exchange(f"Back to {current.label} for a second. {ex.user}", ex.assistant)
@@ -62,7 +81,7 @@ def filler_stream(rng: random.Random, n: int, *, revisit: bool) -> list[Exchange
             ex = current.exchanges[current.cursor]
         current.cursor += 1
         block_left -= 1
-        out.append(ex)
+        out.append(Labelled(ex, topic))
     return out
 
 

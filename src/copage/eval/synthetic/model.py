@@ -120,13 +120,15 @@ class Unit:
 
     ``role`` is one of ``statement``, ``restate``, ``update``, ``distractor``,
     ``filler``; ``fact`` indexes the conversation's facts (-1 for filler);
-    ``value_key`` the fact value the user turn states (``""`` for none).
+    ``value_key`` the fact value the user turn states (``""`` for none); ``topic``
+    the topic block it belongs to (consecutive units with equal topics are one block).
     """
 
     exchange: Exchange
     role: str
     fact: int = -1
     value_key: str = ""
+    topic: str = ""
 
 
 _BOUNDARY_BEFORE = r"(?<![\w$,.\-@])"
