@@ -44,15 +44,7 @@ def upstream_main(port: int) -> None:
             return Reply(tool_calls=[("recall", {"page": "p1"})])
         return echo(body)
 
-    up = FakeUpstream(respond, record=False)
-    up._httpd.server_close()
-    from http.server import ThreadingHTTPServer
-
-    from copage.server.testing import _handler
-
-    up._httpd = ThreadingHTTPServer(("127.0.0.1", port), _handler(up))
-    up._httpd.daemon_threads = True
-    up._httpd.serve_forever()
+    FakeUpstream(respond, record=False, port=port).start()._thread.join()
 
 
 def free_port() -> int:
@@ -109,13 +101,17 @@ async def load(proxy: str, upstream: str, n_conv: int, turns: int, clients: int)
                     if t >= 8 and t % 5 == 0:
                         text += " RECALL"
                     body = {"model": "fake", "messages": [{"role": "user", "content": text}]}
-                    t0 = time.perf_counter()
-                    r = await http.post(f"{upstream}/chat/completions", json=body)
-                    direct.append(time.perf_counter() - t0)
-                    t0 = time.perf_counter()
-                    r2 = await http.post(f"{proxy}/v1/chat/completions", json=body,
-                                         headers={"X-Copage-Conversation": cid})
-                    proxied.append(time.perf_counter() - t0)
+                    try:
+                        t0 = time.perf_counter()
+                        r = await http.post(f"{upstream}/chat/completions", json=body)
+                        direct.append(time.perf_counter() - t0)
+                        t0 = time.perf_counter()
+                        r2 = await http.post(f"{proxy}/v1/chat/completions", json=body,
+                                             headers={"X-Copage-Conversation": cid})
+                        proxied.append(time.perf_counter() - t0)
+                    except httpx.HTTPError as e:
+                        errors.append(f"{type(e).__name__}: {e}")
+                        continue
                     if r.status_code != 200 or r2.status_code != 200:
                         errors.append(f"{r.status_code}/{r2.status_code}: {r2.text[:200]}")
 

@@ -70,3 +70,17 @@ def test_segment_pages_within_1_5x_of_fixed_20(
         f"= {seg_pages / fixed_pages:.2f}; Pk segment {seg_pk:.3f}, fixed_20 {fixed_pk:.3f}"
     )
     assert 0.0 <= seg_pk <= 1.0 and 0.0 <= fixed_pk <= 1.0
+
+
+def test_segment_keeps_a_user_message_with_its_reply() -> None:
+    """The exchange rule: no page starts with the reply to the previous page's last message."""
+    from copage.core.boundaries import get_boundary, split
+    from copage.eval.datasets import load_dataset
+
+    ds = load_dataset("ablation", seed=2001)
+    for conv in ds.conversations[:6]:
+        pages = split(conv.turns, get_boundary("segment"))
+        for prev, page in zip(pages, pages[1:], strict=False):
+            assert not (prev[-1].role == "user" and page[0].role == "assistant")
+        loose = split(conv.turns, get_boundary("segment", exchanges=False))
+        assert sum(len(p) for p in loose) == len(conv.turns)

@@ -60,11 +60,16 @@ def completion_body(body: dict[str, Any], reply: Reply, n: int) -> dict[str, Any
     }
 
 
+class _Server(ThreadingHTTPServer):
+    request_queue_size = 1024  # listen backlog: many clients connect at once in load runs
+    daemon_threads = True
+
+
 class FakeUpstream:
     """Serves ``/v1/chat/completions`` and ``/v1/models`` on ``http://127.0.0.1:PORT/v1``."""
 
     def __init__(self, responder: Responder = echo, *, record: bool = True,
-                 models: tuple[str, ...] = ("fake-model",)) -> None:
+                 models: tuple[str, ...] = ("fake-model",), port: int = 0) -> None:
         self.responder = responder
         self.record = record
         self.models = models
@@ -72,9 +77,7 @@ class FakeUpstream:
         self.headers: list[dict[str, str]] = []
         self._n = 0
         self._lock = threading.Lock()
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
-        self._httpd.daemon_threads = True
-        self._httpd.request_queue_size = 256
+        self._httpd = _Server(("127.0.0.1", port), _handler(self))
         self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
 
     @property

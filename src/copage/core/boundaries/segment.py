@@ -11,7 +11,11 @@ of pages is the closest achievable to round(n / target) (ties go to fewer pages)
 the penalty is set by the data's own scale and the mean page length follows
 ``target``, so it cannot over-fragment. Pages hold ``min_len..max_len`` turns; with
 ``use_sessions`` session changes are forced cuts, and a session shorter than
-``min_len`` (or too short to split) is one page. Cost: O(n * max_len) per lambda.
+``min_len`` (or too short to split) is one page. With ``exchanges`` (default), a page
+never starts with the reply to a user message that ends the previous page: a
+question and its answer stay together (when the conversation has user turns; if
+that constraint leaves no feasible cut, it is dropped for that stretch).
+Cost: O(n * max_len) per lambda.
 """
 
 from __future__ import annotations
@@ -48,8 +52,12 @@ class _Chunk:
             block = q[e, e] - q[i, e] - q[e, i] + q[i, i]
             self.costs.append((lo, (sq[e] - sq[i]) - block / (e - i)))
 
-    def solve(self, lam: float, min_len: int) -> list[int]:
-        """Optimal cut positions (absolute, including the chunk end) for penalty ``lam``."""
+    def solve(self, lam: float, min_len: int, blocked: Sequence[bool] = ()) -> list[int]:
+        """Optimal cut positions (absolute, including the chunk end) for penalty ``lam``.
+
+        ``blocked[e]`` (absolute position) forbids a page boundary before turn ``e``;
+        if that leaves no feasible segmentation, the chunk is solved without it.
+        """
         if self.single:
             return [self.start + self.size]
         f = np.full(self.size + 1, np.inf)
@@ -57,9 +65,13 @@ class _Chunk:
         f[0] = 0.0
         for off, (lo, cost) in enumerate(self.costs):
             j = off + min_len
+            if blocked and j < self.size and blocked[self.start + j]:
+                continue
             vals = f[lo : lo + len(cost)] + cost
             k = int(np.argmin(vals))
             f[j], back[j] = vals[k] + lam, lo + k
+        if not np.isfinite(f[self.size]):
+            return self.solve(lam, min_len) if blocked else [self.start + self.size]
         out, j = [], self.size
         while j > 0:
             out.append(self.start + j)
@@ -67,13 +79,24 @@ class _Chunk:
         return out[::-1]
 
 
+def exchange_blocks(turns: Sequence[Turn]) -> list[bool]:
+    """``blocked[i]``: a page may not start at turn ``i`` because it would separate a
+    user message from the reply to it (used when the conversation has user turns)."""
+    if not any(t.role == "user" for t in turns):
+        return []
+    return [i > 0 and turns[i].role != "user" and turns[i - 1].role == "user"
+            for i in range(len(turns))]
+
+
 def optimal_cuts(
-    turns: Sequence[Turn], forced: Sequence[int], *, target: int, min_len: int, max_len: int
+    turns: Sequence[Turn], forced: Sequence[int], *, target: int, min_len: int, max_len: int,
+    exchanges: bool = False,
 ) -> list[int]:
     """All page ends (the last is ``len(turns)``) of the calibrated penalised segmentation."""
     n = len(turns)
     if n == 0:
         return []
+    blocked = exchange_blocks(turns) if exchanges else []
     x = tfidf_rows(count_matrix(turns))
     gram = x @ x.T
     q = np.zeros((n + 1, n + 1))
@@ -83,7 +106,7 @@ def optimal_cuts(
     chunks = [_Chunk(a, b, q, sq, min_len, max_len) for a, b in pairwise(bounds)]
 
     def run(lam: float) -> list[int]:
-        return [c for ch in chunks for c in ch.solve(lam, min_len)]
+        return [c for ch in chunks for c in ch.solve(lam, min_len, blocked)]
 
     hi_lam = float(sq[-1]) + 1.0  # above any achievable gain: fewest pages
     fewest, most = run(hi_lam), run(0.0)
@@ -123,6 +146,7 @@ class Segment:
         min_len: int | None = None,
         max_len: int | None = None,
         use_sessions: bool = True,
+        exchanges: bool = True,
     ) -> None:
         self.target = positive_int("segment", "target", target)
         self.min_len = positive_int(
@@ -137,6 +161,7 @@ class Segment:
                 f"min_len={self.min_len}, target={self.target}, max_len={self.max_len}"
             )
         self.use_sessions = bool(use_sessions)
+        self.exchanges = bool(exchanges)
         self.bound = 3 * self.max_len
         self.name = "segment"
 
@@ -150,6 +175,7 @@ class Segment:
             target=self.target,
             min_len=self.min_len,
             max_len=self.max_len,
+            exchanges=self.exchanges,
         )
 
     def cuts(self, turns: Sequence[Turn], *, final: bool) -> list[int]:
@@ -165,17 +191,21 @@ class Segment:
     def __repr__(self) -> str:
         return (
             f"Segment(target={self.target}, min_len={self.min_len}, "
-            f"max_len={self.max_len}, use_sessions={self.use_sessions})"
+            f"max_len={self.max_len}, use_sessions={self.use_sessions}, "
+            f"exchanges={self.exchanges})"
         )
 
 
 def make_segment(**options: object) -> Segment:
     """Registry factory for ``segment`` (target, min_len, max_len, use_sessions)."""
-    check_options("segment", options, ["target", "min_len", "max_len", "use_sessions", "tokenizer"])
+    check_options(
+        "segment", options, ["target", "min_len", "max_len", "use_sessions", "exchanges", "tokenizer"]
+    )
     ml, mx = options.get("min_len"), options.get("max_len")
     return Segment(
         target=positive_int("segment", "target", options.get("target", 20)),
         min_len=None if ml is None else positive_int("segment", "min_len", ml),
         max_len=None if mx is None else positive_int("segment", "max_len", mx),
         use_sessions=bool(options.get("use_sessions", True)),
+        exchanges=bool(options.get("exchanges", True)),
     )
