@@ -101,16 +101,18 @@ async def load(proxy: str, upstream: str, n_conv: int, turns: int, clients: int)
                     if t >= 8 and t % 5 == 0:
                         text += " RECALL"
                     body = {"model": "fake", "messages": [{"role": "user", "content": text}]}
+                    side = "direct"
                     try:
                         t0 = time.perf_counter()
                         r = await http.post(f"{upstream}/chat/completions", json=body)
                         direct.append(time.perf_counter() - t0)
+                        side = "proxied"
                         t0 = time.perf_counter()
                         r2 = await http.post(f"{proxy}/v1/chat/completions", json=body,
                                              headers={"X-Copage-Conversation": cid})
                         proxied.append(time.perf_counter() - t0)
                     except httpx.HTTPError as e:
-                        errors.append(f"{type(e).__name__}: {e}")
+                        errors.append(f"{side} {type(e).__name__}: {e}")
                         continue
                     if r.status_code != 200 or r2.status_code != 200:
                         errors.append(f"{r.status_code}/{r2.status_code}: {r2.text[:200]}")

@@ -25,7 +25,10 @@ _EXPORTS = {
     "get_model": "copage.llm",
 }
 
-__all__ = sorted(_EXPORTS) + ["__version__"]
+__all__ = [
+    "Bookmark", "Page", "PageCache", "PagedChat", "PagedMemory", "Pager", "PagerConfig",
+    "ToolCall", "Turn", "__version__", "get_model", "open_store", "replay",
+]
 
 
 def __getattr__(name: str) -> Any:

@@ -9,6 +9,7 @@ held-out seeds").
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
 
 import pytest
@@ -80,7 +81,7 @@ def test_segment_keeps_a_user_message_with_its_reply() -> None:
     ds = load_dataset("ablation", seed=2001)
     for conv in ds.conversations[:6]:
         pages = split(conv.turns, get_boundary("segment"))
-        for prev, page in zip(pages, pages[1:], strict=False):
+        for prev, page in itertools.pairwise(pages):
             assert not (prev[-1].role == "user" and page[0].role == "assistant")
         loose = split(conv.turns, get_boundary("segment", exchanges=False))
         assert sum(len(p) for p in loose) == len(conv.turns)

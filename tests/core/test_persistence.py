@@ -36,7 +36,7 @@ def snapshot(mem: PagedMemory) -> str:
 @pytest.mark.parametrize("policy", POLICIES)
 @pytest.mark.parametrize("keywords", ["heuristic", "discriminative"])
 def test_reopen_continues_exactly(tmp_path: Path, policy: str, keywords: str) -> None:
-    settings = dict(boundary="fixed_3", policy=policy, resident_pages=2, keywords=keywords)
+    settings = {"boundary": "fixed_3", "policy": policy, "resident_pages": 2, "keywords": keywords}
     ref = PagedMemory(conversation_id="ref", **settings)
     drive(ref, 0, 60)
 

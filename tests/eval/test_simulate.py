@@ -6,11 +6,11 @@ from typing import Any
 
 import pytest
 
+from copage.core.retrieval import BM25Index
+from copage.core.text import content_words
 from copage.eval.datasets import parse_locomo
 from copage.eval.routing import bm25_candidates, route
 from copage.eval.simulate import Cell, run_conversation, simulate
-from copage.core.retrieval import BM25Index
-from copage.core.text import content_words
 
 KEYS = ["dataset", "boundary", "policy", "k", "keywords", "format", "placement", "order", "seed",
         "conversations", "probes", "probes_skipped", "pages_mean", "hit_rate", "belady_hit_rate",

@@ -39,7 +39,14 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("--locomo", action="append", default=[], metavar="PATH",
                    help="add a LoCoMo file to the datasets (repeatable)")
     p.add_argument("--model", default=None, help="model spec, e.g. openai:gpt-4o-mini")
-    p.add_argument("--judges", default=None, help="comma list of judge model specs")
+    p.add_argument("--judges", default=None,
+                   help="comma list of judge model specs; 'none' scores without an LLM judge "
+                   "(LoCoMo F1 and exact match only); default: the answering model judges")
+    p.add_argument("--concurrency", type=int, default=None,
+                   help="model calls in flight (default: 4; use 1 for a single local server, "
+                   "whose prompt cache then reuses each probe's shared prefix)")
+    p.add_argument("--timeout", type=float, default=300.0,
+                   help="seconds per model call attempt (default: 300, for slow local models)")
     p.add_argument("--probes", type=int, default=None, help="probes per dataset (seeded sample)")
     p.add_argument("--methods", default=None, help="comma list of methods for main/judges")
     p.add_argument("--seed", type=int, default=0, help="default: 0")
@@ -114,16 +121,21 @@ def build_context(args: argparse.Namespace) -> Any:
     if args.model:
         from copage.llm import get_model
 
-        model = get_model(args.model)
-    if args.judges:
+        model = get_model(args.model, timeout=args.timeout)
+    no_judge = args.judges is not None and args.judges.strip().lower() == "none"
+    if args.judges and not no_judge:
         from copage.llm import get_model
 
-        judges = {s: get_model(s) for s in _list(args.judges)}
+        judges = {s: get_model(s, timeout=args.timeout) for s in _list(args.judges)}
     out = Path(args.out) if args.out else Path("runs") / datetime.now().strftime("%Y%m%d-%H%M%S")
     datasets = [load_dataset(s, seed=args.seed) for s in specs]
-    options: dict[str, Any] = {"cache": not args.no_cache}
+    options: dict[str, Any] = {"cache": not args.no_cache, "no_judge": no_judge}
     if args.workers is not None:
         options["workers"] = args.workers
+    if args.concurrency is not None:
+        if args.concurrency < 1:
+            raise ValueError(f"--concurrency must be >= 1, got {args.concurrency}")
+        options["concurrency"] = args.concurrency
     ctx = BenchContext(
         datasets=datasets, out=out, seed=args.seed, model=model, model_spec=args.model,
         judges=judges or {}, probes=args.probes,

@@ -110,10 +110,11 @@ def run(args: argparse.Namespace) -> int:
         os.environ["COPAGE_SERVE_FLAGS"] = json.dumps({k: v for k, v in flags.items()
                                                        if v is not None})
         uvicorn.run("copage.server.app:app_from_env", factory=True, host=settings.host,
-                    port=settings.port, workers=settings.workers, log_level=args.log_level)
+                    port=settings.port, workers=settings.workers, log_level=args.log_level,
+                    timeout_keep_alive=30)
         return 0
     from copage.server.app import create_app
 
     uvicorn.run(create_app(settings), host=settings.host, port=settings.port,
-                log_level=args.log_level)
+                log_level=args.log_level, timeout_keep_alive=30)
     return 0

@@ -25,10 +25,10 @@ from copage.core.bookmarks import get_format, make_bookmark
 from copage.core.boundaries import get_boundary
 from copage.core.cache import PageCache
 from copage.core.config import PagerConfig
+from copage.core.evicted_index import EvictedIndex
 from copage.core.keywords import Corpus, get_extractor
 from copage.core.paginate import Paginator, ReplayPaginator, Span
 from copage.core.policies import get_policy
-from copage.core.evicted_index import EvictedIndex
 from copage.core.text import content_words
 from copage.core.tokens import get_tokenizer
 from copage.core.types import Bookmark, Page, PageId, Turn, page_id, render_turns

@@ -30,8 +30,8 @@ from typing import Any
 
 from copage.core.boundaries import get_boundary
 from copage.core.config import PagerConfig
-from copage.core.paginate import Span, paginate
 from copage.core.pager import Pager
+from copage.core.paginate import Span, paginate
 from copage.core.tokens import get_tokenizer
 from copage.core.types import PageId, page_id
 from copage.eval.datasets.model import Conversation, Dataset, Probe

@@ -5,6 +5,6 @@ from copage.eval.datasets.model import Conversation, Dataset, DatasetError, Prob
 
 __all__ = ["Conversation", "Dataset", "DatasetError", "Probe", "load_locomo", "parse_locomo"]
 
-from copage.eval.datasets.resolve import load_dataset, preset_names  # noqa: E402
+from copage.eval.datasets.resolve import load_dataset, preset_names
 
 __all__ += ["load_dataset", "preset_names"]

@@ -82,6 +82,9 @@ def judges_for(ctx: BenchContext, model: ChatModel | None) -> tuple[dict[str, Ch
         return {name: cached(m, ctx.options) for name, m in ctx.judges.items()}, notes
     if model is None:
         return {}, notes
+    if ctx.options.get("no_judge"):
+        notes.append("--judges none: no LLM judge; answers scored by LoCoMo F1 / exact match only")
+        return {}, notes
     name = ctx.model_spec or model.spec
     notes.append(f"no --judges given: answers were judged by the answering model {name}")
     return {name: model}, notes

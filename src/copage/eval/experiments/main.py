@@ -41,6 +41,10 @@ def build_tasks(ctx: BenchContext, methods: list[str]) -> tuple[list[ProbeTask],
                      f"{settings.resident_pages}, policy={settings.policy}, window="
                      f"{settings.window}, full_window={settings.full_window}, top_k={settings.top_k}")
         pairs = sample_probes(ds, ctx.probes, ctx.seed)
+        # Group by conversation (stable): consecutive calls then share their prompt
+        # prefix, which a local server's prompt cache reuses. Results do not change.
+        order = {c.id: i for i, c in enumerate(ds.conversations)}
+        pairs = sorted(pairs, key=lambda cp: order[cp[0].id])
         synthetic = is_synthetic(ds)
         for name in methods:
             method = get_method(name)
