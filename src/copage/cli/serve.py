@@ -64,12 +64,12 @@ def safe_url(url: str) -> str:
         parts = urlsplit(url)
     except ValueError:
         return "<url>"
-    if parts.password:
-        host = parts.hostname or ""
-        user = f"{parts.username}:***@" if parts.username else "***@"
-        port = f":{parts.port}" if parts.port else ""
-        parts = parts._replace(netloc=user + host + port)
-    return urlunsplit(parts)
+    if not parts.password:
+        return url
+    host = parts.hostname or ""
+    user = f"{parts.username}:***@" if parts.username else "***@"
+    port = f":{parts.port}" if parts.port else ""
+    return urlunsplit(parts._replace(netloc=user + host + port))
 
 
 def _loopback(host: str) -> bool:
