@@ -91,8 +91,6 @@ def run(args: argparse.Namespace) -> int:
     if settings.store.startswith("sqlite://"):
         Path(settings.store[len("sqlite://"):].split("?")[0]).parent.mkdir(parents=True,
                                                                         exist_ok=True)
-    import uvicorn
-
     logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     target = f"upstream {safe_url(settings.upstream)}" if settings.upstream else \
@@ -109,12 +107,14 @@ def run(args: argparse.Namespace) -> int:
     if settings.workers > 1:
         os.environ["COPAGE_SERVE_FLAGS"] = json.dumps({k: v for k, v in flags.items()
                                                        if v is not None})
-        uvicorn.run("copage.server.app:app_from_env", factory=True, host=settings.host,
-                    port=settings.port, workers=settings.workers, log_level=args.log_level,
-                    timeout_keep_alive=30)
+        from copage.server.run import run_workers
+
+        run_workers(host=settings.host, port=settings.port, workers=settings.workers,
+                    log_level=args.log_level)
         return 0
     from copage.server.app import create_app
+    from copage.server.run import run_single
 
-    uvicorn.run(create_app(settings), host=settings.host, port=settings.port,
-                log_level=args.log_level, timeout_keep_alive=30)
+    run_single(create_app(settings), host=settings.host, port=settings.port,
+               log_level=args.log_level)
     return 0

@@ -35,6 +35,8 @@ from copage.core.types import Bookmark, Page, PageId, Turn, page_id, render_turn
 from copage.stores.base import ChangeSet, Event, PageRecord
 
 CORPUS_EXTRACTORS = frozenset({"tfidf", "discriminative"})
+# Extractors known to ignore the corpus: the pager skips its upkeep for them.
+NO_CORPUS_EXTRACTORS = frozenset({"random", "heuristic", "generic"})
 _PAGE_ARG = re.compile(r"\[?\s*(?:page\s*)?p?\s*(\d+)\s*(?:[:\]].*)?\Z", re.IGNORECASE | re.DOTALL)
 
 
@@ -113,6 +115,7 @@ class Pager:
         self.boundary = get_boundary(cfg.boundary, **dict(cfg.boundary_options))
         self.extractor = get_extractor(cfg.keywords, **dict(cfg.keyword_options))
         self.format = get_format(cfg.bookmark_format)
+        self._uses_corpus = cfg.keywords not in NO_CORPUS_EXTRACTORS
         options = dict(cfg.policy_options)
         if future is not None:
             options["future"] = list(future)
@@ -133,7 +136,7 @@ class Pager:
         self._turn_tokens: list[int] = []
         self._closed_tokens = 0
         self._evicted_set: set[int] = set()
-        self.evicted_index = EvictedIndex()  # full text of evicted pages, for search
+        self._evicted_index: EvictedIndex | None = None  # built on first search
         self._stale_heap: list[tuple[int, int]] = []  # (epoch, page index), lazily cleaned
         self._resident_tokens = 0  # tokens of resident closed pages
         self._bookmark_tokens = 0  # tokens of the bookmarks of evicted pages
@@ -176,7 +179,8 @@ class Pager:
             # Simulation of placement "end": bookmarks are made once, at the end.
             self.books[idx] = _Book(Bookmark(page.id, (), "", 0, self.format.name), 0)
         else:
-            self.corpus.add(page.id, text)
+            if self._uses_corpus:
+                self.corpus.add(page.id, text)
             self._set_bookmark(idx, self._keywords(page))
         self._pending.pages.append(PageRecord(idx, span.start, span.end - 1, page.tokens))
         self._event("admit", idx)
@@ -209,17 +213,17 @@ class Pager:
         lowered = tuple(k.lower() for k in keywords)
         for k in lowered:
             self.taken[k] = self.taken.get(k, 0) + 1
-        self.books[idx] = _Book(bm, self.corpus.n_pages, lowered)
+        self.books[idx] = _Book(bm, len(self.pages), lowered)
         if idx in self._evicted_set:
             self._bookmark_tokens += bm.tokens - (old.bookmark.tokens if old else 0)
-            heapq.heappush(self._stale_heap, (self.corpus.n_pages, idx))
+            heapq.heappush(self._stale_heap, (len(self.pages), idx))
         self._pending.bookmarks.append((idx, bm))
         self._index_lines = None
 
     def _refresh_stale(self) -> None:
         if self.config.keywords not in CORPUS_EXTRACTORS or not self.pages:
             return
-        n = self.corpus.n_pages
+        n = len(self.pages)
         budget = self.config.refresh_per_page
         heap = self._stale_heap
         # Oldest bookmarks first; only evicted pages show bookmarks.
@@ -251,6 +255,17 @@ class Pager:
         return self.books[self._index(pid)].bookmark
 
     # ----------------------------------------------------------------- access
+    @property
+    def evicted_index(self) -> EvictedIndex:
+        """BM25 index over the evicted pages' full text (recall by query, speculative
+        page-in); built on first use, then kept up to date on every eviction/page-in."""
+        if self._evicted_index is None:
+            index = EvictedIndex()
+            for idx in sorted(self._evicted_set):
+                index.add(idx, self.pages[idx].text)
+            self._evicted_index = index
+        return self._evicted_index
+
     def is_resident(self, pid: PageId) -> bool:
         return pid in self.cache
 
@@ -275,7 +290,8 @@ class Pager:
             self.stats.faults += 1
             self._event("fault", idx, {"by": kind})
             self._evicted_set.discard(idx)
-            self.evicted_index.remove(idx)
+            if self._evicted_index is not None:
+                self._evicted_index.remove(idx)
             self._resident_tokens += self.pages[idx].tokens
             self._bookmark_tokens -= self.books[idx].bookmark.tokens
         for victim in result.evicted:
@@ -287,7 +303,8 @@ class Pager:
         idx = self._index(pid)
         self.stats.evictions += 1
         self._evicted_set.add(idx)
-        self.evicted_index.add(idx, self.pages[idx].text)
+        if self._evicted_index is not None:
+            self._evicted_index.add(idx, self.pages[idx].text)
         self._resident_tokens -= self.pages[idx].tokens
         self._bookmark_tokens += self.books[idx].bookmark.tokens
         heapq.heappush(self._stale_heap, (self.books[idx].epoch, idx))
@@ -483,7 +500,8 @@ class Pager:
             page = Page(page_id(rec.index), rec.index, ts, text, rec.tokens)
             pager.pages.append(page)
             pager._closed_tokens += sum(pager._turn_tokens[rec.first_seq : rec.last_seq + 1])
-            pager.corpus.add(page.id, text)
+            if pager._uses_corpus:
+                pager.corpus.add(page.id, text)
         epochs = state.get("epochs", {})
         for idx, bm in bookmarks.items():
             lowered = tuple(k.lower() for k in bm.keywords)
@@ -501,7 +519,6 @@ class Pager:
                 pager._resident_tokens += page.tokens
             else:
                 pager._evicted_set.add(page.index)
-                pager.evicted_index.add(page.index, page.text)
                 book = pager.books[page.index]
                 pager._bookmark_tokens += book.bookmark.tokens
                 heapq.heappush(pager._stale_heap, (book.epoch, page.index))

@@ -11,6 +11,7 @@ import httpx
 from copage.llm.errors import ModelError, UpstreamError, error_for_status, redact
 from copage.llm.types import ChatModel, ChatRequest, ChatResponse
 from copage.server.errors import bad_request
+from copage.server.http_model import HttpChatModel
 
 DUMMY_KEY = "sk-no-key-required"
 MAX_MODELS = 32
@@ -61,18 +62,25 @@ class Upstream:
             raise bad_request("model is required", param="model")
         found = self._models.get(name)
         if found is None:
-            from copage.llm.openai_model import OpenAIModel
-
-            found = OpenAIModel(
-                name, base_url=self.base_url, api_key=self.__key or DUMMY_KEY, hosted=False,
-                timeout=self.timeout, max_retries=self.retries, base_delay=0.2,
-            )
+            assert self.base_url is not None
+            found = HttpChatModel(name, base_url=self.base_url, client=self.http,
+                                  api_key=self.__key or DUMMY_KEY, retries=self.retries)
             self._models[name] = found
             if len(self._models) > MAX_MODELS:
                 self._models.popitem(last=False)
         else:
             self._models.move_to_end(name)
         return found
+
+    def http(self) -> httpx.AsyncClient:
+        """The one pooled (keep-alive) client for the upstream URL (created on first use)."""
+        if self._http is None:
+            self._http = httpx.AsyncClient(
+                timeout=self.timeout,
+                limits=httpx.Limits(max_connections=None, max_keepalive_connections=64,
+                                    keepalive_expiry=30.0),
+            )
+        return self._http
 
     async def complete(self, model: ChatModel, request: ChatRequest) -> tuple[ChatResponse, float]:
         """One upstream call and its latency in seconds."""
@@ -86,11 +94,9 @@ class Upstream:
             return {"object": "list", "data": [
                 {"id": self._fixed.name, "object": "model", "created": 0, "owned_by": "copage"}
             ]}
-        if self._http is None:
-            self._http = httpx.AsyncClient(timeout=self.timeout)
         headers = {"authorization": f"Bearer {self.__key or DUMMY_KEY}"}
         try:
-            r = await self._http.get(f"{self.base_url}/models", headers=headers)
+            r = await self.http().get(f"{self.base_url}/models", headers=headers)
         except httpx.TimeoutException:
             from copage.llm.errors import ModelTimeout
 
@@ -109,8 +115,10 @@ class Upstream:
         return data
 
     async def aclose(self) -> None:
+        """Close the pooled client."""
         if self._http is not None:
             await self._http.aclose()
+            self._http = None
 
 
 __all__ = ["ModelError", "Upstream"]

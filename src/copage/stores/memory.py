@@ -96,6 +96,12 @@ class MemoryStore:
         with self._mutex:
             return (tenant, conversation_id) in self._convs
 
+    def version(self, conversation_id: str, *, tenant: str = "default") -> int | None:
+        """The stored version (commits so far), or None if the conversation is absent."""
+        with self._mutex:
+            c = self._convs.get((tenant, conversation_id))
+            return None if c is None else c.version
+
     def commit(
         self,
         conversation_id: str,

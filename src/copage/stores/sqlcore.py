@@ -89,6 +89,12 @@ class SqlStore(ABC):
         with self._tx(False) as cur:
             return self._head(cur, conversation_id, tenant) is not None
 
+    def version(self, conversation_id: str, *, tenant: str = "default") -> int | None:
+        """The stored version (commits so far), or None if the conversation is absent."""
+        with self._tx(False) as cur:
+            head = self._head(cur, conversation_id, tenant)
+        return None if head is None else head[0]
+
     def load(self, conversation_id: str, *, tenant: str = "default") -> StoredConversation:
         """Load everything; raise ConversationNotFound if absent."""
         name = where(conversation_id, tenant)
