@@ -1,9 +1,10 @@
-"""A chat model behind an OpenAI-compatible URL, called with one pooled ``httpx`` client.
+"""A chat model behind an OpenAI-compatible URL, posting JSON through a shared transport.
 
 The proxy's ``--upstream URL`` mode posts the JSON body itself instead of going
 through the ``openai`` SDK: the SDK's request building and response models cost
 about 10 ms per call on the benchmark machine, more than the whole paging work
-of a turn. Errors map exactly as the SDK adapter's do (timeouts -> ModelTimeout,
+of a turn. The transport (:mod:`copage.server.transport`) is one pooled
+keep-alive client shared by every model name. Errors map exactly as the SDK adapter's do (timeouts -> ModelTimeout,
 5xx and connection failures -> UpstreamError, 429 -> RateLimited with its
 Retry-After, 401/403 -> AuthError, other 4xx -> RequestRejected, malformed
 replies -> BadResponse), with the key redacted from every message.
@@ -16,14 +17,13 @@ import random
 from collections.abc import Callable
 from typing import Any
 
-import httpx
-
-from copage.llm.errors import BadResponse, ModelTimeout, UpstreamError, error_for_status, redact
+from copage.llm.errors import BadResponse, error_for_status, redact
 from copage.llm.guard import check_url
 from copage.llm.openai_model import to_openai_messages
 from copage.llm.openai_parse import Accumulator
 from copage.llm.retry import RetryPolicy, call_with_retries, parse_retry_after
 from copage.llm.types import ChatRequest, ChatResponse
+from copage.server.transport import RawResponse, Transport
 
 PROVIDER = "upstream"
 
@@ -50,22 +50,22 @@ def request_body(model: str, request: ChatRequest) -> dict[str, Any]:
 
 
 class HttpChatModel:
-    """One upstream model name; ``client()`` gives the shared pooled ``httpx.AsyncClient``.
+    """One upstream model name; ``transport()`` gives the shared pooled transport.
 
     Args:
         model: the model name sent upstream.
         base_url: the OpenAI-compatible base URL (``.../v1``).
-        client: returns the shared client (created by the owner, bound to its loop).
+        transport: returns the shared transport (created by the owner, bound to its loop).
         api_key: the upstream key (sent as a Bearer token; redacted from errors).
         retries: retries of retryable failures (429, 5xx, timeouts).
     """
 
     def __init__(
-        self, model: str, *, base_url: str, client: Callable[[], httpx.AsyncClient],
+        self, model: str, *, base_url: str, transport: Callable[[], Transport],
         api_key: str, retries: int = 0, rng: random.Random | None = None,
     ) -> None:
         self.model, self.base_url = model, base_url.rstrip("/")
-        self._client = client
+        self._transport = transport
         self.__key = api_key
         self._headers = {"authorization": f"Bearer {api_key}",
                          "content-type": "application/json"}
@@ -91,16 +91,10 @@ class HttpChatModel:
         return await call_with_retries(lambda: self._once(content), self.retry)
 
     async def _once(self, content: bytes) -> ChatResponse:
-        url = f"{self.base_url}/chat/completions"
-        try:
-            r = await self._client().post(url, content=content, headers=self._headers)
-        except httpx.TimeoutException:
-            raise ModelTimeout(PROVIDER, f"POST {url} timed out") from None
-        except httpx.HTTPError as e:
-            raise UpstreamError(PROVIDER, f"connection to {self.base_url} failed "
-                                f"({type(e).__name__})") from None
-        if r.status_code != 200:
-            raise error_for_status(PROVIDER, r.status_code, self._message(r),
+        r = await self._transport().post(f"{self.base_url}/chat/completions", content,
+                                         self._headers)
+        if r.status != 200:
+            raise error_for_status(PROVIDER, r.status, self._message(r),
                                    parse_retry_after(r.headers))
         try:
             data = json.loads(r.content)
@@ -113,8 +107,8 @@ class HttpChatModel:
             raise BadResponse(PROVIDER, f"malformed reply ({type(e).__name__})") from None
         return acc.response()
 
-    def _message(self, r: httpx.Response) -> str:
-        msg = r.text[:2000]
+    def _message(self, r: RawResponse) -> str:
+        msg = r.content[:2000].decode("utf-8", "replace")
         try:
             data = json.loads(r.content)
         except ValueError:

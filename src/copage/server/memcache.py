@@ -54,6 +54,10 @@ class MemoryCache:
     def __len__(self) -> int:
         return len(self._items)
 
+    def holds(self, tenant: str, conversation_id: str) -> bool:
+        """Whether the conversation is cached now."""
+        return (tenant, conversation_id) in self._items
+
     def take(self, tenant: str, conversation_id: str) -> PagedMemory | None:
         """The cached conversation, current with the store, removed from the cache.
 

@@ -6,7 +6,9 @@ with the upstream calls awaited in between. The store's per-conversation lock is
 held for the whole turn, so requests on one conversation at several workers are
 serialised; the turn is one deferred transaction, so a failed turn leaves the
 stored conversation as it was. An asyncio lock per conversation keeps waiting
-requests of this process from filling the thread pool.
+requests of this process from filling the thread pool. Open conversations are
+kept in a per-worker :class:`~copage.server.memcache.MemoryCache` and reloaded
+only when the stored version moved on (another worker wrote).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from copage.core.config import PagerConfig
 from copage.memory import PagedMemory, new_conversation_id
 from copage.server.errors import bad_request
 from copage.server.loop import Outcome, run_loop
+from copage.server.memcache import DEFAULT_SIZE, MemoryCache
 from copage.server.metrics import Metrics
 from copage.server.request import ChatCall, Message
 from copage.server.transcript import GENESIS, TranscriptIndex, chain, link
@@ -36,7 +39,7 @@ ALT_TOOL_NAME = "copage_recall"
 class _Prep:
     mem: PagedMemory
     tx: AbstractContextManager[PagedMemory]
-    lock: AbstractContextManager[None]
+    lock: AbstractContextManager[Any]
     created: bool
     head: str
     before: dict[str, Any]
@@ -62,10 +65,15 @@ class ProxyService:
     def __init__(
         self, *, store: PageStore, index: TranscriptIndex, upstream: Upstream,
         paging: PagerConfig, metrics: Metrics, executor: Executor, max_recalls: int = 3,
+        cache_size: int = DEFAULT_SIZE,
     ) -> None:
         self.store, self.index, self.upstream = store, index, upstream
         self.paging, self.metrics, self.executor = paging, metrics, executor
         self.max_recalls = max_recalls
+        self.cache = MemoryCache(store, cache_size)
+        #: Store work runs on the event loop (no thread hops) when it is local and
+        #: quick: a cached conversation whose lock is free (else the thread pool).
+        self.inline = _local(store, index) and self.cache.size > 0
         self._locks: dict[tuple[str, str], tuple[asyncio.Lock, int]] = {}
 
     async def _run(self, fn: Callable[..., T], *args: Any) -> T:
@@ -105,14 +113,16 @@ class ProxyService:
         self, tenant: str, cid: str, call: ChatCall, expect: int | None
     ) -> TurnResult:
         async with self._guard((tenant, cid)):
-            fut = asyncio.get_running_loop().run_in_executor(
-                self.executor, self._prepare, tenant, cid, call, expect
-            )
-            try:
-                prep = await asyncio.shield(fut)
-            except asyncio.CancelledError:
-                fut.add_done_callback(self._abort_later)
-                raise
+            prep = self._prepare_inline(tenant, cid, call, expect) if self.inline else None
+            if prep is None:
+                fut = asyncio.get_running_loop().run_in_executor(
+                    self.executor, self._prepare, tenant, cid, call, expect
+                )
+                try:
+                    prep = await asyncio.shield(fut)
+                except asyncio.CancelledError:
+                    fut.add_done_callback(self._abort_later)
+                    raise
             try:
                 model = self.upstream.model_for(call.model)
                 out = await run_loop(prep.mem, model, call, self._complete,
@@ -122,7 +132,10 @@ class ProxyService:
                 if isinstance(e, Exception):
                     self.metrics.inc("copage_upstream_errors_total", kind=type(e).__name__)
                 raise
-            after = await _shielded(self._run(self._finish, tenant, cid, prep, out))
+            if self.inline:
+                after = self._finish(tenant, cid, prep, out)
+            else:
+                after = await _shielded(self._run(self._finish, tenant, cid, prep, out))
         return TurnResult(cid, out, self._stats(prep, out, after))
 
     async def _complete(self, model: Any, request: Any) -> Any:
@@ -136,12 +149,34 @@ class ProxyService:
             self.executor.submit(self._abort, fut.result())
 
     # ------------------------------------------------------- store (threads)
+    def _prepare_inline(
+        self, tenant: str, cid: str, call: ChatCall, expect: int | None
+    ) -> _Prep | None:
+        """The fast path, on the event loop: a cached conversation whose lock is free now."""
+        if not self.cache.holds(tenant, cid):
+            return None
+        lock: AbstractContextManager[bool] = self.store.try_lock(  # type: ignore[attr-defined]
+            cid, tenant=tenant)
+        if not lock.__enter__():
+            lock.__exit__(None, None, None)
+            return None
+        return self._prepare_locked(lock, tenant, cid, call, expect)
+
     def _prepare(self, tenant: str, cid: str, call: ChatCall, expect: int | None) -> _Prep:
         lock = self.store.lock(cid, tenant=tenant)
         lock.__enter__()
+        return self._prepare_locked(lock, tenant, cid, call, expect)
+
+    def _prepare_locked(
+        self, lock: AbstractContextManager[Any], tenant: str, cid: str, call: ChatCall,
+        expect: int | None,
+    ) -> _Prep:
         created = False
         try:
-            if self.store.exists(cid, tenant=tenant):
+            cached = self.cache.take(tenant, cid)
+            if cached is not None:
+                mem = cached
+            elif self.store.exists(cid, tenant=tenant):
                 mem = PagedMemory(store=self.store, conversation_id=cid, tenant=tenant)
             elif expect:
                 raise _Stale(cid)
@@ -180,7 +215,7 @@ class ProxyService:
             return replace(self.paging, tool_name=ALT_TOOL_NAME)
         return self.paging
 
-    def _release(self, lock: AbstractContextManager[None], tenant: str, cid: str,
+    def _release(self, lock: AbstractContextManager[Any], tenant: str, cid: str,
                  created: bool) -> None:
         try:
             if created:
@@ -209,6 +244,7 @@ class ProxyService:
             raise
         try:
             self.index.put(tenant, cid, head)
+            self.cache.put(prep.mem)  # only now: a failed turn never leaves it cached
         finally:
             prep.lock.__exit__(None, None, None)
         return after
@@ -236,6 +272,16 @@ class ProxyService:
             "prompt_tokens": m["prompt_tokens"], "full_tokens": m["full_tokens"],
             "upstream_prompt_tokens": out.prompt_tokens,
         }
+
+
+def _local(store: PageStore, index: TranscriptIndex) -> bool:
+    """True for in-process / local-file stores and indexes with a ``try_lock``."""
+    from copage.server.transcript import MemoryIndex, SQLiteIndex
+    from copage.stores.memory import MemoryStore
+    from copage.stores.sqlite import SQLiteStore
+
+    return (isinstance(store, (MemoryStore, SQLiteStore))
+            and isinstance(index, (MemoryIndex, SQLiteIndex)))
 
 
 async def _shielded(aw: Any) -> Any:

@@ -48,6 +48,7 @@ class ServeSettings:
         max_body_bytes, max_messages, max_tools: request bounds (413 / 400 beyond).
         upstream_timeout, upstream_retries: per upstream call.
         workers: uvicorn worker processes on this port.
+        cache_conversations: open conversations each worker keeps in memory (0: none).
     """
 
     upstream: str | None = None
@@ -65,6 +66,7 @@ class ServeSettings:
     upstream_timeout: float = 120.0
     upstream_retries: int = 0
     workers: int = 1
+    cache_conversations: int = 256
 
     def __post_init__(self) -> None:
         if bool(self.upstream) == bool(self.model):
@@ -76,6 +78,8 @@ class ServeSettings:
         for name in ("max_recalls", "max_body_bytes", "max_messages", "max_tools", "workers"):
             if int(getattr(self, name)) < (0 if name == "max_recalls" else 1):
                 raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
+        if self.cache_conversations < 0:
+            raise ValueError(f"cache_conversations must be >= 0, got {self.cache_conversations}")
         if not 0 < self.port < 65536:
             raise ValueError(f"port must be in 1..65535, got {self.port}")
         for key, tenant in self.keys.items():
@@ -193,7 +197,8 @@ def build_settings(
     }
     for name, cast in (("host", str), ("port", int), ("max_recalls", int),
                        ("max_body_bytes", int), ("max_messages", int), ("max_tools", int),
-                       ("upstream_timeout", float), ("upstream_retries", int), ("workers", int)):
+                       ("upstream_timeout", float), ("upstream_retries", int), ("workers", int),
+                       ("cache_conversations", int)):
         value = pick(name, cast)
         if value is not None:
             kwargs[name] = cast(value)

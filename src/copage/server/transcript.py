@@ -97,12 +97,19 @@ _UPSERT = ("INSERT INTO copage_proxy_heads (tenant, conversation_id, head) VALUE
 
 
 class SQLiteIndex:
-    """The index as a table in the store's SQLite file (own connection)."""
+    """The index as a table in the store's SQLite file (own connection).
 
-    def __init__(self, path: str | Path) -> None:
+    ``synchronous`` should be the store's level: the SQLite default (``FULL``)
+    fsyncs the WAL on every ``put``, which cost more than the rest of a turn.
+    """
+
+    def __init__(self, path: str | Path, synchronous: str = "NORMAL") -> None:
+        if synchronous.upper() not in ("OFF", "NORMAL", "FULL", "EXTRA"):
+            raise ValueError(f"unknown synchronous level {synchronous!r}")
         self._mutex = threading.Lock()
         self._conn = sqlite3.connect(path, timeout=30.0, isolation_level=None,
                                      check_same_thread=False)
+        self._conn.execute(f"PRAGMA synchronous={synchronous.upper()}")
         for stmt in _CREATE:
             self._conn.execute(stmt)
 
@@ -137,6 +144,11 @@ class PostgresIndex:
         self._mutex = threading.Lock()
         self._dsn, self._schema = dsn, schema
         self._conn: Any = psycopg.connect(dsn, autocommit=True)
+        # Heads are a lookup aid written after the store's (durable) commit; a crash
+        # between the two already loses a head, so waiting for a WAL flush here (a
+        # second fsync per turn) buys nothing. A lost head only means a transparent
+        # client's next request starts a new conversation.
+        self._conn.execute("SET synchronous_commit = off")
         if schema:
             self._conn.execute(sql.SQL("SET search_path TO {}").format(sql.Identifier(schema)))
         with self._conn.transaction():
@@ -167,7 +179,7 @@ def index_for(store: object) -> TranscriptIndex:
     from copage.stores.sqlite import SQLiteStore
 
     if isinstance(store, SQLiteStore):
-        return SQLiteIndex(store.path)
+        return SQLiteIndex(store.path, store.synchronous)
     if type(store).__name__ == "PostgresStore":
         attrs: dict[str, Any] = vars(store)
         return PostgresIndex(str(attrs["dsn"]), attrs.get("schema"))

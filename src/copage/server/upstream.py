@@ -12,6 +12,7 @@ from copage.llm.errors import ModelError, UpstreamError, error_for_status, redac
 from copage.llm.types import ChatModel, ChatRequest, ChatResponse
 from copage.server.errors import bad_request
 from copage.server.http_model import HttpChatModel
+from copage.server.transport import Transport, transport_for
 
 DUMMY_KEY = "sk-no-key-required"
 MAX_MODELS = 32
@@ -47,7 +48,8 @@ class Upstream:
             self._fixed = get_model(model, **opts)
         elif model is not None:
             self._fixed = model
-        self._http: httpx.AsyncClient | None = None
+        self._http: httpx.AsyncClient | None = None  # GET /models only
+        self._transport: Transport | None = None
 
     @property
     def fixed(self) -> bool:
@@ -63,7 +65,7 @@ class Upstream:
         found = self._models.get(name)
         if found is None:
             assert self.base_url is not None
-            found = HttpChatModel(name, base_url=self.base_url, client=self.http,
+            found = HttpChatModel(name, base_url=self.base_url, transport=self.transport,
                                   api_key=self.__key or DUMMY_KEY, retries=self.retries)
             self._models[name] = found
             if len(self._models) > MAX_MODELS:
@@ -72,15 +74,12 @@ class Upstream:
             self._models.move_to_end(name)
         return found
 
-    def http(self) -> httpx.AsyncClient:
-        """The one pooled (keep-alive) client for the upstream URL (created on first use)."""
-        if self._http is None:
-            self._http = httpx.AsyncClient(
-                timeout=self.timeout,
-                limits=httpx.Limits(max_connections=None, max_keepalive_connections=64,
-                                    keepalive_expiry=30.0),
-            )
-        return self._http
+    def transport(self) -> Transport:
+        """The one pooled keep-alive transport for chat calls (created on first use)."""
+        if self._transport is None:
+            assert self.base_url is not None
+            self._transport = transport_for(self.base_url, self.timeout)
+        return self._transport
 
     async def complete(self, model: ChatModel, request: ChatRequest) -> tuple[ChatResponse, float]:
         """One upstream call and its latency in seconds."""
@@ -96,7 +95,9 @@ class Upstream:
             ]}
         headers = {"authorization": f"Bearer {self.__key or DUMMY_KEY}"}
         try:
-            r = await self.http().get(f"{self.base_url}/models", headers=headers)
+            if self._http is None:
+                self._http = httpx.AsyncClient(timeout=self.timeout)
+            r = await self._http.get(f"{self.base_url}/models", headers=headers)
         except httpx.TimeoutException:
             from copage.llm.errors import ModelTimeout
 
@@ -119,6 +120,9 @@ class Upstream:
         if self._http is not None:
             await self._http.aclose()
             self._http = None
+        if self._transport is not None:
+            await self._transport.aclose()
+            self._transport = None
 
 
 __all__ = ["ModelError", "Upstream"]

@@ -189,6 +189,19 @@ class MemoryStore:
         with lk:
             yield
 
+    @contextmanager
+    def try_lock(self, conversation_id: str, *, tenant: str = "default") -> Iterator[bool]:
+        """Like :meth:`lock` without waiting: yields True if taken (held for the block)."""
+        with self._mutex:
+            lk = self._locks.setdefault((tenant, conversation_id), threading.Lock())
+        if not lk.acquire(blocking=False):
+            yield False
+            return
+        try:
+            yield True
+        finally:
+            lk.release()
+
     def close(self) -> None:
         """Nothing to release; the data stays until the object is dropped."""
 

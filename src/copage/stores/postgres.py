@@ -101,6 +101,23 @@ class PostgresStore(SqlStore):
             except psycopg.Error as e:
                 raise StoreError(f"PostgreSQL error ({_redact(self.dsn)}): {e}") from None
 
+    def version(self, conversation_id: str, *, tenant: str = "default") -> int | None:
+        """The stored version, or None if absent (one autocommit statement: one round trip)."""
+        with self._mutex:
+            if self._conn is None:
+                raise StoreError(f"PostgreSQL store {_redact(self.dsn)} is closed")
+            if self._conn.broken:
+                self._conn.close()
+                self._conn = self._connect(use_schema=True)
+            try:
+                row = self._conn.execute(
+                    "SELECT version FROM conversations WHERE tenant=%s AND id=%s",
+                    (tenant, conversation_id),
+                ).fetchone()
+            except psycopg.Error as e:
+                raise StoreError(f"PostgreSQL error ({_redact(self.dsn)}): {e}") from None
+        return None if row is None else int(row[0])
+
     @contextmanager
     def lock(self, conversation_id: str, *, tenant: str = "default") -> Iterator[None]:
         """Exclusive lock on one conversation (``pg_advisory_lock``), across processes."""
@@ -119,6 +136,31 @@ class PostgresStore(SqlStore):
         finally:
             try:
                 conn.execute("SELECT pg_advisory_unlock(%s)", (key,))
+                with self._mutex:
+                    self._idle_lock_conns.append(conn)
+            except psycopg.Error:
+                conn.close()  # ending the session releases its advisory locks
+
+    @contextmanager
+    def try_lock(self, conversation_id: str, *, tenant: str = "default") -> Iterator[bool]:
+        """Like :meth:`lock` without waiting (``pg_try_advisory_lock``): yields True if taken."""
+        key = lock_key(self.schema or "public", tenant, conversation_id)
+        with self._mutex:
+            conn = self._idle_lock_conns.pop() if self._idle_lock_conns else None
+        if conn is None or conn.broken:
+            conn = self._connect(use_schema=False)
+        try:
+            row = conn.execute("SELECT pg_try_advisory_lock(%s)", (key,)).fetchone()
+        except psycopg.Error as e:
+            conn.close()
+            raise StoreError(f"cannot take the lock on {conversation_id!r}: {e}") from None
+        taken = bool(row and row[0])
+        try:
+            yield taken
+        finally:
+            try:
+                if taken:
+                    conn.execute("SELECT pg_advisory_unlock(%s)", (key,))
                 with self._mutex:
                     self._idle_lock_conns.append(conn)
             except psycopg.Error:

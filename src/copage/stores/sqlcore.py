@@ -55,6 +55,12 @@ class SqlStore(ABC):
         """Exclusive cross-process lock on one conversation."""
 
     @abstractmethod
+    def try_lock(
+        self, conversation_id: str, *, tenant: str = "default"
+    ) -> AbstractContextManager[bool]:
+        """Like :meth:`lock` without waiting: yields True if taken, False if busy."""
+
+    @abstractmethod
     def close(self) -> None:
         """Close the connection."""
 

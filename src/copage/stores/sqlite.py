@@ -122,15 +122,35 @@ class SQLiteStore(SqlStore):
     @contextmanager
     def lock(self, conversation_id: str, *, tenant: str = "default") -> Iterator[None]:
         """Exclusive lock on one conversation, across threads and processes (flock)."""
-        lock_dir = self.path.with_name(self.path.name + ".locks")
-        lock_dir.mkdir(exist_ok=True)
-        digest = hashlib.sha256(f"{tenant}\0{conversation_id}".encode()).hexdigest()[:32]
-        fd = os.open(lock_dir / f"{digest}.lock", os.O_RDWR | os.O_CREAT, 0o644)
+        fd = self._lock_fd(conversation_id, tenant)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
             yield
         finally:
             os.close(fd)
+
+    @contextmanager
+    def try_lock(self, conversation_id: str, *, tenant: str = "default") -> Iterator[bool]:
+        """Like :meth:`lock` without waiting: yields True if taken (held for the block)."""
+        fd = self._lock_fd(conversation_id, tenant)
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                yield False
+                return
+            yield True
+        finally:
+            os.close(fd)
+
+    def _lock_fd(self, conversation_id: str, tenant: str) -> int:
+        lock_dir = self.path.with_name(self.path.name + ".locks")
+        digest = hashlib.sha256(f"{tenant}\0{conversation_id}".encode()).hexdigest()[:32]
+        try:
+            return os.open(lock_dir / f"{digest}.lock", os.O_RDWR | os.O_CREAT, 0o644)
+        except FileNotFoundError:  # first lock on this database (or the directory was removed)
+            lock_dir.mkdir(exist_ok=True)
+            return os.open(lock_dir / f"{digest}.lock", os.O_RDWR | os.O_CREAT, 0o644)
 
     def integrity_check(self) -> str:
         """``PRAGMA integrity_check`` result (``"ok"`` when healthy)."""
