@@ -79,6 +79,7 @@ class PagedMemory:
                 self.conversation_id, self.pager.config.to_dict(), tenant=tenant, now=clock()
             )
             self.version = 0
+            self._idset: set[str] | None = None
 
     # ----------------------------------------------------------------- state
     def _load(self, expect: PagerConfig | None = None) -> None:
@@ -91,10 +92,23 @@ class PagedMemory:
             )
         self.pager = Pager.restore(stored, conv.turns, conv.pages, conv.bookmarks, conv.state)
         self.version = conv.version
+        self._idset = None
 
     def reload(self) -> None:
         """Re-read the conversation from the store (after another writer changed it)."""
         self._load()
+
+    @contextmanager
+    def _applying(self) -> Iterator[None]:
+        """Run one pager operation; if it fails, the pager goes back to the stored state
+        (inside :meth:`transaction`, the transaction's own rollback does that)."""
+        try:
+            yield
+        except BaseException:
+            if not getattr(self, "_deferred", False):
+                self.pager.discard()
+                self._load()
+            raise
 
     def _commit(self) -> None:
         if getattr(self, "_deferred", False):
@@ -150,29 +164,37 @@ class PagedMemory:
             raise ValueError(f"unknown role {role!r}; valid roles: {', '.join(ROLES)}")
         if not isinstance(text, str):
             raise TypeError(f"text must be a str, got {type(text).__name__}")
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as e:
+            raise ValueError(f"text is not valid Unicode (lone surrogate at {e.start})") from None
         if role == "system":
-            self.pager.set_system(text)
+            with self._applying():
+                self.pager.set_system(text)
             self._commit()
             return "system"
-        turn = _make_turn(role, text, len(self.pager.turns), meta)
         ids = self._ids()
+        if meta.get("id") is None:
+            meta = {**meta, "id": _fresh_id(len(self.pager.turns), ids)}
+        turn = _make_turn(role, text, len(self.pager.turns), meta)
         if turn.id in ids:
             raise ValueError(f"duplicate turn id {turn.id!r}")
-        self.pager.add(turn)
-        ids.add(turn.id)  # keeps the cached id set in step (it was rebuilt on every add)
+        with self._applying():
+            self.pager.add(turn)
+        ids.add(turn.id)  # keeps the cached id set in step
         self._commit()
         return turn.id
 
     def _ids(self) -> set[str]:
-        ids: set[str] | None = getattr(self, "_idset", None)
-        if ids is None or len(ids) != len(self.pager.turns):
-            ids = {t.id for t in self.pager.turns}
-            self._idset = ids
-        return ids
+        """Ids of the turns (rebuilt after every load)."""
+        if self._idset is None or len(self._idset) != len(self.pager.turns):
+            self._idset = {t.id for t in self.pager.turns}
+        return self._idset
 
     def close_page(self) -> list[PageId]:
         """Close the open page now (e.g. at the end of a session)."""
-        closed = self.pager.close_open_page()
+        with self._applying():
+            closed = self.pager.close_open_page()
         self._commit()
         return closed
 
@@ -186,13 +208,15 @@ class PagedMemory:
 
     def recall_result(self, page: object = None, *, query: object = None) -> RecallResult:
         """Like :meth:`recall`, with the status and page id."""
-        result = self.pager.recall(page, query=query)
+        with self._applying():
+            result = self.pager.recall(page, query=query)
         self._commit()
         return result
 
     def access(self, page: PageId) -> bool:
         """Record a use of a page (a probe that needs it); pages it in if evicted."""
-        hit = self.pager.access(page)
+        with self._applying():
+            hit = self.pager.access(page)
         self._commit()
         return hit
 
@@ -236,6 +260,14 @@ def _make_turn(role: str, text: str, seq: int, meta: dict[str, Any]) -> Turn:
         session=int(session) if session is not None else None, tool_calls=calls,
         tool_call_id=meta.pop("tool_call_id", None), meta=meta,
     )
+
+
+def _fresh_id(seq: int, taken: set[str]) -> str:
+    """``t<seq+1>``, or with a suffix if a caller-supplied id already holds it."""
+    tid, n = f"t{seq + 1}", 2
+    while tid in taken:
+        tid, n = f"t{seq + 1}.{n}", n + 1
+    return tid
 
 
 def _tool_call(c: ToolCall | dict[str, Any]) -> ToolCall:

@@ -19,7 +19,9 @@ def _optional_commands() -> None:
     for name in ("bench", "serve", "nll"):
         try:
             mod = __import__(f"copage.cli.{name}", fromlist=["add_parser", "run"])
-        except ImportError:
+        except ModuleNotFoundError as e:
+            if (e.name or "").startswith("copage"):
+                raise  # a bug in copage itself, not a missing optional dependency
             continue
         COMMANDS[name] = (mod.add_parser, mod.run)
 

@@ -59,8 +59,14 @@ class PagerConfig:
             object.__setattr__(self, "resident_pages", None)
         elif self.resident_pages is None or self.resident_pages < 1:
             raise ValueError(f"resident_pages must be >= 1, got {self.resident_pages}")
+        for name in ("resident_pages", "resident_tokens", "n_keywords", "refresh_per_page"):
+            value = getattr(self, name)
+            if value is not None and (not isinstance(value, int) or isinstance(value, bool)):
+                raise ValueError(f"{name} must be an integer, got {value!r}")
         if self.n_keywords < 1:
             raise ValueError(f"n_keywords must be >= 1, got {self.n_keywords}")
+        if self.refresh_per_page < 0:
+            raise ValueError(f"refresh_per_page must be >= 0, got {self.refresh_per_page}")
         if not self.tool_name.isidentifier():
             raise ValueError(f"tool_name must be an identifier, got {self.tool_name!r}")
 

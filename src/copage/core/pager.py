@@ -153,8 +153,9 @@ class Pager:
     def add(self, turn: Turn) -> list[PageId]:
         """Append a turn; return the ids of pages that closed."""
         seq = len(self.turns)
+        tokens = self.tokenizer.count(prompt.turn_content(turn))  # may raise: nothing changed yet
         self.turns.append(turn)
-        self._turn_tokens.append(self.tokenizer.count(turn.text))
+        self._turn_tokens.append(tokens)
         self._pending.turns.append((seq, turn))
         if turn.role == "user":
             self.cache.set_query(turn.text)
@@ -197,12 +198,17 @@ class Pager:
 
     # -------------------------------------------------------------- bookmarks
     def _keywords(self, page: Page) -> tuple[str, ...]:
+        # Other pages' use of each term: the page's own current keywords are taken out
+        # for the call and put back after (no O(pages) copy of ``taken``).
         own = self.books.get(page.index)
-        taken = dict(self.taken)
-        if own:
-            for k in own.lowered:
-                taken[k] = taken.get(k, 1) - 1
-        return self.extractor.extract(page, self.corpus, self.config.n_keywords, taken=taken)
+        lowered = own.lowered if own else ()
+        for k in lowered:
+            self.taken[k] -= 1
+        try:
+            return self.extractor.extract(page, self.corpus, self.config.n_keywords, taken=self.taken)
+        finally:
+            for k in lowered:
+                self.taken[k] += 1
 
     def _set_bookmark(self, idx: int, keywords: tuple[str, ...]) -> None:
         old = self.books.get(idx)
@@ -243,6 +249,7 @@ class Pager:
         kws = keywords if keywords is not None else self.batch_keywords()
         self.taken.clear()
         self.books.clear()
+        self._bookmark_tokens = 0
         for page in self.pages:
             self._set_bookmark(page.index, kws[page.id])
 
@@ -282,6 +289,7 @@ class Pager:
     def access(self, pid: PageId, *, protect: Collection[PageId] = (), kind: str = "probe") -> bool:
         """Use a page (a probe that needs it, a recall); page it in if evicted. True on a hit."""
         idx = self._index(pid)
+        pid = page_id(idx)
         result = self.cache.access(pid, protect=protect)
         if result.hit:
             self.stats.hits += 1
@@ -367,7 +375,7 @@ class Pager:
         return f" Evicted pages: {shown}."
 
     def _index(self, pid: PageId) -> int:
-        if pid[:1] == "p" and pid[1:].isdigit():  # fast path for canonical ids
+        if pid[:1] == "p" and pid[1:].isascii() and pid[1:].isdigit() and len(pid) < 11:
             idx: int | None = int(pid[1:]) - 1
         else:
             idx = parse_page_arg(pid)
@@ -400,9 +408,9 @@ class Pager:
         if self.system:
             system = self.system + "\n\n" + system
         messages: list[dict[str, Any]] = [{"role": "system", "content": system}]
-        for pid in self.resident:
-            messages.extend(prompt.turn_message(t) for t in self.pages[self._index(pid)].turns)
-        messages.extend(prompt.turn_message(t) for t in self.open_turns)
+        turns = [t for pid in self.resident for t in self.pages[self._index(pid)].turns]
+        turns.extend(self.open_turns)
+        messages.extend(prompt.turn_messages(turns))
         if question is not None:
             messages.append({"role": "user", "content": question})
         return Context(messages, self.tools(), self.summary(question))
@@ -475,9 +483,15 @@ class Pager:
 
     def snapshot(self) -> dict[str, Any]:
         """JSON-able pager state that the stored turns, pages and bookmarks don't hold."""
+        cache = self.cache.snapshot()
+        policy_state = cache.get("policy_state")
+        if isinstance(policy_state, dict):
+            # The query policy's page texts are the pages' own text: restore() sets
+            # them again, so the snapshot does not carry the conversation twice.
+            policy_state.pop("texts", None)
         return {
             "open_start": self.paginator.start,
-            "cache": self.cache.snapshot(),
+            "cache": cache,
             "stats": [self.stats.faults, self.stats.hits, self.stats.recalls,
                       self.stats.recall_errors, self.stats.evictions],
             "event_seq": self._event_seq,
@@ -493,7 +507,7 @@ class Pager:
         """Rebuild a pager from stored rows so that it continues exactly where it was."""
         pager = cls(config)
         pager.turns = list(turns)
-        pager._turn_tokens = [pager.tokenizer.count(t.text) for t in turns]
+        pager._turn_tokens = [pager.tokenizer.count(prompt.turn_content(t)) for t in turns]
         for rec in sorted(pages, key=lambda r: r.index):
             ts = tuple(turns[rec.first_seq : rec.last_seq + 1])
             text = render_turns(ts)

@@ -55,7 +55,9 @@ class Paginator:
         spans: list[Span] = []
         begin = 0
         for c in self.strategy.cuts(buffer, final=final):
-            end = max(c, begin + 1)
+            if c <= begin:
+                continue  # an earlier cut moved past a tool exchange already covers it
+            end = c
             # Move the cut forward until it does not split a tool exchange.
             while end < len(buffer) and not _safe(buffer, end):
                 end += 1

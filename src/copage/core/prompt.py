@@ -61,6 +61,33 @@ def tool_tokens_text(tools: list[dict[str, Any]]) -> str:
     return json.dumps(tools, separators=(",", ":"), sort_keys=True)
 
 
+def turn_content(turn: Turn) -> str:
+    """The text a turn contributes to the prompt (``Name: text`` for named speakers)."""
+    if turn.role == "tool" or (turn.role == "assistant" and turn.tool_calls):
+        return turn.text
+    role = turn.role if turn.role in ("user", "assistant", "system") else "user"
+    named = turn.speaker is not None and turn.speaker.lower() != role
+    return render_turn(turn) if named or turn.meta.get("blip_caption") else turn.text
+
+
+def turn_messages(turns: list[Turn]) -> list[dict[str, Any]]:
+    """Turns as chat messages; where the session or its date changes (and at the start),
+    the first message says so (``(session 3, 8 May, 2023) ...``): dates matter to
+    temporal questions and resident pages are shown as messages, not page text."""
+    out: list[dict[str, Any]] = []
+    last: tuple[int | None, str | None] | None = None
+    for t in turns:
+        msg = turn_message(t)
+        key = (t.session, t.timestamp)
+        if key != last and (t.session is not None or t.timestamp) and t.role != "tool":
+            head = f"session {t.session}" if t.session is not None else "session"
+            head = f"({head}, {t.timestamp})" if t.timestamp else f"({head})"
+            msg["content"] = f"{head} {msg['content'] or ''}".rstrip()
+        last = key
+        out.append(msg)
+    return out
+
+
 def turn_message(turn: Turn) -> dict[str, Any]:
     """One turn as an OpenAI chat message (speaker names kept for named speakers)."""
     if turn.role == "tool":
@@ -76,9 +103,7 @@ def turn_message(turn: Turn) -> dict[str, Any]:
             ],
         }
     role = turn.role if turn.role in ("user", "assistant", "system") else "user"
-    named = turn.speaker is not None and turn.speaker.lower() != role
-    content = render_turn(turn) if named or turn.meta.get("blip_caption") else turn.text
-    return {"role": role, "content": content}
+    return {"role": role, "content": turn_content(turn)}
 
 
 def page_block(page_id: str, text: str) -> str:

@@ -55,8 +55,10 @@ class Cell:
     seed: int = 0
 
     def config(self) -> PagerConfig:
+        options = {"seed": self.seed} if self.keywords == "random" else {}
         return PagerConfig(boundary=self.boundary, policy=self.policy, resident_pages=self.k,
-                           keywords=self.keywords, bookmark_format=self.format)
+                           keywords=self.keywords, bookmark_format=self.format,
+                           keyword_options=options)
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,7 +161,7 @@ def run_conversation(conv: Conversation, cell: Cell, memo: _Memo | None = None) 
             finished = True
             pager.close_open_page()
             if end:
-                kkey = ("keywords", conv.id, cell.boundary, cell.keywords)
+                kkey = ("keywords", conv.id, cell.boundary, cell.keywords, cell.seed)
                 if kkey not in memo:
                     memo[kkey] = pager.batch_keywords()
                 pager.refresh_all_bookmarks(memo[kkey])

@@ -19,6 +19,7 @@ from copage.llm.anthropic_convert import (
     to_anthropic_tools,
 )
 from copage.llm.base import NetworkModel, resolve_key
+from copage.llm.errors import safe_url
 from copage.llm.types import ChatRequest, ChatResponse
 
 ANTHROPIC_URL = "https://api.anthropic.com"
@@ -41,7 +42,7 @@ class AnthropicModel(NetworkModel):
         url = (base_url or ANTHROPIC_URL).rstrip("/")
         key = resolve_key("anthropic", api_key, api_key_env, url, ANTHROPIC_URL)
         self.default_max_tokens = default_max_tokens
-        spec = spec or (f"anthropic:{model}" + (f"@{url}" if base_url else ""))
+        spec = spec or (f"anthropic:{model}" + (f"@{safe_url(url)}" if base_url else ""))
         super().__init__(
             provider="anthropic", model=model, base_url=url, spec=spec, api_key=key, **options
         )

@@ -137,7 +137,7 @@ class NetworkModel:
             return ModelTimeout(p, f"timed out after {self.timeout}s")
         if isinstance(exc, sdk.APIConnectionError):
             cause = type(exc.__cause__).__name__ if exc.__cause__ else "unknown"
-            return UpstreamError(p, f"connection to {self.base_url} failed ({cause})")
+            return UpstreamError(p, f"connection to {safe_url(self.base_url)} failed ({cause})")
         if isinstance(exc, sdk.APIStatusError):
             body = getattr(exc, "body", None)
             msg = str(getattr(exc, "message", "") or exc)

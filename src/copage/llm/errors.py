@@ -7,6 +7,7 @@ message passes through :func:`redact` before it is raised.
 from __future__ import annotations
 
 import re
+from urllib.parse import urlsplit, urlunsplit
 
 _KEYLIKE = re.compile(r"\b(sk|pk|key|sess)-[A-Za-z0-9_\-*]{6,}|\bsk-ant-[A-Za-z0-9_\-*]+")
 
@@ -17,6 +18,32 @@ def redact(text: str, *secrets: str | None) -> str:
         if s and len(s) >= 4:
             text = text.replace(s, "***")
     return _KEYLIKE.sub("***", text)
+
+
+def safe_url(url: str) -> str:
+    """``url`` without credentials (``user:pass@``), query or fragment, for messages."""
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname or ""
+        if ":" in host:
+            host = f"[{host}]"
+        netloc = host + (f":{parts.port}" if parts.port is not None else "")
+    except ValueError:
+        return "<unparseable url>"
+    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+
+
+def url_secrets(url: str | None) -> list[str]:
+    """The credential parts of ``url`` (userinfo, password, query), to redact from logs."""
+    if not url:
+        return []
+    try:
+        parts = urlsplit(url)
+        password = parts.password
+    except ValueError:
+        return []
+    userinfo = parts.netloc.rpartition("@")[0] if "@" in parts.netloc else ""
+    return [s for s in (userinfo, password, parts.query) if s]
 
 
 class ModelError(RuntimeError):

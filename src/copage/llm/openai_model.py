@@ -18,6 +18,7 @@ from typing import Any
 import openai
 
 from copage.llm.base import NetworkModel, resolve_key
+from copage.llm.errors import safe_url
 from copage.llm.messages import tool_call_dict, tool_calls_of
 from copage.llm.openai_parse import Accumulator
 from copage.llm.types import ChatRequest, ChatResponse, Message, StreamEvent
@@ -60,7 +61,7 @@ class OpenAIModel(NetworkModel):
         hosted = (base_url is None) if hosted is None else hosted
         self.null_content = hosted if null_content is None else null_content
         self.stream_usage = stream_usage
-        spec = spec or (f"{provider}:{model}" + (f"@{url}" if base_url else ""))
+        spec = spec or (f"{provider}:{model}" + (f"@{safe_url(url)}" if base_url else ""))
         super().__init__(
             provider=provider, model=model, base_url=url, spec=spec, api_key=key, **options
         )

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from copage.core.registry import Registry
-from copage.llm.errors import MissingExtraError
+from copage.llm.errors import MissingExtraError, safe_url
 from copage.llm.types import ChatModel
 
 PROVIDERS: Registry[ChatModel] = Registry("model provider")
@@ -73,7 +73,7 @@ def _openai_factory(provider: str) -> Any:
             url, env = SHORTCUTS[provider]
             options.setdefault("api_key_env", env)
             options.setdefault("hosted", True)
-            spec = f"{provider}:{model}" + (f"@{base_url}" if base_url else "")
+            spec = f"{provider}:{model}" + (f"@{safe_url(base_url)}" if base_url else "")
             return OpenAIModel(
                 model, provider=provider, base_url=base_url or url, spec=spec, **options
             )

@@ -54,7 +54,7 @@ class ProxyState:
         self.service = ProxyService(
             store=store, index=index, upstream=upstream, paging=settings.paging,
             metrics=self.metrics, executor=self.executor, max_recalls=settings.max_recalls,
-            cache_size=settings.cache_conversations,
+            cache_size=settings.cache_conversations, lock_timeout=settings.lock_timeout,
         )
 
 

@@ -17,7 +17,7 @@ import random
 from collections.abc import Callable
 from typing import Any
 
-from copage.llm.errors import BadResponse, error_for_status, redact
+from copage.llm.errors import BadResponse, error_for_status, redact, safe_url
 from copage.llm.guard import check_url
 from copage.llm.openai_model import to_openai_messages
 from copage.llm.openai_parse import Accumulator
@@ -78,7 +78,7 @@ class HttpChatModel:
 
     @property
     def spec(self) -> str:
-        return f"openai:{self.model}@{self.base_url}"
+        return f"openai:{self.model}@{safe_url(self.base_url)}"
 
     def __repr__(self) -> str:
         return f"HttpChatModel({self.spec!r})"

@@ -23,6 +23,8 @@ from copage.session.report import RecallRecord
 from copage.session.tools import execute, refuse
 
 Complete = Callable[[ChatModel, ChatRequest], Awaitable[tuple[ChatResponse, float]]]
+#: Provider label in errors a tenant may see (a model's spec can hold the upstream URL).
+UPSTREAM = "upstream"
 
 
 @dataclass(slots=True)
@@ -73,6 +75,7 @@ async def run_loop(
             temperature=call.temperature, max_tokens=call.max_tokens, extra=call.extra,
         )
         response, latency = await complete(model, request)
+        _check_text(response)
         out.calls += 1
         out.latencies.append(latency)
         out.prompt_tokens += response.usage.prompt_tokens
@@ -88,13 +91,25 @@ async def run_loop(
             out.finish_reason = "tool_calls" if client else (response.finish_reason or "stop")
             return out
         if capped and after_cap >= 2:
-            raise BadResponse(model.spec, f"the model kept calling {recall_name}() after the "
+            raise BadResponse(UPSTREAM, f"the model kept calling {recall_name}() after the "
                               f"cap of {max_recalls} recalls per turn")
         unique = [_unique(c, seen, out.calls) for c in recalls]
         messages.append(assistant_message(response.text, unique))
         for c in unique:
             text = _serve_text(mem, c, out, max_recalls)
             messages.append(tool_message(c.id, text))
+
+
+def _check_text(response: ChatResponse) -> None:
+    """A reply holding a lone surrogate cannot be stored or sent as UTF-8: a bad reply."""
+    parts = [response.text, *(c.arguments for c in response.tool_calls),
+             *(c.name for c in response.tool_calls), *(c.id for c in response.tool_calls)]
+    for part in parts:
+        try:
+            str(part).encode("utf-8")
+        except UnicodeEncodeError:
+            raise BadResponse(UPSTREAM, "the reply contains a lone surrogate "
+                              "(invalid Unicode text)") from None
 
 
 def _serve_text(mem: PagedMemory, c: ToolCall, out: Outcome, cap: int) -> str:

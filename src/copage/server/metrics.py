@@ -22,6 +22,8 @@ COUNTERS = {
     "copage_prompt_tokens_full_total": "Tokens of the whole conversation at each turn",
     "copage_upstream_prompt_tokens_total": "Prompt tokens reported by the upstream",
     "copage_upstream_completion_tokens_total": "Completion tokens reported by the upstream",
+    "copage_lock_timeouts_total": "Turns refused because the conversation stayed locked",
+    "copage_index_errors_total": "Transcript index updates that failed after a commit",
 }
 
 

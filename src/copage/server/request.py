@@ -61,6 +61,8 @@ def parse_json(raw: bytes) -> dict[str, Any]:
         data = json.loads(raw)
     except (ValueError, UnicodeDecodeError) as e:
         raise bad_request(f"the request body is not valid JSON ({e})", "invalid_json") from None
+    except RecursionError:
+        raise bad_request("the request body is nested too deeply", "invalid_json") from None
     if not isinstance(data, dict):
         raise bad_request("the request body must be a JSON object", "invalid_json")
     return data
@@ -131,7 +133,21 @@ def _message(m: Any, i: int) -> Message:
     if role == "tool" and not isinstance(tcid, str):
         raise bad_request(f"messages[{i}] (tool) needs a string tool_call_id",
                           param=f"messages[{i}].tool_call_id")
-    return Message(role, _text(m.get("content"), i), calls, tcid if role == "tool" else None)
+    text = _text(m.get("content"), i)
+    for value in (text, tcid, *(json.dumps(c, ensure_ascii=False) for c in calls)):
+        if isinstance(value, str) and not _is_utf8(value):
+            raise bad_request(f"messages[{i}] contains a lone surrogate (\\ud800-\\udfff), "
+                              "which is not valid Unicode text", param=f"messages[{i}]")
+    return Message(role, text, calls, tcid if role == "tool" else None)
+
+
+def _is_utf8(text: str) -> bool:
+    """False if ``text`` holds a lone surrogate (JSON allows ``"\\ud800"``; UTF-8 does not)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _tools(raw: Any, limit: int) -> tuple[Mapping[str, Any], ...]:

@@ -1,22 +1,31 @@
 """One chat turn through the proxy: find the conversation, lock it, page, loop, commit.
 
 Store work is synchronous, so it runs in a thread pool in two steps (prepare:
-lock + load + add the new messages; finish: add the answer + commit + unlock),
-with the upstream calls awaited in between. With a local store (memory, SQLite)
-and a cached conversation whose lock is free at once (``try_lock``), both steps
-run inline on the event loop instead (well under a millisecond each), saving
-two thread hops per turn. The store's per-conversation lock is
-held for the whole turn, so requests on one conversation at several workers are
-serialised; the turn is one deferred transaction, so a failed turn leaves the
-stored conversation as it was. An asyncio lock per conversation keeps waiting
-requests of this process from filling the thread pool. Open conversations are
-kept in a per-worker :class:`~copage.server.memcache.MemoryCache` and reloaded
-only when the stored version moved on (another worker wrote).
+load + add the new messages; finish: add the answer + commit + unlock), with the
+upstream calls awaited in between. With a local store (memory, SQLite) and a
+cached conversation, both steps run inline on the event loop instead (well under
+a millisecond each), saving two thread hops per turn. The store's
+per-conversation lock is held for the whole turn, so requests on one conversation
+at several workers are serialised; the turn is one deferred transaction, so a
+failed turn leaves the stored conversation as it was.
+
+The lock is taken with ``try_lock`` polled from the event loop with backoff, never
+by a pool thread waiting on it: two workers whose pools were full of threads
+waiting on each other's locks would deadlock. A request that cannot get the lock
+within ``lock_timeout`` seconds gets a 409 ``conversation_busy``. An asyncio lock
+per conversation keeps waiting requests of this process from polling the store.
+Open conversations are kept in a per-worker
+:class:`~copage.server.memcache.MemoryCache` and reloaded only when the stored
+version moved on (another worker wrote). Once a turn is committed, the transcript
+index and the cache are updated best-effort: the turn is acknowledged even if
+they fail (a lost head only means a transparent client's next request starts a
+new conversation).
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import Executor
 from contextlib import AbstractContextManager, asynccontextmanager
@@ -25,7 +34,7 @@ from typing import Any, TypeVar
 
 from copage.core.config import PagerConfig
 from copage.memory import PagedMemory, new_conversation_id
-from copage.server.errors import bad_request
+from copage.server.errors import ProxyError, bad_request
 from copage.server.loop import Outcome, run_loop
 from copage.server.memcache import DEFAULT_SIZE, MemoryCache
 from copage.server.metrics import Metrics
@@ -36,6 +45,10 @@ from copage.stores.base import PageStore
 
 T = TypeVar("T")
 ALT_TOOL_NAME = "copage_recall"
+LOCK_TIMEOUT = 30.0
+#: First and largest pause between two ``try_lock`` attempts (seconds).
+POLL_FIRST, POLL_MAX = 0.005, 0.1
+log = logging.getLogger("copage.server")
 
 
 @dataclass(slots=True)
@@ -68,15 +81,17 @@ class ProxyService:
     def __init__(
         self, *, store: PageStore, index: TranscriptIndex, upstream: Upstream,
         paging: PagerConfig, metrics: Metrics, executor: Executor, max_recalls: int = 3,
-        cache_size: int = DEFAULT_SIZE,
+        cache_size: int = DEFAULT_SIZE, lock_timeout: float = LOCK_TIMEOUT,
     ) -> None:
         self.store, self.index, self.upstream = store, index, upstream
         self.paging, self.metrics, self.executor = paging, metrics, executor
-        self.max_recalls = max_recalls
+        self.max_recalls, self.lock_timeout = max_recalls, lock_timeout
         self.cache = MemoryCache(store, cache_size)
+        #: ``try_lock`` on a local store is a non-blocking flock or mutex: run it inline.
+        self.local = _local(store, index)
         #: Store work runs on the event loop (no thread hops) when it is local and
-        #: quick: a cached conversation whose lock is free (else the thread pool).
-        self.inline = _local(store, index) and self.cache.size > 0
+        #: quick: a cached or new conversation (else the thread pool).
+        self.inline = self.local and self.cache.size > 0
         self._locks: dict[tuple[str, str], tuple[asyncio.Lock, int]] = {}
 
     async def _run(self, fn: Callable[..., T], *args: Any) -> T:
@@ -103,7 +118,7 @@ class ProxyService:
             return await self._turn(tenant, conversation_id, call, None)
         heads = chain(call.messages)
         for _ in range(3):
-            match = await self._run(self.index.find, tenant, heads[:-1])
+            match = await self._find(tenant, heads[:-1])
             if match is None:
                 break
             try:
@@ -112,14 +127,23 @@ class ProxyService:
                 continue
         return await self._turn(tenant, new_conversation_id(), call, 0)
 
+    async def _find(self, tenant: str, heads: list[str]) -> Any:
+        try:
+            return await self._run(self.index.find, tenant, heads)
+        except Exception as e:
+            log.error("transcript index lookup failed (%s)", type(e).__name__)
+            raise ProxyError(503, "the conversation index is unavailable", type="server_error",
+                             code="index_error") from None
+
     async def _turn(
         self, tenant: str, cid: str, call: ChatCall, expect: int | None
     ) -> TurnResult:
         async with self._guard((tenant, cid)):
-            prep = self._prepare_inline(tenant, cid, call, expect) if self.inline else None
+            lock = await self._acquire(tenant, cid)
+            prep = self._prepare_inline(lock, tenant, cid, call, expect) if self.inline else None
             if prep is None:
                 fut = asyncio.get_running_loop().run_in_executor(
-                    self.executor, self._prepare, tenant, cid, call, expect
+                    self.executor, self._prepare_locked, lock, tenant, cid, call, expect
                 )
                 try:
                     prep = await asyncio.shield(fut)
@@ -141,6 +165,47 @@ class ProxyService:
                 after = await _shielded(self._run(self._finish, tenant, cid, prep, out))
         return TurnResult(cid, out, self._stats(prep, out, after))
 
+    async def _acquire(self, tenant: str, cid: str) -> AbstractContextManager[Any]:
+        """The store's lock on the conversation, entered (see module docstring).
+
+        Polls ``try_lock`` with exponential backoff up to ``lock_timeout``; a store
+        without ``try_lock`` falls back to a blocking ``lock`` in the pool.
+        """
+        if not hasattr(self.store, "try_lock"):
+            lock = self.store.lock(cid, tenant=tenant)
+            await self._enter(lock)
+            return lock
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.lock_timeout
+        pause = POLL_FIRST
+        while True:
+            lock = self.store.try_lock(cid, tenant=tenant)
+            if await self._enter(lock):
+                return lock
+            lock.__exit__(None, None, None)  # not taken: only closes a file or returns a conn
+            left = deadline - loop.time()
+            if left <= 0:
+                self.metrics.inc("copage_lock_timeouts_total")
+                raise ProxyError(409, "conversation is busy: another request on it is still "
+                                 "running; retry later", code="conversation_busy",
+                                 headers={"retry-after": "1"})
+            await asyncio.sleep(min(pause, left))
+            pause = min(pause * 2, POLL_MAX)
+
+    async def _enter(self, lock: AbstractContextManager[Any]) -> Any:
+        """``lock.__enter__()`` (inline for local stores); released if this task is cancelled."""
+        if self.local:
+            return lock.__enter__()
+        fut = asyncio.get_running_loop().run_in_executor(self.executor, lock.__enter__)
+        try:
+            return await asyncio.shield(fut)
+        except asyncio.CancelledError:
+            def release(f: asyncio.Future[Any]) -> None:
+                if not f.cancelled() and f.exception() is None:
+                    self.executor.submit(lock.__exit__, None, None, None)
+            fut.add_done_callback(release)
+            raise
+
     async def _complete(self, model: Any, request: Any) -> Any:
         response, latency = await self.upstream.complete(model, request)
         self.metrics.inc("copage_upstream_calls_total")
@@ -153,37 +218,31 @@ class ProxyService:
 
     # ------------------------------------------- store (thread pool or inline)
     def _prepare_inline(
-        self, tenant: str, cid: str, call: ChatCall, expect: int | None
+        self, lock: AbstractContextManager[Any], tenant: str, cid: str, call: ChatCall,
+        expect: int | None,
     ) -> _Prep | None:
-        """Fast path on the event loop: lock free now, conversation cached or new."""
-        # A cold load (O(turns)) or a busy lock goes to the thread pool instead.
-        cached = self.cache.holds(tenant, cid)
-        lock: AbstractContextManager[bool] = self.store.try_lock(  # type: ignore[attr-defined]
-            cid, tenant=tenant)
-        if not lock.__enter__():
-            lock.__exit__(None, None, None)
-            return None
+        """Fast path on the event loop: conversation cached or new (None: use the pool)."""
+        # A cold load (O(turns)) goes to the thread pool instead.
         try:
-            cold = not cached and self.store.version(  # type: ignore[attr-defined]
+            cold = not self.cache.holds(tenant, cid) and self.store.version(  # type: ignore[attr-defined]
                 cid, tenant=tenant) is not None
         except BaseException:
             lock.__exit__(None, None, None)
             raise
         if cold:
-            lock.__exit__(None, None, None)
             return None
-        return self._prepare_locked(lock, tenant, cid, call, expect)
-
-    def _prepare(self, tenant: str, cid: str, call: ChatCall, expect: int | None) -> _Prep:
-        lock = self.store.lock(cid, tenant=tenant)
-        lock.__enter__()
         return self._prepare_locked(lock, tenant, cid, call, expect)
 
     def _prepare_locked(
         self, lock: AbstractContextManager[Any], tenant: str, cid: str, call: ChatCall,
         expect: int | None,
     ) -> _Prep:
+        """Load (or create) the conversation and add the new messages; ``lock`` is held.
+
+        On failure the lock is released (and a conversation created here deleted).
+        """
         created = False
+        tx: AbstractContextManager[PagedMemory] | None = None
         try:
             cached = self.cache.take(tenant, cid)
             if cached is not None:
@@ -193,8 +252,11 @@ class ProxyService:
             elif expect:
                 raise _Stale(cid)
             else:
+                # Validate before creating: a rejected request must leave no row behind.
+                config = self._config_for(call)
+                _check_new(call.messages, config.tool_name, call)
                 mem = PagedMemory(store=self.store, conversation_id=cid, tenant=tenant,
-                                  config=self._config_for(call))
+                                  config=config)
                 created = True
             head = _head(mem)
             heads = chain(call.messages)
@@ -206,7 +268,7 @@ class ProxyService:
                 start = next((i for i in range(len(heads) - 1, 0, -1) if heads[i] == head), 0)
                 h = head
             new = call.messages[start:]
-            _check_new(new, mem, call)
+            _check_new(new, mem.config.tool_name, call)
             before = mem.stats()
             tx = mem.transaction()
             tx.__enter__()
@@ -218,8 +280,12 @@ class ProxyService:
                     mem.add(m.role, m.text, tool_calls=list(m.tool_calls),
                             tool_call_id=m.tool_call_id, h=h)
             return _Prep(mem, tx, lock, created, h, before, mem.stats())
-        except BaseException:
-            self._release(lock, tenant, cid, created)
+        except BaseException as e:
+            try:
+                if tx is not None:  # drop the pending changes, reload as stored
+                    tx.__exit__(type(e), e, e.__traceback__)
+            finally:
+                self._release(lock, tenant, cid, created)
             raise
 
     def _config_for(self, call: ChatCall) -> PagerConfig:
@@ -254,9 +320,20 @@ class ProxyService:
         except BaseException:
             self._abort(prep)
             raise
+        # Committed: from here on the turn is acknowledged whatever happens, else a
+        # client's retry would store it twice. The index and cache are lookup aids.
         try:
-            self.index.put(tenant, cid, head)
-            self.cache.put(prep.mem)  # only now: a failed turn never leaves it cached
+            try:
+                self.index.put(tenant, cid, head)
+            except Exception as e:
+                self.metrics.inc("copage_index_errors_total")
+                log.warning("transcript index update failed after a committed turn (%s); "
+                            "the conversation's next request may not be recognised",
+                            type(e).__name__)
+            try:
+                self.cache.put(prep.mem)  # only now: a failed turn never leaves it cached
+            except Exception as e:
+                log.warning("conversation cache update failed (%s)", type(e).__name__)
         finally:
             prep.lock.__exit__(None, None, None)
         return after
@@ -314,13 +391,12 @@ def _head(mem: PagedMemory) -> str:
     return str(h) if h else "unhashed:" + mem.conversation_id
 
 
-def _check_new(new: tuple[Message, ...], mem: PagedMemory, call: ChatCall) -> None:
+def _check_new(new: tuple[Message, ...], name: str, call: ChatCall) -> None:
     if not new:
         raise bad_request("no new message: the conversation already ends with these messages",
                           "no_new_messages", "messages")
     if new[-1].role not in ("user", "tool"):
         raise bad_request("the last message must be a user or tool message", param="messages")
-    name = mem.config.tool_name
     if name in call.tool_names:
         raise bad_request(f"a client tool is named {name!r}, like this conversation's recall "
                           "tool; rename the client tool", "tool_name_conflict", "tools")

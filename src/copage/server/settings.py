@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from copage.core.config import PagerConfig
+from copage.llm.errors import url_secrets
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8787
@@ -49,6 +50,7 @@ class ServeSettings:
         upstream_timeout, upstream_retries: per upstream call.
         workers: uvicorn worker processes on this port.
         cache_conversations: open conversations each worker keeps in memory (0: none).
+        lock_timeout: seconds a turn waits for its conversation's lock (then 409).
     """
 
     upstream: str | None = None
@@ -67,6 +69,7 @@ class ServeSettings:
     upstream_retries: int = 0
     workers: int = 1
     cache_conversations: int = 256
+    lock_timeout: float = 30.0
 
     def __post_init__(self) -> None:
         if bool(self.upstream) == bool(self.model):
@@ -78,6 +81,8 @@ class ServeSettings:
         for name in ("max_recalls", "max_body_bytes", "max_messages", "max_tools", "workers"):
             if int(getattr(self, name)) < (0 if name == "max_recalls" else 1):
                 raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
+        if not self.lock_timeout > 0:
+            raise ValueError(f"lock_timeout must be > 0 seconds, got {self.lock_timeout}")
         if self.cache_conversations < 0:
             raise ValueError(f"cache_conversations must be >= 0, got {self.cache_conversations}")
         if not 0 < self.port < 65536:
@@ -88,7 +93,7 @@ class ServeSettings:
 
     def secrets(self) -> list[str]:
         """Every secret the server knows (to redact from logs and errors)."""
-        return [s for s in (self.upstream_key, *self.keys) if s]
+        return [s for s in (self.upstream_key, *self.keys, *url_secrets(self.upstream)) if s]
 
     def with_(self, **changes: Any) -> ServeSettings:
         """A copy with some fields changed."""
@@ -198,7 +203,7 @@ def build_settings(
     for name, cast in (("host", str), ("port", int), ("max_recalls", int),
                        ("max_body_bytes", int), ("max_messages", int), ("max_tools", int),
                        ("upstream_timeout", float), ("upstream_retries", int), ("workers", int),
-                       ("cache_conversations", int)):
+                       ("cache_conversations", int), ("lock_timeout", float)):
         value = pick(name, cast)
         if value is not None:
             kwargs[name] = cast(value)

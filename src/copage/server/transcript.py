@@ -138,28 +138,40 @@ class PostgresIndex:
     """The index as a table in the store's PostgreSQL schema (own connection)."""
 
     def __init__(self, dsn: str, schema: str | None) -> None:
-        import psycopg
-        from psycopg import sql
-
         self._mutex = threading.Lock()
         self._dsn, self._schema = dsn, schema
-        self._conn: Any = psycopg.connect(dsn, autocommit=True)
-        # Heads are a lookup aid written after the store's (durable) commit; a crash
-        # between the two already loses a head, so waiting for a WAL flush here (a
-        # second fsync per turn) buys nothing. A lost head only means a transparent
-        # client's next request starts a new conversation.
-        self._conn.execute("SET synchronous_commit = off")
-        if schema:
-            self._conn.execute(sql.SQL("SET search_path TO {}").format(sql.Identifier(schema)))
+        self._conn: Any = self._connect()
         with self._conn.transaction():
             self._conn.execute("SELECT pg_advisory_xact_lock(7165427890123)")
             for stmt in _CREATE:
                 self._conn.execute(stmt)
 
+    def _connect(self) -> Any:
+        import psycopg
+        from psycopg import sql
+
+        conn = psycopg.connect(self._dsn, autocommit=True)
+        # Heads are a lookup aid written after the store's (durable) commit; a crash
+        # between the two already loses a head, so waiting for a WAL flush here (a
+        # second fsync per turn) buys nothing. A lost head only means a transparent
+        # client's next request starts a new conversation.
+        conn.execute("SET synchronous_commit = off")
+        if self._schema:
+            conn.execute(sql.SQL("SET search_path TO {}").format(sql.Identifier(self._schema)))
+        return conn
+
+    def _live(self) -> Any:
+        """The connection, replaced by a new one if it broke (server restart, network); call
+        with the mutex held."""
+        if self._conn.broken:
+            self._conn.close()
+            self._conn = self._connect()
+        return self._conn
+
     def find(self, tenant: str, heads: Sequence[str]) -> Match | None:
         wanted = sorted({h for h in heads if h})
         with self._mutex:
-            rows = self._conn.execute(
+            rows = self._live().execute(
                 "SELECT conversation_id, head FROM copage_proxy_heads "
                 "WHERE tenant = %s AND head = ANY(%s)", (tenant, wanted),
             ).fetchall()
@@ -167,7 +179,7 @@ class PostgresIndex:
 
     def put(self, tenant: str, conversation_id: str, head: str) -> None:
         with self._mutex:
-            self._conn.execute(_UPSERT.format(p="%s"), (tenant, conversation_id, head))
+            self._live().execute(_UPSERT.format(p="%s"), (tenant, conversation_id, head))
 
     def close(self) -> None:
         with self._mutex:

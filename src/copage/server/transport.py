@@ -22,7 +22,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from copage.llm.errors import ModelTimeout, UpstreamError
+from copage.llm.errors import ModelTimeout, UpstreamError, safe_url
 from copage.llm.guard import is_loopback
 
 PROVIDER = "upstream"
@@ -61,9 +61,9 @@ class HttpxTransport:
         try:
             r = await self.client.post(url, content=content, headers=dict(headers))
         except httpx.TimeoutException:
-            raise ModelTimeout(PROVIDER, f"POST {url} timed out") from None
+            raise ModelTimeout(PROVIDER, "POST to the upstream timed out") from None
         except httpx.HTTPError as e:
-            raise UpstreamError(PROVIDER, f"POST {url} failed ({type(e).__name__})") from None
+            raise UpstreamError(PROVIDER, f"POST to the upstream failed ({type(e).__name__})") from None
         return RawResponse(r.status_code, {k.lower(): v for k, v in r.headers.items()},
                            r.content)
 
@@ -81,7 +81,8 @@ class LoopbackTransport:
     def __init__(self, base_url: str, timeout: float) -> None:
         parts = urlsplit(base_url)
         if parts.scheme != "http" or not is_loopback(parts.hostname or ""):
-            raise ValueError(f"LoopbackTransport needs an http:// loopback URL, got {base_url!r}")
+            raise ValueError("LoopbackTransport needs an http:// loopback URL, got "
+                             f"{safe_url(base_url)!r}")
         self.host, self.port = parts.hostname or "127.0.0.1", parts.port or 80
         self.netloc, self.timeout = parts.netloc, timeout
         self._idle: list[_Conn] = []
@@ -108,9 +109,9 @@ class LoopbackTransport:
                 assert reply is not None
                 return reply
         except TimeoutError:
-            raise ModelTimeout(PROVIDER, f"POST {url} timed out after {self.timeout}s") from None
+            raise ModelTimeout(PROVIDER, f"POST to the upstream timed out after {self.timeout}s") from None
         except (OSError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, ValueError) as e:
-            raise UpstreamError(PROVIDER, f"POST {url} failed ({type(e).__name__})") from None
+            raise UpstreamError(PROVIDER, f"POST to the upstream failed ({type(e).__name__})") from None
 
     async def _exchange(self, conn: _Conn, request: bytes, *, reused: bool) -> RawResponse | None:
         """Send and read one reply; None if a reused connection was closed before replying."""

@@ -46,7 +46,9 @@ class MemoryStore:
     def __init__(self) -> None:
         self._convs: dict[tuple[str, str], _Conv] = {}
         self._mutex = threading.RLock()
-        self._locks: dict[tuple[str, str], threading.Lock] = {}
+        #: Per-conversation lock and how many holders or waiters use it; an entry is
+        #: dropped when unused and its conversation absent (deleted or never created).
+        self._locks: dict[tuple[str, str], list[Any]] = {}
 
     def _get(self, conversation_id: str, tenant: str) -> _Conv:
         conv = self._convs.get((tenant, conversation_id))
@@ -180,27 +182,50 @@ class MemoryStore:
         with self._mutex:
             self._get(conversation_id, tenant)
             del self._convs[(tenant, conversation_id)]
+            entry = self._locks.get((tenant, conversation_id))
+            if entry is not None and entry[1] == 0:
+                del self._locks[(tenant, conversation_id)]
+
+    def _use_lock(self, key: tuple[str, str]) -> threading.Lock:
+        with self._mutex:
+            entry = self._locks.setdefault(key, [threading.Lock(), 0])
+            entry[1] += 1
+            lk: threading.Lock = entry[0]
+            return lk
+
+    def _unuse_lock(self, key: tuple[str, str]) -> None:
+        with self._mutex:
+            entry = self._locks[key]
+            entry[1] -= 1
+            if entry[1] == 0 and key not in self._convs:
+                del self._locks[key]
 
     @contextmanager
     def lock(self, conversation_id: str, *, tenant: str = "default") -> Iterator[None]:
         """Exclusive lock on one conversation (threads of this process)."""
-        with self._mutex:
-            lk = self._locks.setdefault((tenant, conversation_id), threading.Lock())
-        with lk:
-            yield
+        key = (tenant, conversation_id)
+        lk = self._use_lock(key)
+        try:
+            with lk:
+                yield
+        finally:
+            self._unuse_lock(key)
 
     @contextmanager
     def try_lock(self, conversation_id: str, *, tenant: str = "default") -> Iterator[bool]:
         """Like :meth:`lock` without waiting: yields True if taken (held for the block)."""
-        with self._mutex:
-            lk = self._locks.setdefault((tenant, conversation_id), threading.Lock())
-        if not lk.acquire(blocking=False):
-            yield False
-            return
+        key = (tenant, conversation_id)
+        lk = self._use_lock(key)
         try:
-            yield True
+            if not lk.acquire(blocking=False):
+                yield False
+                return
+            try:
+                yield True
+            finally:
+                lk.release()
         finally:
-            lk.release()
+            self._unuse_lock(key)
 
     def close(self) -> None:
         """Nothing to release; the data stays until the object is dropped."""

@@ -84,7 +84,7 @@ class QueryPolicy(EvictionPolicy):
 
     def load_state(self, state: JSON) -> None:
         """Restore query, texts (re-indexed) and shadows."""
-        for pid, text in state["texts"].items():
+        for pid, text in state.get("texts", {}).items():
             self.set_page_text(str(pid), str(text))
         self.set_query(state["query"])
         self.predicted.load_state(state["predicted"])
