@@ -12,7 +12,7 @@ from typing import Any
 from copage.core.config import PagerConfig
 from copage.core.pager import Context, Pager, RecallResult
 from copage.core.types import Bookmark, Page, PageId, ToolCall, Turn
-from copage.stores.base import PageStore
+from copage.stores.base import ConversationNotFound, PageStore
 
 ROLES = ("user", "assistant", "tool", "system")
 _SETTINGS = ("boundary", "policy", "resident_pages", "resident_tokens", "keywords",
@@ -47,6 +47,8 @@ class PagedMemory:
         config: a full :class:`PagerConfig` instead of the individual settings.
         future: the future access sequence, only for the ``belady`` oracle.
         clock: time source for stored timestamps (``time.time``).
+        create: False to only open an existing conversation (``ConversationNotFound``
+            if it is absent) instead of creating it.
         **settings: any :class:`PagerConfig` field (``boundary``, ``policy``,
             ``resident_pages`` or ``resident_tokens``, ``keywords``, ``n_keywords``,
             ``bookmark_format``, ...).
@@ -56,7 +58,7 @@ class PagedMemory:
         self, *, store: PageStore | str | None = None, conversation_id: str | None = None,
         tenant: str = "default", config: PagerConfig | None = None,
         future: Sequence[PageId] | None = None, clock: Callable[[], float] = time.time,
-        **settings: Any,
+        create: bool = True, **settings: Any,
     ) -> None:
         from copage.stores import open_store
 
@@ -73,6 +75,9 @@ class PagedMemory:
         self._future = future
         if self.store.exists(self.conversation_id, tenant=tenant):
             self._load(expect=config)
+        elif not create:
+            raise ConversationNotFound(
+                f"conversation {self.conversation_id!r} of tenant {tenant!r} not found")
         else:
             self.pager = Pager(config or PagerConfig(), future=future)
             self.store.create_conversation(

@@ -50,6 +50,20 @@ def test_parse_retry_after() -> None:
     assert parse_retry_after({"retry-after": "soon"}) is None and parse_retry_after({}) is None
 
 
+@pytest.mark.parametrize("headers, expected", [
+    ({"Retry-After": "inf"}, None), ({"Retry-After": "nan"}, None),
+    ({"retry-after-ms": "1e400"}, None), ({"retry-after-ms": "inf", "retry-after": "4"}, 4.0),
+    ({"Retry-After": "1e300"}, 86400.0), ({"Retry-After": "-3"}, 0.0),
+])
+def test_parse_retry_after_rejects_non_finite_and_clamps(
+    headers: dict[str, str], expected: float | None,
+) -> None:
+    value = parse_retry_after(headers)
+    assert value == expected
+    if value is not None:
+        int(value)  # the proxy's error handler turns it into a header
+
+
 async def test_retry_loop(sleeps: Sleeps) -> None:
     tries = 0
 

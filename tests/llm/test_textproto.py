@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 
@@ -152,3 +153,24 @@ async def test_spec_option_selects_text_protocol() -> None:
         ChatRequest(({"role": "user", "content": "q"},), tools=(RECALL_TOOL,), tool_choice="none")
     )
     assert plain.tool_calls == () and plain.text == "RECALL p1"
+
+
+@pytest.mark.parametrize("text", [
+    "RECALL" + " " * 8000 + "x", "TOOL" + " " * 8000 + "x", "recall" + " " * 8000 + "x",
+    "RECALL" + "\n " * 4000 + "x", "recall(" + "a" * 20000 + ")", '{"a' * 30000,
+    "CALL:" + " " * 8000 + "recall" + " " * 8000,
+])
+def test_pathological_replies_parse_in_linear_time(text: str) -> None:
+    """A guard against catastrophic backtracking: normal parses take well under 10 ms."""
+    start = time.perf_counter()
+    parse_reply(text, TOOLS)
+    assert time.perf_counter() - start < 0.2
+
+
+def test_calls_beyond_the_scan_limit_stay_text() -> None:
+    from copage.llm.textproto import MAX_SCAN
+
+    text = "RECALL p2\n" + "x " * MAX_SCAN + "\nRECALL p5"
+    parsed = parse_reply(text, TOOLS)
+    assert [json.loads(c.arguments) for c in parsed.tool_calls] == [{"page": "p2"}]
+    assert parsed.text.endswith("RECALL p5")

@@ -37,7 +37,11 @@ from copage.stores.base import ChangeSet, Event, PageRecord
 CORPUS_EXTRACTORS = frozenset({"tfidf", "discriminative"})
 # Extractors known to ignore the corpus: the pager skips its upkeep for them.
 NO_CORPUS_EXTRACTORS = frozenset({"random", "heuristic", "generic"})
-_PAGE_ARG = re.compile(r"\[?\s*(?:page\s*)?p?\s*(\d+)\s*(?:[:\]].*)?\Z", re.IGNORECASE | re.DOTALL)
+# At most 9 digits: int() refuses strings over 4300 digits, and no conversation has a
+# billion pages. Each optional part starts with a letter, so runs of spaces cannot be
+# split between two ``\s*`` in many ways (no quadratic backtracking).
+_PAGE_ARG = re.compile(r"\[?\s*(?:page\s*)?(?:p\s*)?(\d{1,9})\s*(?:[:\]].*)?\Z",
+                       re.IGNORECASE | re.DOTALL)
 
 
 def parse_page_arg(value: object) -> int | None:

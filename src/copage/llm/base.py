@@ -18,6 +18,7 @@ from copage.llm.errors import (
     UpstreamError,
     error_for_status,
     redact,
+    safe_url,
 )
 from copage.llm.guard import check_url, is_loopback
 from copage.llm.retry import RetryPolicy, Sleep, call_with_retries, parse_retry_after

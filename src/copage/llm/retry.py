@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import email.utils
 import logging
+import math
 import random
 import time
 from collections.abc import Awaitable, Callable, Mapping
@@ -22,6 +23,8 @@ T = TypeVar("T")
 log = logging.getLogger("copage.llm")
 
 Sleep = Callable[[float], Awaitable[None]]
+#: Largest ``Retry-After`` hint taken at face value (one day), in seconds.
+MAX_RETRY_AFTER = 86400.0
 
 
 @dataclass(frozen=True)
@@ -55,28 +58,42 @@ class RetryPolicy:
 
 
 def parse_retry_after(headers: Mapping[str, str] | None) -> float | None:
-    """Seconds from ``retry-after-ms`` / ``Retry-After`` (seconds or HTTP date), if any."""
+    """Seconds from ``retry-after-ms`` / ``Retry-After`` (seconds or HTTP date), if any.
+
+    Values that are not finite numbers (``inf``, ``nan``, ``1e400``) are ignored and
+    the rest clamped to ``0..MAX_RETRY_AFTER``: the hint comes from the network.
+    """
     if not headers:
         return None
     lower = {k.lower(): v for k, v in headers.items()}
-    ms = lower.get("retry-after-ms")
+    ms = _finite(lower.get("retry-after-ms"))
     if ms is not None:
-        try:
-            return max(0.0, float(ms) / 1000.0)
-        except ValueError:
-            pass
+        return _clamp(ms / 1000.0)
     value = lower.get("retry-after")
     if value is None:
         return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
+    seconds = _finite(value)
+    if seconds is not None:
+        return _clamp(seconds)
     try:
         when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         return None
-    return max(0.0, when.timestamp() - time.time())
+    return _clamp(when.timestamp() - time.time())
+
+
+def _finite(value: str | None) -> float | None:
+    if value is None:
+        return None
+    try:
+        x = float(value)
+    except ValueError:
+        return None
+    return x if math.isfinite(x) else None
+
+
+def _clamp(seconds: float) -> float:
+    return min(max(0.0, seconds), MAX_RETRY_AFTER)
 
 
 async def call_with_retries(fn: Callable[[], Awaitable[T]], policy: RetryPolicy) -> T:

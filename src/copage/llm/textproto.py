@@ -22,6 +22,11 @@ from copage.llm.types import ToolSpec
 
 _DECODER = json.JSONDecoder()
 _PAGEISH = re.compile(r"(?i)p?\d+")
+# ``\b`` first: without it a long word is rescanned from each of its letters.
+_PAIR = re.compile(r"\b(\w+)\s*[=:]\s*(\"[^\"]*\"|'[^']*'|[^,\s]+)")
+#: Replies are scanned for calls up to this many characters (the rest stays text):
+#: the JSON pass tries a decode at every ``{``, so its cost grows with the square.
+MAX_SCAN = 20_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,7 +134,7 @@ def _call_args(info: ToolInfo, inner: str) -> dict[str, Any] | None:
         except json.JSONDecodeError:
             return None
         return obj if isinstance(obj, dict) else None
-    pairs = re.findall(r"(\w+)\s*[=:]\s*(\"[^\"]*\"|'[^']*'|[^,\s]+)", inner)
+    pairs = _PAIR.findall(inner)
     if pairs:
         return {k: _unquote(v)[0] for k, v in pairs}
     return _single(info, inner)
@@ -157,7 +162,7 @@ def parse_reply(text: str, tools: Sequence[ToolSpec]) -> ParsedReply:
     infos = tool_infos(tools)
     if not infos or not text:
         return ParsedReply(text, ())
-    work = text.replace("`", " ")
+    work = text[:MAX_SCAN].replace("`", " ")
     found: list[tuple[int, int, str, dict[str, Any]]] = []
 
     def take(start: int, end: int, name: str, args: dict[str, Any] | None) -> None:
@@ -167,7 +172,7 @@ def parse_reply(text: str, tools: Sequence[ToolSpec]) -> ParsedReply:
             work = work[:start] + " " * (end - start) + work[end:]
 
     names = "|".join(re.escape(n) for n in sorted(infos, key=len, reverse=True))
-    for m in list(re.finditer(rf"(?im)\b(?:TOOL|CALL)\s*:?\s*({names})\b[ \t]*", work)):
+    for m in list(re.finditer(rf"(?im)\b(?:TOOL|CALL)\s*(?::\s*)?({names})\b[ \t]*", work)):
         info, rest = infos[m.group(1).lower()], work[m.end() :]
         if rest.startswith("{"):
             try:
@@ -190,11 +195,11 @@ def parse_reply(text: str, tools: Sequence[ToolSpec]) -> ParsedReply:
         info = infos[m.group(1).lower()]
         take(m.start(), m.end(), info.name, _call_args(info, m.group(2)))
     value = r"(\"[^\"\n]+\"|'[^'\n]+'|[pP]?\d+)"
-    for m in list(re.finditer(rf"(?im)^[^\w\n]*({names})\s*[:=\-]?\s*{value}[^\w\n]*$", work)):
+    for m in list(re.finditer(rf"(?im)^[^\w\n]*({names})\s*(?:[:=\-]\s*)?{value}[^\w\n]*$", work)):
         info = infos[m.group(1).lower()]
         take(m.start(), m.end(), info.name, _single(info, m.group(2)))
     upper = "|".join(re.escape(i.name.upper()) for i in infos.values())
-    for m in list(re.finditer(rf"\b({upper})\b\s*:?\s*{value}", work)):
+    for m in list(re.finditer(rf"\b({upper})\b\s*(?::\s*)?{value}", work)):
         info = infos[m.group(1).lower()]
         take(m.start(), m.end(), info.name, _single(info, m.group(2)))
 
@@ -206,5 +211,6 @@ def parse_reply(text: str, tools: Sequence[ToolSpec]) -> ParsedReply:
     )
     if not calls:
         return ParsedReply(text, ())
+    work += text[MAX_SCAN:].replace("`", " ")
     rest = "\n".join(line.rstrip() for line in work.split("\n") if line.strip())
     return ParsedReply(rest.strip(), calls)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
@@ -161,7 +162,7 @@ async def ui_page(request: Request) -> Response:
 async def ui_conversations(request: Request) -> Response:
     state: ProxyState = request.app.state.proxy
     tenant = _tenant(request)
-    rows = await state.service._run(inspector.conversations, state.store, tenant)
+    rows = await state.service._run(inspector.conversations, state.store, tenant, time.time())
     return JSONResponse({"tenant": tenant, "conversations": rows})
 
 

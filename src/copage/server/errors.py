@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from copage.llm.errors import (
@@ -12,6 +13,7 @@ from copage.llm.errors import (
     RequestRejected,
     redact,
 )
+from copage.llm.retry import MAX_RETRY_AFTER
 
 
 class ProxyError(Exception):
@@ -45,7 +47,9 @@ def from_model_error(exc: ModelError) -> ProxyError:
     if isinstance(exc, ModelTimeout):
         return ProxyError(504, msg, type="upstream_error", code="upstream_timeout")
     if isinstance(exc, RateLimited):
-        headers = {"retry-after": str(int(exc.retry_after))} if exc.retry_after else {}
+        wait = exc.retry_after or 0.0  # non-finite hints (a hostile upstream) are dropped
+        headers = ({"retry-after": str(int(min(wait, MAX_RETRY_AFTER)))}
+                   if math.isfinite(wait) and wait > 0 else {})
         return ProxyError(429, msg, type="rate_limit_error", code="rate_limit_exceeded",
                           headers=headers)
     if isinstance(exc, AuthError):

@@ -15,9 +15,21 @@ from copage.stores.base import PageStore
 PREVIEW = 160
 
 
-def conversations(store: PageStore, tenant: str) -> list[dict[str, Any]]:
-    """The tenant's conversations, most recently updated first."""
-    infos = sorted(store.list_conversations(tenant=tenant), key=lambda c: -c.updated_at)
+#: Seconds after which a conversation with no turn is hidden from the list.
+EMPTY_HIDDEN_AFTER = 300.0
+
+
+def conversations(store: PageStore, tenant: str, now: float | None = None) -> list[dict[str, Any]]:
+    """The tenant's conversations, most recently updated first.
+
+    With ``now``, conversations with no turn created over :data:`EMPTY_HIDDEN_AFTER`
+    seconds before are left out: the proxy creates a conversation's row when its
+    first turn starts, so a worker killed during that turn leaves an empty one.
+    """
+    infos = [c for c in store.list_conversations(tenant=tenant)
+             if not (now is not None and c.turns == 0
+                     and now - c.created_at > EMPTY_HIDDEN_AFTER)]
+    infos.sort(key=lambda c: -c.updated_at)
     return [{"id": c.id, "turns": c.turns, "pages": c.pages, "created_at": c.created_at,
              "updated_at": c.updated_at} for c in infos]
 
@@ -28,7 +40,9 @@ def conversation(store: PageStore, tenant: str, conversation_id: str) -> dict[st
     Raises ``ConversationNotFound`` when the tenant has no such conversation.
     """
     events = store.events(conversation_id, tenant=tenant)
-    mem = PagedMemory(store=store, conversation_id=conversation_id, tenant=tenant)
+    # Read-only: a conversation deleted meanwhile is not found, never re-created.
+    mem = PagedMemory(store=store, conversation_id=conversation_id, tenant=tenant,
+                      create=False)
     resident = set(mem.resident)
     accesses: dict[int, int] = defaultdict(int)
     faults: dict[int, int] = defaultdict(int)

@@ -130,7 +130,7 @@ class ProxyService:
     async def _find(self, tenant: str, heads: list[str]) -> Any:
         try:
             return await self._run(self.index.find, tenant, heads)
-        except Exception as e:
+        except Exception as e:  # noqa: BLE001 - any backend's failure: 503, not 500
             log.error("transcript index lookup failed (%s)", type(e).__name__)
             raise ProxyError(503, "the conversation index is unavailable", type="server_error",
                              code="index_error") from None
@@ -179,10 +179,11 @@ class ProxyService:
         deadline = loop.time() + self.lock_timeout
         pause = POLL_FIRST
         while True:
-            lock = self.store.try_lock(cid, tenant=tenant)
-            if await self._enter(lock):
-                return lock
-            lock.__exit__(None, None, None)  # not taken: only closes a file or returns a conn
+            attempt: AbstractContextManager[bool] = self.store.try_lock(
+                cid, tenant=tenant)
+            if await self._enter(attempt):
+                return attempt
+            attempt.__exit__(None, None, None)  # not taken: closes a file or returns a conn
             left = deadline - loop.time()
             if left <= 0:
                 self.metrics.inc("copage_lock_timeouts_total")
@@ -325,14 +326,14 @@ class ProxyService:
         try:
             try:
                 self.index.put(tenant, cid, head)
-            except Exception as e:
+            except Exception as e:  # noqa: BLE001 - the turn is committed: acknowledge it
                 self.metrics.inc("copage_index_errors_total")
                 log.warning("transcript index update failed after a committed turn (%s); "
                             "the conversation's next request may not be recognised",
                             type(e).__name__)
             try:
                 self.cache.put(prep.mem)  # only now: a failed turn never leaves it cached
-            except Exception as e:
+            except Exception as e:  # noqa: BLE001 - as above
                 log.warning("conversation cache update failed (%s)", type(e).__name__)
         finally:
             prep.lock.__exit__(None, None, None)

@@ -40,11 +40,24 @@ class GeneratorsExperiment:
 
     def run(self, ctx: BenchContext) -> ExperimentResult:
         """fixed_10 (Table 13) and fixed_5 (Appendix B) cells per generator."""
-        names, notes = generator_names(ctx.model is not None)
-        cells = [fixed_cell(ctx, boundary=b, keywords=k) for b in ("fixed_10", "fixed_5")
-                 for k in names]
-        cells = list(dict.fromkeys(cells))
-        rows, mnotes = study(ctx, self.name, cells)
+        added: list[str] = []
+        if ctx.model is not None:
+            # The LLM generators call the answering model (through the response cache);
+            # they are registered for this run only.
+            from copage.eval.experiments.common import cached
+            from copage.llmkeywords import register_llm_extractors
+
+            added = [n for n in LLM if n not in EXTRACTORS]
+            register_llm_extractors(cached(ctx.model, ctx.options))
+        try:
+            names, notes = generator_names(ctx.model is not None)
+            cells = [fixed_cell(ctx, boundary=b, keywords=k) for b in ("fixed_10", "fixed_5")
+                     for k in names]
+            cells = list(dict.fromkeys(cells))
+            rows, mnotes = study(ctx, self.name, cells)
+        finally:
+            for name in added:
+                EXTRACTORS.unregister(name)
         return ExperimentResult(self.name, {"generators": rows}, [], notes + mnotes)
 
 

@@ -1,7 +1,7 @@
 """The experiments of ``copage bench`` by name, imported only when chosen.
 
 ``main`` and ``judges`` live in their own modules; ``nll`` comes from
-:mod:`copage.eval.nll` when installed. A module that cannot be imported yields an
+:mod:`copage.eval.nll.experiment` when installed. A module that cannot be imported yields an
 :class:`Unavailable` experiment that reports "not available" instead of crashing.
 """
 
@@ -27,7 +27,7 @@ _MODULES: dict[str, str] = {
     "generators": "copage.eval.experiments.generators",
     "selection": "copage.eval.experiments.selection",
     "failures": "copage.eval.experiments.failures",
-    "nll": "copage.eval.nll",
+    "nll": "copage.eval.nll.experiment",
 }
 
 

@@ -6,7 +6,7 @@ from dataclasses import asdict
 
 from copage.eval.experiments.base import BenchContext, ExperimentResult
 from copage.eval.nll.metrics import DEFAULT_WINDOW
-from copage.eval.nll.run import DEFAULT_MAX_TOKENS, run_nll
+from copage.eval.nll.run import DEFAULT_MAX_TOKENS, NllError, run_nll
 
 
 class NllExperiment:
@@ -24,11 +24,14 @@ class NllExperiment:
         """Run with ``ctx.model``; write under ``ctx.out / "nll"``."""
         if ctx.model is None:
             raise ValueError("the nll experiment needs a model (--model)")
-        result = run_nll(
-            ctx.model, ctx.out / self.name,
-            int(ctx.options.get("nll_window", DEFAULT_WINDOW)),
-            max_tokens=int(ctx.options.get("nll_max_tokens", DEFAULT_MAX_TOKENS)),
-        )
+        try:
+            result = run_nll(
+                ctx.model, ctx.out / self.name,
+                int(ctx.options.get("nll_window", DEFAULT_WINDOW)),
+                max_tokens=int(ctx.options.get("nll_max_tokens", DEFAULT_MAX_TOKENS)),
+            )
+        except NllError as e:  # e.g. a model without logprobs: the other experiments go on
+            return ExperimentResult(name=self.name, notes=[f"nll not run: {e}"])
         summary = {"model": result.model, "window": result.window, **asdict(result.summary)}
         return ExperimentResult(
             name=self.name,
