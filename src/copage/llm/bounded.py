@@ -7,26 +7,20 @@ import weakref
 from collections.abc import AsyncIterator
 
 from copage.llm.types import ChatModel, ChatRequest, ChatResponse, StreamEvent, stream
+from copage.llm.wrapper import ModelWrapper
 
 
-class BoundedModel:
+class BoundedModel(ModelWrapper):
     """Lets at most ``max_concurrency`` calls reach ``inner`` at once (one semaphore per loop)."""
 
     def __init__(self, inner: ChatModel, max_concurrency: int) -> None:
         if max_concurrency < 1:
             raise ValueError(f"max_concurrency must be >= 1, got {max_concurrency}")
-        self.inner, self.max_concurrency = inner, max_concurrency
+        super().__init__(inner)
+        self.max_concurrency = max_concurrency
         self._sems: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore] = (
             weakref.WeakKeyDictionary()
         )
-
-    @property
-    def name(self) -> str:
-        return self.inner.name
-
-    @property
-    def spec(self) -> str:
-        return self.inner.spec
 
     def __repr__(self) -> str:
         return f"BoundedModel({self.inner!r}, {self.max_concurrency})"

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from copage.llm.types import ChatModel, ChatRequest, ChatResponse, StreamEvent, fallback_stream
 from copage.llm.types import stream as stream_of
+from copage.llm.wrapper import ModelWrapper
 
 ENV_DIR = "COPAGE_CACHE_DIR"
 
@@ -96,22 +97,15 @@ class ResponseCache:
             self._db.close()
 
 
-class CachedModel:
+class CachedModel(ModelWrapper):
     """Serves repeated identical requests from a :class:`ResponseCache`.
 
     Set ``enabled = False`` to bypass the cache (nothing read or written).
     """
 
     def __init__(self, inner: ChatModel, cache: ResponseCache, *, enabled: bool = True) -> None:
-        self.inner, self.cache, self.enabled = inner, cache, enabled
-
-    @property
-    def name(self) -> str:
-        return self.inner.name
-
-    @property
-    def spec(self) -> str:
-        return self.inner.spec
+        super().__init__(inner)
+        self.cache, self.enabled = cache, enabled
 
     def __repr__(self) -> str:
         return f"CachedModel({self.inner!r}, {self.cache!r})"

@@ -6,6 +6,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
 from copage.llm.types import ChatModel, ChatRequest, ChatResponse, StreamEvent, stream
+from copage.llm.wrapper import ModelWrapper
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,19 +61,12 @@ class UsageMeter:
         )
 
 
-class MeteredModel:
+class MeteredModel(ModelWrapper):
     """Wraps a model and records every response in a :class:`UsageMeter`."""
 
     def __init__(self, inner: ChatModel, meter: UsageMeter) -> None:
-        self.inner, self.meter = inner, meter
-
-    @property
-    def name(self) -> str:
-        return self.inner.name
-
-    @property
-    def spec(self) -> str:
-        return self.inner.spec
+        super().__init__(inner)
+        self.meter = meter
 
     def __repr__(self) -> str:
         return f"MeteredModel({self.inner!r})"

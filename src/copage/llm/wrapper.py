@@ -1,0 +1,20 @@
+"""The shared base of model wrappers (cache, meter, concurrency bound)."""
+
+from __future__ import annotations
+
+from copage.llm.types import ChatModel
+
+
+class ModelWrapper:
+    """Wraps ``inner`` and passes its ``name`` and ``spec`` through."""
+
+    def __init__(self, inner: ChatModel) -> None:
+        self.inner = inner
+
+    @property
+    def name(self) -> str:
+        return self.inner.name
+
+    @property
+    def spec(self) -> str:
+        return self.inner.spec
