@@ -14,7 +14,8 @@ from typing import Any
 
 from copage.llm.messages import call_names, text_of, tool_calls_of
 from copage.llm.textproto import format_call, parse_reply, render_tools
-from copage.llm.types import ChatModel, ChatRequest, ChatResponse, Message
+from copage.llm.types import ChatRequest, ChatResponse, Message
+from copage.llm.wrapper import ModelWrapper
 
 
 def to_text_messages(messages: Sequence[Message], tools: Sequence[Any]) -> list[dict[str, Any]]:
@@ -46,15 +47,8 @@ def to_text_messages(messages: Sequence[Message], tools: Sequence[Any]) -> list[
     return out
 
 
-class TextProtocolModel:
+class TextProtocolModel(ModelWrapper):
     """Wraps a text-only model so it accepts tools and returns tool calls."""
-
-    def __init__(self, inner: ChatModel) -> None:
-        self.inner = inner
-
-    @property
-    def name(self) -> str:
-        return self.inner.name
 
     @property
     def spec(self) -> str:

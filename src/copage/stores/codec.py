@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from copage.core.types import Bookmark, ToolCall, Turn
-from copage.stores.base import StoreError
+from copage.stores.base import ChangeSet, StoreError
 
 
 class CorruptRow(StoreError):
@@ -114,3 +115,27 @@ def _object(value: Any, where: str) -> dict[str, Any]:
 
 def _opt_str(value: Any) -> str | None:
     return None if value is None else str(value)
+
+
+@dataclass(frozen=True, slots=True)
+class EncodedChange:
+    """A :class:`ChangeSet` as the rows every store writes (JSON text, before any keys)."""
+
+    turns: list[tuple[int, str]]  # (seq, turn JSON)
+    bookmarks: list[tuple[int, str]]  # (page index, bookmark JSON)
+    events: list[tuple[int, int, str, int | None, str]]  # (seq, turn seq, kind, page, detail)
+    state: str | None
+
+
+def encode_change(change: ChangeSet, name: str) -> EncodedChange:
+    """Serialise a change once, with errors naming the conversation (``name``)."""
+    return EncodedChange(
+        turns=[(s, turn_to_json(t)) for s, t in change.turns],
+        bookmarks=[(i, bookmark_to_json(b)) for i, b in change.bookmarks],
+        events=[
+            (e.seq, e.turn_seq, e.kind, e.page_index,
+             dumps(dict(e.detail), f"event {e.seq} of {name}"))
+            for e in change.events
+        ],
+        state=None if change.state is None else dumps(dict(change.state), f"state of {name}"),
+    )

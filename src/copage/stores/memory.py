@@ -115,23 +115,11 @@ class MemoryStore:
     ) -> int:
         """Apply ``change`` atomically; return the new version."""
         name = where(conversation_id, tenant)
-        turns = [codec.turn_to_json(t) for _, t in change.turns]
-        bms = [(i, codec.bookmark_to_json(b)) for i, b in change.bookmarks]
-        events = [
-            (
-                e.seq,
-                (
-                    e.turn_seq,
-                    e.kind,
-                    e.page_index,
-                    codec.dumps(dict(e.detail), f"event {e.seq} of {name}"),
-                ),
-            )
-            for e in change.events
-        ]
-        state = (
-            None if change.state is None else codec.dumps(dict(change.state), f"state of {name}")
-        )
+        enc = codec.encode_change(change, name)
+        turns = [j for _, j in enc.turns]
+        bms = enc.bookmarks
+        events = [(seq, (ts, kind, page, detail)) for seq, ts, kind, page, detail in enc.events]
+        state = enc.state
         with self._mutex:
             c = self._get(conversation_id, tenant)
             if expected_version is not None and expected_version != c.version:

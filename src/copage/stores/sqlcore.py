@@ -158,23 +158,12 @@ class SqlStore(ABC):
     ) -> int:
         """Apply ``change`` in one transaction; return the new version."""
         name = where(conversation_id, tenant)
-        turns = [(tenant, conversation_id, s, codec.turn_to_json(t)) for s, t in change.turns]
-        bms = [(tenant, conversation_id, i, codec.bookmark_to_json(b)) for i, b in change.bookmarks]
-        events = [
-            (
-                tenant,
-                conversation_id,
-                e.seq,
-                e.turn_seq,
-                e.kind,
-                e.page_index,
-                codec.dumps(dict(e.detail), f"event {e.seq} of {name}"),
-            )
-            for e in change.events
-        ]
-        state = (
-            None if change.state is None else codec.dumps(dict(change.state), f"state of {name}")
-        )
+        enc = codec.encode_change(change, name)
+        key = (tenant, conversation_id)
+        turns = [(*key, *row) for row in enc.turns]
+        bms = [(*key, *row) for row in enc.bookmarks]
+        events = [(*key, *row) for row in enc.events]
+        state = enc.state
         with self._tx(True) as cur:
             head = self._head(cur, conversation_id, tenant, for_update=True)
             if head is None:
