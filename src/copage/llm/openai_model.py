@@ -26,6 +26,29 @@ from copage.llm.types import ChatRequest, ChatResponse, Message, StreamEvent
 OPENAI_URL = "https://api.openai.com/v1"
 
 
+def chat_fields(model: str, request: ChatRequest, *, null_content: bool) -> dict[str, Any]:
+    """The standard ``/chat/completions`` fields of a request (``extra`` not included);
+    shared by the SDK adapter and the proxy's direct HTTP upstream."""
+    body: dict[str, Any] = {
+        "model": model,
+        "messages": to_openai_messages(request.messages, null_content=null_content),
+    }
+    if request.tools:
+        body["tools"] = [dict(t) for t in request.tools]
+    if request.tool_choice is not None:
+        body["tool_choice"] = request.tool_choice
+    if request.temperature is not None:
+        body["temperature"] = request.temperature
+    if request.max_tokens is not None:
+        body["max_tokens"] = request.max_tokens
+    if request.logprobs:
+        body["logprobs"] = True
+        # llama.cpp's server returns logprobs only when top_logprobs is set too;
+        # OpenAI accepts it (one alternative per token costs nothing extra).
+        body["top_logprobs"] = 1
+    return body
+
+
 def to_openai_messages(messages: Sequence[Message], *, null_content: bool) -> list[dict[str, Any]]:
     """Copy messages for the wire, fixing the content of tool-call-only assistant turns."""
     out = []
@@ -76,24 +99,9 @@ class OpenAIModel(NetworkModel):
 
     def body(self, request: ChatRequest, *, stream: bool = False) -> dict[str, Any]:
         """The keyword arguments sent to ``chat.completions.create``."""
-        kw: dict[str, Any] = {
-            "model": self.model,
-            "messages": to_openai_messages(request.messages, null_content=self.null_content),
-        }
-        if request.tools:
-            kw["tools"] = [dict(t) for t in request.tools]
-        if request.tool_choice is not None:
-            kw["tool_choice"] = request.tool_choice
-        if request.temperature is not None:
-            kw["temperature"] = request.temperature
-        if request.max_tokens is not None:
-            kw["max_tokens"] = request.max_tokens
-        if request.logprobs:
-            kw["logprobs"] = True
-            # llama.cpp's server returns logprobs only when top_logprobs is set too;
-            # OpenAI accepts it (one alternative per token costs nothing extra).
-            if not (request.extra and "top_logprobs" in request.extra):
-                kw["top_logprobs"] = 1
+        kw = chat_fields(self.model, request, null_content=self.null_content)
+        if request.extra and "top_logprobs" in request.extra:
+            kw.pop("top_logprobs", None)  # the caller's value goes in extra_body
         if request.extra:
             kw["extra_body"] = dict(request.extra)
         if stream:

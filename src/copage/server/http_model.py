@@ -19,7 +19,7 @@ from typing import Any
 
 from copage.llm.errors import BadResponse, error_for_status, redact, safe_url
 from copage.llm.guard import check_url
-from copage.llm.openai_model import to_openai_messages
+from copage.llm.openai_model import chat_fields
 from copage.llm.openai_parse import Accumulator
 from copage.llm.retry import RetryPolicy, call_with_retries, parse_retry_after
 from copage.llm.types import ChatRequest, ChatResponse
@@ -30,20 +30,7 @@ PROVIDER = "upstream"
 
 def request_body(model: str, request: ChatRequest) -> dict[str, Any]:
     """The ``/chat/completions`` JSON body (``extra`` fields merged at the top level)."""
-    body: dict[str, Any] = {
-        "model": model, "messages": to_openai_messages(request.messages, null_content=False),
-    }
-    if request.tools:
-        body["tools"] = [dict(t) for t in request.tools]
-    if request.tool_choice is not None:
-        body["tool_choice"] = request.tool_choice
-    if request.temperature is not None:
-        body["temperature"] = request.temperature
-    if request.max_tokens is not None:
-        body["max_tokens"] = request.max_tokens
-    if request.logprobs:
-        body["logprobs"] = True
-        body.setdefault("top_logprobs", 1)
+    body = chat_fields(model, request, null_content=False)
     if request.extra:
         body.update(request.extra)
     return body
