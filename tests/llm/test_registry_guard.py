@@ -97,7 +97,7 @@ async def test_forbidden_host_raises_without_connecting(monkeypatch: pytest.Monk
         t0 = time.perf_counter()
         with pytest.raises(NetworkForbidden, match="forbidden"):
             await m.complete(ChatRequest(USER))
-        assert time.perf_counter() - t0 < 0.5
+        assert time.perf_counter() - t0 < 2.0  # no retry backoff (those sleeps add seconds)
     assert attempts == []
 
 
