@@ -121,40 +121,31 @@ class PostgresStore(SqlStore):
     @contextmanager
     def lock(self, conversation_id: str, *, tenant: str = "default") -> Iterator[None]:
         """Exclusive lock on one conversation (``pg_advisory_lock``), across processes."""
-        key = lock_key(self.schema or "public", tenant, conversation_id)
-        with self._mutex:
-            conn = self._idle_lock_conns.pop() if self._idle_lock_conns else None
-        if conn is None or conn.broken:
-            conn = self._connect(use_schema=False)
-        try:
-            conn.execute("SELECT pg_advisory_lock(%s)", (key,))
-        except psycopg.Error as e:
-            conn.close()
-            raise StoreError(f"cannot take the lock on {conversation_id!r}: {e}") from None
-        try:
+        with self._advisory("pg_advisory_lock", conversation_id, tenant):
             yield
-        finally:
-            try:
-                conn.execute("SELECT pg_advisory_unlock(%s)", (key,))
-                with self._mutex:
-                    self._idle_lock_conns.append(conn)
-            except psycopg.Error:
-                conn.close()  # ending the session releases its advisory locks
 
     @contextmanager
     def try_lock(self, conversation_id: str, *, tenant: str = "default") -> Iterator[bool]:
         """Like :meth:`lock` without waiting (``pg_try_advisory_lock``): yields True if taken."""
+        with self._advisory("pg_try_advisory_lock", conversation_id, tenant) as taken:
+            yield taken
+
+    @contextmanager
+    def _advisory(self, function: str, conversation_id: str, tenant: str) -> Iterator[bool]:
+        """Run ``function`` (``pg_advisory_lock`` or ``pg_try_advisory_lock``) on a lock
+        connection kept for the duration; unlock and return the connection after."""
         key = lock_key(self.schema or "public", tenant, conversation_id)
         with self._mutex:
             conn = self._idle_lock_conns.pop() if self._idle_lock_conns else None
         if conn is None or conn.broken:
             conn = self._connect(use_schema=False)
         try:
-            row = conn.execute("SELECT pg_try_advisory_lock(%s)", (key,)).fetchone()
+            row = conn.execute(f"SELECT {function}(%s)", (key,)).fetchone()
         except psycopg.Error as e:
             conn.close()
             raise StoreError(f"cannot take the lock on {conversation_id!r}: {e}") from None
-        taken = bool(row and row[0])
+        # pg_advisory_lock returns void (NULL): reaching here means it was taken
+        taken = function == "pg_advisory_lock" or bool(row and row[0])
         try:
             yield taken
         finally:
