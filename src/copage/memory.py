@@ -7,16 +7,27 @@ import secrets
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 from copage.core.config import PagerConfig
 from copage.core.pager import Context, Pager, RecallResult
-from copage.core.types import Bookmark, Page, PageId, ToolCall, Turn
+from copage.core.text import content_words
+from copage.core.types import Bookmark, Page, PageId, ToolCall, Turn, page_id
 from copage.stores.base import ConversationNotFound, PageStore
 
 ROLES = ("user", "assistant", "tool", "system")
 _SETTINGS = ("boundary", "policy", "resident_pages", "resident_tokens", "keywords",
              "n_keywords", "bookmark_format", "tokenizer", "tool_name", "recall_by_query")
+
+
+@dataclass(frozen=True, slots=True)
+class SearchHit:
+    """An evicted page matching a query: its id, BM25 score and bookmark."""
+
+    page: PageId
+    score: float
+    bookmark: Bookmark
 
 
 def new_conversation_id() -> str:
@@ -249,6 +260,22 @@ class PagedMemory:
     def bookmarks(self) -> dict[PageId, Bookmark]:
         """Current bookmark of every closed page."""
         return {p.id: self.pager.bookmark(p.id) for p in self.pager.pages}
+
+    def search(self, query: str, limit: int = 5) -> list[SearchHit]:
+        """Evicted pages ranked by BM25 against ``query``, best first (ties: older page).
+
+        Read-only: nothing is paged in (recall a hit for that). Pages sharing no
+        content word with the query are left out, so the list may be empty.
+        """
+        if limit < 1:
+            raise ValueError(f"limit must be >= 1, got {limit}")
+        terms = sorted(set(content_words(query)))
+        if not terms or not self.pager.evicted:
+            return []
+        scores = self.pager.evicted_index.scores(terms)
+        best = sorted((i for i in scores if scores[i] > 0), key=lambda i: (-scores[i], i))
+        return [SearchHit(page_id(i), scores[i], self.pager.bookmark(page_id(i)))
+                for i in best[:limit]]
 
     def stats(self) -> dict[str, Any]:
         """Pages, resident set, faults, hits, bookmark tokens, prompt vs full tokens."""
