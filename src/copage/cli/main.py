@@ -16,7 +16,7 @@ COMMANDS: dict[str, tuple[Callable[[argparse._SubParsersAction[argparse.Argument
 
 
 def _optional_commands() -> None:
-    for name in ("bench", "serve", "nll"):
+    for name in ("bench", "serve", "nll", "mcp"):
         try:
             mod = __import__(f"copage.cli.{name}", fromlist=["add_parser", "run"])
         except ModuleNotFoundError as e:

@@ -1,0 +1,172 @@
+"""What the MCP tools do, as synchronous functions over a :class:`ConversationPool`.
+
+Each returns the text the client's model reads. Bad arguments raise
+:class:`ToolInputError`, whose message tells the model what to send instead; the
+server turns it into an MCP tool error (``isError``), never a crash.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Sequence
+
+from copage.adapters._pool import ConversationPool
+from copage.core import prompt
+from copage.memory import PagedMemory
+from copage.stores.base import ConversationNotFound
+
+MAX_TURNS_PER_CALL = 500
+MAX_TURN_CHARS = 200_000
+MAX_LIMIT = 200
+ROLES = ("user", "assistant")
+_ID = re.compile(r"[\w.:@~-]{1,128}\Z")
+
+
+class ToolInputError(ValueError):
+    """Arguments the tool cannot use; the message is meant for the calling model."""
+
+
+def check_conversation_id(conversation: object) -> str:
+    """The id, or :class:`ToolInputError` (1-128 letters, digits and ``._:@~-``)."""
+    if not isinstance(conversation, str) or not _ID.match(conversation):
+        raise ToolInputError(
+            f"conversation must be an id of 1-128 letters, digits or ._:@~- characters "
+            f"(such as \"trip-planning\"); got {str(conversation)[:60]!r}.")
+    return conversation
+
+
+def unknown_conversation(pool: ConversationPool, tenant: str, conversation: str) -> ToolInputError:
+    known = [c.id for c in sorted(pool.store.list_conversations(tenant=tenant),
+                                  key=lambda c: -c.updated_at)]
+    shown = ", ".join(known[:20]) + (", ..." if len(known) > 20 else "")
+    hint = f" Known conversations: {shown}." if known else " No conversation is stored yet."
+    return ToolInputError(f"unknown conversation {conversation!r}.{hint}")
+
+
+def bookmarks_resource(pool: ConversationPool, tenant: str, conversation: str) -> str:
+    """The bookmarks resource: the evicted pages' bookmarks of one conversation."""
+    cid = check_conversation_id(conversation)
+    try:
+        with pool.use(cid, tenant=tenant) as mem:
+            return bookmarks_text(mem)
+    except ConversationNotFound:
+        raise unknown_conversation(pool, tenant, cid) from None
+
+
+def _counts(mem: PagedMemory) -> str:
+    return (f"{len(mem.turns)} turns, {len(mem.pages)} pages "
+            f"({len(mem.resident)} resident, {len(mem.evicted)} evicted)")
+
+
+def append_turns(pool: ConversationPool, tenant: str, conversation: str,
+                 turns: Sequence[tuple[str, str]]) -> str:
+    """Append ``(role, text)`` turns (one atomic change); creates the conversation."""
+    cid = check_conversation_id(conversation)
+    if not turns:
+        raise ToolInputError("turns is empty: give at least one {\"role\", \"content\"} turn.")
+    if len(turns) > MAX_TURNS_PER_CALL:
+        raise ToolInputError(f"at most {MAX_TURNS_PER_CALL} turns per call; got {len(turns)}. "
+                             "Split them over several calls.")
+    for i, (role, text) in enumerate(turns):
+        if role not in ROLES:
+            raise ToolInputError(f"turn {i}: role must be one of {', '.join(ROLES)}; got {role!r}.")
+        if len(text) > MAX_TURN_CHARS:
+            raise ToolInputError(f"turn {i} is {len(text)} characters; the limit is "
+                                 f"{MAX_TURN_CHARS}.")
+    with pool.use(cid, tenant=tenant, create=True) as mem:
+        before = set(mem.evicted)
+        try:
+            with mem.transaction():
+                for role, text in turns:
+                    mem.add(role, text)
+        except ValueError as e:  # e.g. text that is not valid Unicode: nothing was stored
+            raise ToolInputError(str(e)) from None
+        newly = [p for p in mem.evicted if p not in before]
+        books = mem.bookmarks()
+        out = f"Stored {len(turns)} turn(s) in {cid!r}: now {_counts(mem)}."
+        if newly:
+            out += ("\nPages evicted by this call (recall_page brings one back):\n"
+                    + "\n".join(books[p].text for p in newly))
+    return out
+
+
+def list_bookmarks(pool: ConversationPool, tenant: str, conversation: str,
+                   include_resident: bool = False) -> str:
+    """The bookmark index of a conversation (evicted pages; all pages on request)."""
+    cid = check_conversation_id(conversation)
+    try:
+        with pool.use(cid, tenant=tenant) as mem:
+            return bookmarks_text(mem, include_resident=include_resident)
+    except ConversationNotFound:
+        raise unknown_conversation(pool, tenant, cid) from None
+
+
+def bookmarks_text(mem: PagedMemory, *, include_resident: bool = False) -> str:
+    """The text of :func:`list_bookmarks` (also the bookmarks resource)."""
+    books = mem.bookmarks()
+    head = f"Conversation {mem.conversation_id!r}: {_counts(mem)}."
+    if include_resident:
+        lines = [books[p.id].text + ("  (resident)" if p.id in mem.resident else "")
+                 for p in mem.pages]
+        body = ("Bookmarks of all pages:\n" + "\n".join(lines)) if lines else \
+            "No page is closed yet."
+    else:
+        body = prompt.bookmarks_block([books[p].text for p in mem.evicted])
+    tail = (f"Resident (recent) pages: {', '.join(mem.resident) or 'none'}; "
+            f"{len(mem.pager.open_turns)} turn(s) in the open page.")
+    return f"{head}\n{body}\n{tail}"
+
+
+def recall_page(pool: ConversationPool, tenant: str, conversation: str, page: str) -> str:
+    """The full text of one page (paged in if it was evicted)."""
+    cid = check_conversation_id(conversation)
+    try:
+        with pool.use(cid, tenant=tenant) as mem:
+            result = mem.recall_result(page)
+            if result.status == "error":
+                raise ToolInputError(result.text.removeprefix("error: "))
+            if result.status == "resident" and result.page is not None:
+                # The MCP client holds none of copage's context: give the text anyway.
+                pg = mem.pages[int(result.page[1:]) - 1]
+                return prompt.page_block(pg.id, pg.text)
+            return result.text
+    except ConversationNotFound:
+        raise unknown_conversation(pool, tenant, cid) from None
+
+
+def search_pages(pool: ConversationPool, tenant: str, conversation: str, query: str,
+                 limit: int = 5) -> str:
+    """Evicted pages ranked by BM25 against ``query``: bookmarks and scores, no text."""
+    cid = check_conversation_id(conversation)
+    if not 1 <= limit <= MAX_LIMIT:
+        raise ToolInputError(f"limit must be between 1 and {MAX_LIMIT}; got {limit}.")
+    if not query.strip():
+        raise ToolInputError("query is empty: give a few distinctive words (names, numbers, "
+                             "places) expected on the page.")
+    try:
+        with pool.use(cid, tenant=tenant) as mem:
+            hits = mem.search(query, limit=limit)
+            if not hits:
+                where = "no page is evicted yet" if not mem.evicted else \
+                    "list_bookmarks shows every evicted page"
+                return f"No evicted page of {cid!r} matches {query[:80]!r} ({where})."
+            lines = [f"{h.bookmark.text}  score {h.score:.2f}" for h in hits]
+    except ConversationNotFound:
+        raise unknown_conversation(pool, tenant, cid) from None
+    return (f"Evicted pages of {cid!r} matching {query[:80]!r}, best first:\n"
+            + "\n".join(lines) + "\nCall recall_page with a page id to read the page.")
+
+
+def list_conversations(pool: ConversationPool, tenant: str, limit: int = 50) -> str:
+    """The tenant's conversations, most recently updated first."""
+    if not 1 <= limit <= MAX_LIMIT:
+        raise ToolInputError(f"limit must be between 1 and {MAX_LIMIT}; got {limit}.")
+    infos = sorted(pool.store.list_conversations(tenant=tenant), key=lambda c: -c.updated_at)
+    if not infos:
+        return "No conversation is stored yet (append_turns creates one)."
+    lines = [f"{c.id}: {c.turns} turns, {c.pages} pages, updated "
+             f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime(c.updated_at))}"
+             for c in infos[:limit]]
+    more = f"\n... and {len(infos) - limit} more" if len(infos) > limit else ""
+    return f"{len(infos)} conversation(s), most recent first:\n" + "\n".join(lines) + more
