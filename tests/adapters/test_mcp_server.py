@@ -8,12 +8,12 @@ import pytest
 
 pytest.importorskip("mcp")
 
-from conftest import PAGING, TURNS  # noqa: E402
-from mcp import Client, MCPError  # noqa: E402
-from mcp_helpers import text  # noqa: E402
+from conftest import PAGING, TURNS
+from mcp import Client, MCPError
+from mcp_helpers import text
 
-from copage import PagedMemory, PagerConfig  # noqa: E402
-from copage.adapters.mcp import BOOKMARKS_URI, ConversationPool, create_server  # noqa: E402
+from copage import PagedMemory, PagerConfig
+from copage.adapters.mcp import BOOKMARKS_URI, ConversationPool, create_server
 
 TURN_ARGS = [{"role": r, "content": t} for r, t in TURNS]
 
