@@ -1,0 +1,259 @@
+"""``CopageMiddleware``: paged memory for LangChain v1 ``create_agent``.
+
+The agent's full message history is kept in a :class:`~copage.PagedMemory`; the
+model is sent only the paged view (the system prompt with copage's preamble and
+the bookmarks of evicted pages, the messages of resident pages and of the open
+page) plus the recall tool. Recall calls are served here, inside the model call,
+like the proxy does: they never reach the agent's tool node or its state. A
+reply that mixes recall calls with the application's tool calls pages the pages
+in and returns only the application's calls.
+
+The conversation is the LangGraph thread (``thread_id``) unless a
+``conversation_id`` is given; its history lives in copage's store, so it survives
+a restart with or without a LangGraph checkpointer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest, ModelResponse
+from langchain.agents.middleware.types import ExtendedModelResponse
+from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, SystemMessage, ToolMessage
+from langchain_core.messages import ToolCall as LcToolCall
+from langgraph.runtime import Runtime
+
+from copage.adapters._pool import ConversationPool
+from copage.adapters.langchain.convert import from_turn, to_turn
+from copage.core.config import PagerConfig
+from copage.core.types import ToolCall
+from copage.memory import PagedMemory
+from copage.session.tools import execute, refuse
+from copage.stores.base import PageStore
+
+ConversationId = str | Callable[[Runtime[Any]], str] | None
+
+
+@dataclass(frozen=True, slots=True)
+class _View:
+    system: str
+    messages: list[AnyMessage]
+    tool: dict[str, Any]
+
+
+class CopageMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
+    """Keeps the agent's history in copage's paged memory (see module docstring).
+
+    Args:
+        store: a :class:`PageStore` or store URL (``sqlite:///chat.db``,
+            ``postgresql://...``); in memory when None.
+        conversation_id: a fixed id, or a function of the LangGraph runtime; by
+            default the run's ``thread_id``.
+        tenant: the owner of the conversations in the store.
+        max_recalls: recall calls served per model call; later ones are refused and
+            the model is asked to answer.
+        config: paging settings of new conversations, or give them as keywords
+            (``boundary="fixed_10"``, ``policy="lru"``, ``resident_pages=5``, ...).
+    """
+
+    def __init__(self, store: PageStore | str | None = None, *,
+                 conversation_id: ConversationId = None, tenant: str = "default",
+                 max_recalls: int = 3, config: PagerConfig | None = None,
+                 **settings: Any) -> None:
+        super().__init__()
+        if config is not None and settings:
+            raise ValueError("give either config= or individual settings, not both")
+        if max_recalls < 0:
+            raise ValueError(f"max_recalls must be >= 0, got {max_recalls}")
+        self.pool = ConversationPool(store, config or PagerConfig(**settings))
+        self.conversation_id = conversation_id
+        self.tenant = tenant
+        self.max_recalls = max_recalls
+        self.tools = []
+
+    # ------------------------------------------------------------- memory side
+    def memory(self, conversation_id: str) -> PagedMemory:
+        """The stored conversation (a fresh copy, for inspection)."""
+        return PagedMemory(store=self.pool.store, conversation_id=conversation_id,
+                           tenant=self.tenant, create=False)
+
+    def _conversation(self, runtime: Runtime[Any] | None) -> str:
+        if isinstance(self.conversation_id, str):
+            return self.conversation_id
+        if callable(self.conversation_id):
+            if runtime is None:
+                raise ValueError("conversation_id needs the LangGraph runtime")
+            return self.conversation_id(runtime)
+        info = getattr(runtime, "execution_info", None)
+        thread = getattr(info, "thread_id", None)
+        if not thread:
+            from langgraph.config import get_config
+
+            try:
+                thread = get_config().get("configurable", {}).get("thread_id")
+            except RuntimeError:
+                thread = None
+        if not thread:
+            raise ValueError("CopageMiddleware needs a conversation: pass conversation_id=..., "
+                             "or run the agent with config={'configurable': {'thread_id': ...}}")
+        return str(thread)
+
+    def _ingest(self, mem: PagedMemory, messages: Sequence[BaseMessage]) -> None:
+        """Store the messages the memory does not hold yet, as one change."""
+        known = {t.id for t in mem.pager.turns}
+        new = [m for m in messages if m.id not in known]
+        if not new:
+            return
+        with mem.transaction():
+            for m in new:
+                role, text, meta = to_turn(m)
+                mem.add(role, text, **meta)
+
+    def _prepare(self, cid: str, messages: Sequence[BaseMessage]) -> _View:
+        with self.pool.use(cid, tenant=self.tenant, create=True) as mem:
+            self._ingest(mem, messages)
+            return self._view(mem, messages)
+
+    def _view(self, mem: PagedMemory, messages: Sequence[BaseMessage]) -> _View:
+        ctx = mem.context()
+        by_id = {m.id: m for m in messages if m.id}
+        turns = [t for p in mem.resident for t in mem.pages[int(p[1:]) - 1].turns]
+        turns.extend(mem.pager.open_turns)
+        shown = [by_id.get(t.id) or from_turn(t) for t in turns if t.role != "system"]
+        return _View(str(ctx.messages[0]["content"]), shown, ctx.tools[0])  # type: ignore[arg-type]
+
+    def _serve(self, cid: str, calls: Sequence[LcToolCall], served: int) -> list[ToolMessage]:
+        out = []
+        with self.pool.use(cid, tenant=self.tenant, create=True) as mem:
+            for i, c in enumerate(calls):
+                call = ToolCall(str(c.get("id") or ""), c["name"],
+                                json.dumps(c.get("args") or {}, ensure_ascii=False))
+                text = (refuse(call, self.max_recalls) if served + i >= self.max_recalls
+                        else execute(mem, call))[0]
+                out.append(ToolMessage(content=text, tool_call_id=call.id, name=call.name))
+        return out
+
+    def _record(self, cid: str, messages: Sequence[BaseMessage]) -> None:
+        with self.pool.use(cid, tenant=self.tenant, create=True) as mem:
+            self._ingest(mem, messages)
+
+    # ------------------------------------------------------------ agent hooks
+    def wrap_model_call(self, request: ModelRequest[Any],
+                        handler: Callable[[ModelRequest[Any]], Any]) -> Any:
+        """Send the paged view; serve recall calls until the model answers."""
+        cid = self._conversation(request.runtime)
+        loop = _Loop(self.max_recalls, request, self._prepare(cid, request.messages))
+        while True:
+            response = handler(loop.request())
+            recalls, done = loop.inspect(response)
+            outputs = self._serve(cid, recalls, loop.served) if recalls else []
+            if done:
+                return loop.result(response)
+            loop.add(response, outputs)
+
+    async def awrap_model_call(self, request: ModelRequest[Any],
+                               handler: Callable[[ModelRequest[Any]], Awaitable[Any]]) -> Any:
+        """Async :meth:`wrap_model_call` (store work runs in a worker thread)."""
+        cid = self._conversation(request.runtime)
+        view = await asyncio.to_thread(self._prepare, cid, request.messages)
+        loop = _Loop(self.max_recalls, request, view)
+        while True:
+            response = await handler(loop.request())
+            recalls, done = loop.inspect(response)
+            outputs = (await asyncio.to_thread(self._serve, cid, recalls, loop.served)
+                       if recalls else [])
+            if done:
+                return loop.result(response)
+            loop.add(response, outputs)
+
+    def after_agent(self, state: AgentState[Any], runtime: Runtime[Any]) -> None:
+        """Store the run's last messages (the final answer) before the run ends."""
+        self._record(self._conversation(runtime), state["messages"])
+
+    async def aafter_agent(self, state: AgentState[Any], runtime: Runtime[Any]) -> None:
+        """Async :meth:`after_agent`."""
+        await asyncio.to_thread(self._record, self._conversation(runtime), state["messages"])
+
+
+class _Loop:
+    """The recall loop inside one model call of the agent."""
+
+    def __init__(self, cap: int, request: ModelRequest[Any], view: _View) -> None:
+        self.cap, self.base, self.view = cap, request, view
+        self.name = str(view.tool["function"]["name"])
+        self.extra: list[AnyMessage] = []
+        self.served = 0
+        self.refused_rounds = 0
+        app = request.system_prompt
+        self.system = SystemMessage(content=f"{app}\n\n{view.system}" if app else view.system)
+
+    def request(self) -> ModelRequest[Any]:
+        """The request for the next model call: the paged view, then this turn's recalls."""
+        tools = list(self.base.tools)
+        if self.served < self.cap:
+            tools.append(self.view.tool)
+        return self.base.override(system_message=self.system, tools=tools,
+                                  messages=[*self.view.messages, *self.extra])
+
+    def inspect(self, response: Any) -> tuple[list[LcToolCall], bool]:
+        """The recall calls to serve, and whether the model call ends with ``response``."""
+        ai = _ai_of(response)
+        recalls = [c for c in ai.tool_calls if c["name"] == self.name] if ai else []
+        if ai is None or not recalls:
+            return [], True
+        if len(recalls) < len(ai.tool_calls):
+            return recalls, True  # mixed with the application's calls: page in, return them
+        if self.refused_rounds:
+            return [], True  # still recalling after being refused: stop here
+        if self.served >= self.cap:
+            self.refused_rounds += 1
+        return recalls, False
+
+    def add(self, response: Any, outputs: list[ToolMessage]) -> None:
+        ai = _ai_of(response)
+        assert ai is not None
+        self.served += len(outputs)
+        self.extra.extend([ai, *outputs])
+
+    def result(self, response: Any) -> Any:
+        return _strip_recalls(response, self.name)
+
+
+def _ai_of(response: Any) -> AIMessage | None:
+    if isinstance(response, ExtendedModelResponse):
+        response = response.model_response
+    if isinstance(response, AIMessage):
+        return response
+    if isinstance(response, ModelResponse):
+        return next((m for m in reversed(response.result) if isinstance(m, AIMessage)), None)
+    return None
+
+
+def _strip_recalls(response: Any, name: str) -> Any:
+    """``response`` without recall calls (they were served here)."""
+    if isinstance(response, ExtendedModelResponse):
+        return ExtendedModelResponse(_strip_recalls(response.model_response, name),
+                                     response.command)
+    if isinstance(response, AIMessage):
+        return _without(response, name)
+    if isinstance(response, ModelResponse):
+        return ModelResponse([_without(m, name) if isinstance(m, AIMessage) else m
+                              for m in response.result], response.structured_response)
+    return response
+
+
+def _without(ai: AIMessage, name: str) -> AIMessage:
+    if not any(c["name"] == name for c in ai.tool_calls):
+        return ai
+    keep = [c for c in ai.tool_calls if c["name"] != name]
+    kwargs = dict(ai.additional_kwargs)
+    if "tool_calls" in kwargs:
+        kwargs["tool_calls"] = [c for c in kwargs["tool_calls"]
+                                if (c.get("function") or {}).get("name") != name]
+        if not kwargs["tool_calls"]:
+            del kwargs["tool_calls"]
+    return ai.model_copy(update={"tool_calls": keep, "additional_kwargs": kwargs})

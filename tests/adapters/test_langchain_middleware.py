@@ -1,0 +1,155 @@
+"""CopageMiddleware with LangChain's create_agent and a fake tool-calling chat model."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("langchain")
+
+from conftest import PAGING, TURNS
+from langchain.agents import create_agent
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.tools import tool
+from langgraph.checkpoint.memory import InMemorySaver
+from lc_helpers import ToolCallingFake, recall, tool_names
+
+from copage.adapters.langchain import CopageMiddleware
+
+WEATHER_CALLS: list[str] = []
+
+
+@tool
+def get_weather(city: str) -> str:
+    """The weather in a city."""
+    WEATHER_CALLS.append(city)
+    return f"Sunny in {city}."
+
+
+def _history_replies() -> list[AIMessage]:
+    return [AIMessage(content=t) for r, t in TURNS if r == "assistant"]
+
+
+def _agent(model: ToolCallingFake, mw: CopageMiddleware, **kw: Any) -> Any:
+    return create_agent(model, tools=[get_weather], middleware=[mw],
+                        system_prompt="You are a helpful assistant.", **kw)
+
+
+def _play_history(agent: Any, thread: str) -> None:
+    for role, text in TURNS:
+        if role == "user":
+            agent.invoke({"messages": [HumanMessage(text)]},
+                         {"configurable": {"thread_id": thread}})
+
+
+def _text(messages: list[Any]) -> str:
+    return "\n".join(str(m.content) for m in messages)
+
+
+def test_model_sees_the_paged_view_and_recall_is_served_inside(tmp_path: Path) -> None:
+    model = ToolCallingFake(responses=[*_history_replies(), recall("p3"),
+                                       AIMessage(content="Bring your insurance card.")])
+    mw = CopageMiddleware(f"sqlite:///{tmp_path / 'c.db'}", **PAGING)
+    agent = _agent(model, mw, checkpointer=InMemorySaver())
+    _play_history(agent, "t1")
+    out = agent.invoke({"messages": [HumanMessage("What should I bring to the dentist?")]},
+                       {"configurable": {"thread_id": "t1"}})
+
+    first, second = model.seen[-2], model.seen[-1]
+    assert isinstance(first[0], SystemMessage)
+    system = str(first[0].content)
+    assert system.startswith("You are a helpful assistant.")  # the app's prompt first
+    assert "[p3:" in system and "[p1:" in system  # bookmarks of evicted pages
+    assert "insurance card" not in _text(first)  # p3 is evicted: not sent
+    assert "locker code is 4471" not in _text(first[1:])
+    assert len(first) < len(out["messages"])  # the model got fewer messages than the state
+    assert tool_names(model.bound[-2]) == ["get_weather", "recall"]
+    recalled = [m for m in second if isinstance(m, ToolMessage)]
+    assert len(recalled) == 1 and "insurance card" in str(recalled[0].content)
+
+    # The recall exchange stays inside the model call: the state holds only the answer.
+    assert out["messages"][-1].content == "Bring your insurance card."
+    assert not any(isinstance(m, ToolMessage) for m in out["messages"])
+    assert all(not getattr(m, "tool_calls", None) for m in out["messages"])
+    mem = mw.memory("t1")
+    assert "p3" in mem.resident and mem.stats()["recalls"] == 1
+    assert mem.turns[-1].text == "Bring your insurance card."  # stored by after_agent
+    assert [t.role for t in mem.turns].count("tool") == 0
+
+
+def test_app_tools_run_beside_recall_and_mixed_replies_page_in() -> None:
+    WEATHER_CALLS.clear()
+    mixed = AIMessage(content="", tool_calls=[
+        {"name": "recall", "args": {"page": "p1"}, "id": "c1", "type": "tool_call"},
+        {"name": "get_weather", "args": {"city": "Lisbon"}, "id": "c2", "type": "tool_call"}])
+    model = ToolCallingFake(responses=[*_history_replies(), mixed,
+                                       AIMessage(content="Sunny; code 4471.")])
+    mw = CopageMiddleware(**PAGING)
+    agent = _agent(model, mw, checkpointer=InMemorySaver())
+    _play_history(agent, "t2")
+    out = agent.invoke({"messages": [HumanMessage("Weather in Lisbon, and my locker code?")]},
+                       {"configurable": {"thread_id": "t2"}})
+    assert WEATHER_CALLS == ["Lisbon"]  # the app's tool ran, through the agent's tool node
+    ai = [m for m in out["messages"] if isinstance(m, AIMessage) and m.tool_calls]
+    assert [c["name"] for c in ai[-1].tool_calls] == ["get_weather"]  # recall stripped
+    last_call = model.seen[-1]
+    assert "locker code is 4471" in _text(last_call)  # p1 was paged in: now resident
+    assert "Sunny in Lisbon." in _text(last_call)  # the app's tool result is in the view
+    assert out["messages"][-1].content == "Sunny; code 4471."
+
+
+def test_history_survives_a_restart_through_the_store(tmp_path: Path) -> None:
+    store = f"sqlite:///{tmp_path / 'c.db'}"
+    first = ToolCallingFake(responses=_history_replies())
+    _play_history(_agent(first, CopageMiddleware(store, **PAGING),
+                         checkpointer=InMemorySaver()), "t3")
+    # A new process: new middleware, new model, an empty checkpointer (or none at all).
+    model = ToolCallingFake(responses=[recall("p1"), AIMessage(content="It is 4471.")])
+    mw = CopageMiddleware(store, **PAGING)
+    out = _agent(model, mw).invoke({"messages": [HumanMessage("My locker code?")]},
+                                   {"configurable": {"thread_id": "t3"}})
+    assert "[p1:" in str(model.seen[0][0].content)
+    assert "Biscuit it is." in _text(model.seen[0])  # resident turns rebuilt from the store
+    assert "4471" in _text([m for m in model.seen[1] if isinstance(m, ToolMessage)])
+    assert out["messages"][-1].content == "It is 4471."
+    assert len(mw.memory("t3").turns) == len(TURNS) + 2
+
+
+def test_recall_errors_and_the_cap() -> None:
+    model = ToolCallingFake(responses=[
+        *_history_replies(), recall("p99", "a"), recall("p1", "b"), recall("p2", "c"),
+        AIMessage(content="done")])
+    mw = CopageMiddleware(max_recalls=2, **PAGING)
+    agent = _agent(model, mw, checkpointer=InMemorySaver())
+    _play_history(agent, "t4")
+    out = agent.invoke({"messages": [HumanMessage("?")]}, {"configurable": {"thread_id": "t4"}})
+    results = [str(m.content) for m in model.seen[-1] if isinstance(m, ToolMessage)]
+    assert results[0].startswith("error: there is no page p99")
+    assert "4471" in results[1]
+    assert "limit of 2 recall calls" in results[2]  # refused: answer now
+    assert "recall" not in tool_names(model.bound[-1])  # no longer offered
+    assert out["messages"][-1].content == "done"
+
+
+def test_no_conversation_is_a_clear_error() -> None:
+    model = ToolCallingFake(responses=[AIMessage(content="hi")])
+    with pytest.raises(ValueError, match="thread_id"):
+        _agent(model, CopageMiddleware(**PAGING)).invoke({"messages": [HumanMessage("hi")]})
+
+
+async def test_async_agent() -> None:
+    model = ToolCallingFake(responses=[*_history_replies(), recall("p2"),
+                                       AIMessage(content="1800 euros.")])
+    mw = CopageMiddleware(conversation_id="fixed", **PAGING)
+    agent = _agent(model, mw, checkpointer=InMemorySaver())
+    for role, text in TURNS:
+        if role == "user":
+            await agent.ainvoke({"messages": [HumanMessage(text)]},
+                                {"configurable": {"thread_id": "x"}})
+    out = await agent.ainvoke({"messages": [HumanMessage("Lisbon budget?")]},
+                              {"configurable": {"thread_id": "x"}})
+    assert "1800 euros" in _text([m for m in model.seen[-1] if isinstance(m, ToolMessage)])
+    assert out["messages"][-1].content == "1800 euros."
+    assert "p2" in mw.memory("fixed").resident

@@ -1,0 +1,56 @@
+"""CopageMiddleware with ChatOpenAI against a loopback OpenAI-compatible fake server."""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import Any
+
+import pytest
+
+pytest.importorskip("langchain_openai")
+
+from conftest import PAGING, TURNS
+from langchain.agents import create_agent
+from langchain_core.messages import HumanMessage
+from langchain_core.tools import tool
+from langchain_openai import ChatOpenAI
+
+from copage import PagedMemory, PagerConfig
+from copage.adapters.langchain import CopageMiddleware
+from copage.server.testing import FakeUpstream, Reply
+from copage.stores.memory import MemoryStore
+
+
+@tool
+def get_weather(city: str) -> str:
+    """The weather in a city."""
+    return f"Sunny in {city}."
+
+
+def test_chat_openai_gets_the_paged_view_and_recalls() -> None:
+    store = MemoryStore()
+    mem = PagedMemory(store=store, conversation_id="t5", config=PagerConfig(**PAGING))
+    for role, text in TURNS:
+        mem.add(role, text)
+    script = deque([Reply(tool_calls=[("recall", {"page": "p3"})]),
+                    Reply(text="Bring your insurance card.")])
+    with FakeUpstream(lambda _body: script.popleft()) as up:
+        model = ChatOpenAI(model="fake-model", base_url=up.url, api_key="sk-test",
+                           max_retries=0)
+        agent = create_agent(model, tools=[get_weather],
+                             middleware=[CopageMiddleware(store, **PAGING)])
+        out = agent.invoke({"messages": [HumanMessage("What should I bring to the dentist?")]},
+                           {"configurable": {"thread_id": "t5"}})
+    first, second = up.received
+    names = [t["function"]["name"] for t in first["tools"]]
+    assert names == ["get_weather", "recall"]
+    msgs: list[dict[str, Any]] = first["messages"]
+    assert msgs[0]["role"] == "system" and "[p3:" in msgs[0]["content"]
+    sent = "\n".join(str(m.get("content")) for m in msgs)
+    assert "insurance card" not in sent and "Biscuit it is." in sent
+    assert msgs[-1] == {"role": "user", "content": "What should I bring to the dentist?"}
+    tool_msgs = [m for m in second["messages"] if m["role"] == "tool"]
+    assert len(tool_msgs) == 1 and "insurance card" in tool_msgs[0]["content"]
+    assert second["messages"][-2]["tool_calls"][0]["function"]["name"] == "recall"
+    assert out["messages"][-1].content == "Bring your insurance card."
+    assert [type(m).__name__ for m in out["messages"]] == ["HumanMessage", "AIMessage"]
