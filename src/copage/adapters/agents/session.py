@@ -1,0 +1,235 @@
+"""``CopageSession``: an OpenAI Agents SDK ``Session`` over copage's paged memory.
+
+The full history lives in copage's store. :meth:`CopageSession.get_items`
+returns the paged view: one system item with copage's preamble and the
+bookmarks of evicted pages (when any page is evicted), then the items of the
+resident pages and of the open page. Give the agent :meth:`CopageSession.recall_tool`
+so the model can bring an evicted page back; the recall calls and their outputs
+are not stored (like the proxy, they stay out of the history), and the recalled
+page is resident, so shown in full, from the next run on.
+
+``pop_item`` rebuilds the conversation without its last item (copage's history
+is append-only): it writes the shortened copy under a second id, then deletes
+the old one; a process killed in between leaves both, and the next use keeps
+the longer (the pop did not happen). So the stored id alternates between
+``session_id`` and ``session_id + "~pop"``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from agents import FunctionTool
+from agents.items import TResponseInputItem
+from agents.memory import SessionSettings
+from agents.tool_context import ToolContext
+
+from copage.adapters.agents.items import Item, items_of, to_turn
+from copage.core.config import PagerConfig
+from copage.core.types import ToolCall, Turn
+from copage.memory import PagedMemory
+from copage.server.memcache import MemoryCache
+from copage.session.tools import execute
+from copage.stores import open_store
+from copage.stores.base import ConversationNotFound, PageStore
+
+POP_SUFFIX = "~pop"
+RECALL_HINT = (" Evicted pages are listed as bookmarks such as [p3:keyword, keyword] in the "
+               "system message; call it before answering when a detail you need is on one.")
+
+
+class CopageSession:
+    """A ``Session`` whose history is paged by copage (see module docstring).
+
+    Args:
+        session_id: the conversation id (within ``tenant``).
+        store: a :class:`PageStore` or store URL; in memory when None.
+        tenant: the owner of the conversation in the store.
+        config: paging settings of a new conversation, or give them as keywords
+            (``boundary="fixed_10"``, ``policy="lru"``, ``resident_pages=5``, ...).
+        session_settings: the SDK's settings (e.g. ``SessionSettings(limit=...)``).
+    """
+
+    def __init__(self, session_id: str, store: PageStore | str | None = None, *,
+                 tenant: str = "default", config: PagerConfig | None = None,
+                 session_settings: SessionSettings | None = None, **settings: Any) -> None:
+        if config is not None and settings:
+            raise ValueError("give either config= or individual settings, not both")
+        self.session_id = session_id
+        self.session_settings = session_settings
+        self.store: PageStore = open_store(store or "memory://") if (
+            store is None or isinstance(store, str)) else store
+        self.tenant = tenant
+        self.config = config or PagerConfig(**settings)
+        self._cache = MemoryCache(self.store, 4)
+        self._recall_calls: set[str] = set()
+
+    # ------------------------------------------------------------ the store
+    def _current(self) -> str:
+        """The stored id (``session_id`` or its ``~pop`` twin); repairs a killed pop."""
+        a, b = self.session_id, self.session_id + POP_SUFFIX
+        has_a = self.store.exists(a, tenant=self.tenant)
+        has_b = self.store.exists(b, tenant=self.tenant)
+        if has_a and has_b:  # a pop was interrupted: the longer copy is the real one
+            n_a = len(self.store.load(a, tenant=self.tenant).turns)
+            n_b = len(self.store.load(b, tenant=self.tenant).turns)
+            keep, drop = (a, b) if n_a >= n_b else (b, a)
+            self.store.delete_conversation(drop, tenant=self.tenant)
+            self._cache.discard(self.tenant, drop)
+            return keep
+        return b if has_b else a
+
+    @contextmanager
+    def _memory(self, create: bool = True) -> Iterator[PagedMemory | None]:
+        """The conversation under the store's lock on ``session_id`` (None if absent)."""
+        with self.store.lock(self.session_id, tenant=self.tenant):
+            mem = self._open(create)
+            yield mem
+            if mem is not None:
+                self._cache.put(mem)
+
+    def _open(self, create: bool) -> PagedMemory | None:
+        """The current conversation (call with the lock held)."""
+        cid = self._current()
+        mem = self._cache.take(self.tenant, cid)
+        if mem is not None:
+            return mem
+        try:
+            return PagedMemory(store=self.store, conversation_id=cid, tenant=self.tenant,
+                               create=False)
+        except ConversationNotFound:
+            if not create:
+                return None
+        return PagedMemory(store=self.store, conversation_id=cid, tenant=self.tenant,
+                           config=self.config)
+
+    def memory(self) -> PagedMemory | None:
+        """A fresh copy of the stored conversation (for inspection), None if empty."""
+        with self._memory(create=False) as mem:
+            return None if mem is None else PagedMemory(
+                store=self.store, conversation_id=mem.conversation_id, tenant=self.tenant,
+                create=False)
+
+    # ---------------------------------------------------------- the protocol
+    async def get_items(self, limit: int | None = None) -> list[TResponseInputItem]:
+        """The paged view: a bookmarks item (when pages are evicted), then the items of
+        the resident pages and the open page; ``limit`` keeps the latest of those."""
+        return await asyncio.to_thread(self._get_items, limit)
+
+    def _get_items(self, limit: int | None) -> list[Any]:
+        with self._memory(create=False) as mem:
+            if mem is None:
+                return []
+            turns = [t for p in mem.resident for t in mem.pages[int(p[1:]) - 1].turns]
+            turns.extend(mem.pager.open_turns)
+            items = [i for t in turns for i in items_of(t)]
+            if limit is not None:
+                items = items[-limit:] if limit > 0 else []
+            if mem.evicted:
+                items.insert(0, {"role": "system",
+                                 "content": str(mem.context().messages[0]["content"])})
+        return items
+
+    async def add_items(self, items: list[TResponseInputItem]) -> None:
+        """Store new items (one atomic change); recall calls and outputs are skipped."""
+        await asyncio.to_thread(self._add_items, [dict(i) for i in items])
+
+    def _add_items(self, items: list[Item]) -> None:
+        name = self.config.tool_name
+        turns, before = [], []
+        for item in items:
+            kind = item.get("type")
+            if kind == "reasoning":
+                before.append(item)
+                continue
+            if kind == "function_call" and item.get("name") == name:
+                self._recall_calls.add(str(item.get("call_id")))
+                before = []  # the reasoning behind a recall goes with it
+                continue
+            if kind == "function_call_output" and item.get("call_id") in self._recall_calls:
+                continue
+            turns.append(to_turn(item, before))
+            before = []
+        if before:
+            turns.append(to_turn(before[-1], before[:-1]))
+        if not turns:
+            return
+        with self._memory() as mem:
+            assert mem is not None
+            with mem.transaction():
+                for role, text, meta in turns:
+                    mem.add(role, text, **meta)
+
+    async def pop_item(self) -> TResponseInputItem | None:
+        """Remove and return the latest item (rebuilds the stored conversation)."""
+        return await asyncio.to_thread(self._pop_item)
+
+    def _pop_item(self) -> Any:
+        with self.store.lock(self.session_id, tenant=self.tenant):
+            mem = self._open(create=False)
+            if mem is None or not mem.turns:
+                return None
+            turns, cid = mem.turns, mem.conversation_id
+            twin = self.session_id if cid != self.session_id else self.session_id + POP_SUFFIX
+            # The shortened copy is complete before the original goes (see module docstring).
+            copy = PagedMemory(store=self.store, conversation_id=twin, tenant=self.tenant,
+                               config=mem.config)
+            with copy.transaction():
+                if mem.pager.system:
+                    copy.add("system", mem.pager.system)
+                for t in turns[:-1]:
+                    copy.add(t.role, t.text, **_meta(t))
+            self.store.delete_conversation(cid, tenant=self.tenant)
+            self._cache.discard(self.tenant, cid)
+            self._cache.put(copy)
+        return items_of(turns[-1])[-1]
+
+    async def clear_session(self) -> None:
+        """Delete the stored conversation."""
+        await asyncio.to_thread(self._clear)
+
+    def _clear(self) -> None:
+        with self.store.lock(self.session_id, tenant=self.tenant):
+            for cid in (self.session_id, self.session_id + POP_SUFFIX):
+                if self.store.exists(cid, tenant=self.tenant):
+                    self.store.delete_conversation(cid, tenant=self.tenant)
+                self._cache.discard(self.tenant, cid)
+
+    # ------------------------------------------------------------ the tool
+    def recall_tool(self) -> FunctionTool:
+        """The recall tool to give the agent (served by this session's memory)."""
+        from copage.core import prompt
+
+        spec = prompt.recall_tool(self.config.tool_name, by_query=self.config.recall_by_query)
+        fn = spec["function"]
+
+        async def invoke(ctx: ToolContext[Any], arguments: str) -> str:
+            call = ToolCall(str(getattr(ctx, "tool_call_id", "") or ""), fn["name"], arguments)
+            return await asyncio.to_thread(self._recall, call)
+
+        return FunctionTool(name=fn["name"], description=fn["description"] + RECALL_HINT,
+                            params_json_schema=fn["parameters"], on_invoke_tool=invoke,
+                            strict_json_schema=False)
+
+    def _recall(self, call: ToolCall) -> str:
+        self._recall_calls.add(call.id)
+        with self._memory() as mem:
+            assert mem is not None
+            return execute(mem, call)[0]
+
+
+def _meta(turn: Turn) -> dict[str, Any]:
+    """The ``add`` keywords that rebuild a stored turn."""
+    meta = dict(turn.meta)
+    meta["id"] = turn.id
+    if turn.tool_calls:
+        meta["tool_calls"] = list(turn.tool_calls)
+    if turn.tool_call_id:
+        meta["tool_call_id"] = turn.tool_call_id
+    for key in ("speaker", "timestamp", "session"):
+        if getattr(turn, key) is not None:
+            meta[key] = getattr(turn, key)
+    return meta

@@ -1,0 +1,155 @@
+"""CopageSession with the OpenAI Agents SDK's Runner against a loopback fake server."""
+
+from __future__ import annotations
+
+from collections import deque
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("agents")
+
+from agents import (
+    Agent,
+    OpenAIChatCompletionsModel,
+    Runner,
+    SessionSettings,
+    function_tool,
+    set_tracing_disabled,
+)
+from agents.memory import Session
+from conftest import PAGING, TURNS
+from openai import AsyncOpenAI
+
+from copage.adapters.agents import CopageSession
+from copage.server.testing import FakeUpstream, Reply
+
+set_tracing_disabled(True)  # no trace export: tests are offline
+
+
+def _history() -> list[Any]:
+    out: list[Any] = []
+    for i, (role, text) in enumerate(TURNS):
+        if role == "user":
+            out.append({"role": "user", "content": text})
+        else:
+            out.append({"type": "message", "id": f"msg_{i}", "role": "assistant",
+                        "status": "completed",
+                        "content": [{"type": "output_text", "text": text, "annotations": []}]})
+    return out
+
+
+@function_tool
+def get_weather(city: str) -> str:
+    """The weather in a city."""
+    return f"Sunny in {city}."
+
+
+def _agent(url: str, session: CopageSession) -> Agent:
+    model = OpenAIChatCompletionsModel(
+        model="fake-model", openai_client=AsyncOpenAI(base_url=url, api_key="sk-test",
+                                                      max_retries=0))
+    return Agent(name="assistant", instructions="You are a helpful assistant.", model=model,
+                 tools=[get_weather, session.recall_tool()])
+
+
+def _text(messages: list[dict[str, Any]]) -> str:
+    return "\n".join(str(m.get("content")) for m in messages)
+
+
+def test_is_a_session() -> None:
+    assert isinstance(CopageSession("s"), Session)
+
+
+async def test_runner_gets_the_paged_view_and_recalls(tmp_path: Path) -> None:
+    store = f"sqlite:///{tmp_path / 's.db'}"
+    session = CopageSession("alice", store, **PAGING)
+    await session.add_items(_history())
+    script = deque([Reply(tool_calls=[("recall", {"page": "p3"})]),
+                    Reply(text="Bring your insurance card.")])
+    with FakeUpstream(lambda _body: script.popleft()) as up:
+        result = await Runner.run(_agent(up.url, session), "What should I bring to the dentist?",
+                                  session=session)
+    assert result.final_output == "Bring your insurance card."
+    first, second = up.received
+    assert [t["function"]["name"] for t in first["tools"]] == ["get_weather", "recall"]
+    msgs = first["messages"]
+    assert msgs[0] == {"role": "system", "content": "You are a helpful assistant."}
+    assert msgs[1]["role"] == "system" and "[p3:14 November" in msgs[1]["content"]  # the bookmarks item
+    assert "insurance card" not in _text(msgs) and "Biscuit it is." in _text(msgs)
+    assert msgs[-1] == {"role": "user", "content": "What should I bring to the dentist?"}
+    tool_msgs = [m for m in second["messages"] if m["role"] == "tool"]
+    assert len(tool_msgs) == 1 and "insurance card" in tool_msgs[0]["content"]
+
+    # The recall exchange is not stored; the question and answer are; p3 is resident.
+    mem = session.memory()
+    assert mem is not None
+    assert [t.role for t in mem.turns[-2:]] == ["user", "assistant"]
+    assert all(t.role != "tool" and not t.tool_calls for t in mem.turns)
+    assert "p3" in mem.resident
+    # A new session object (a restart) on the same store gives the same view.
+    items = await CopageSession("alice", store).get_items()
+    assert "insurance card" in str(items) and "[p3:14" not in str(items[0])
+    assert items[-1]["content"][0]["text"] == "Bring your insurance card."
+
+
+async def test_app_tools_are_stored_with_their_outputs() -> None:
+    session = CopageSession("bob", **PAGING)
+    script = deque([Reply(tool_calls=[("get_weather", {"city": "Lisbon"})]),
+                    Reply(text="Sunny.")])
+    with FakeUpstream(lambda _body: script.popleft()) as up:
+        await Runner.run(_agent(up.url, session), "Weather in Lisbon?", session=session)
+    items = await session.get_items()
+    kinds = [i.get("type", "message") for i in items]
+    assert kinds == ["message", "function_call", "function_call_output", "message"]
+    assert items[2]["output"] == "Sunny in Lisbon."
+
+
+async def test_get_items_limit_pop_and_clear(tmp_path: Path) -> None:
+    session = CopageSession("carol", f"sqlite:///{tmp_path / 's.db'}", **PAGING)
+    assert await session.get_items() == [] and await session.pop_item() is None
+    await session.add_items(_history())
+    view = await session.get_items()
+    assert view[0]["role"] == "system" and "[p1:" in view[0]["content"]
+    assert len(view) == 1 + 8  # bookmarks + two resident pages of 4 items
+    latest = await session.get_items(limit=3)
+    assert latest[0] == view[0] and latest[1:] == view[-3:]
+
+    popped = await session.pop_item()
+    assert popped is not None and popped["content"][0]["text"] == "Biscuit it is."
+    after = await session.get_items()
+    assert after[-1] == {"role": "user", "content": "I like Biscuit."}
+    mem = session.memory()
+    assert mem is not None and len(mem.turns) == len(TURNS) - 1
+    assert mem.conversation_id == "carol~pop"  # the shortened copy replaced the original
+    assert (await session.pop_item())["content"] == "I like Biscuit."
+    assert session.memory().conversation_id == "carol"  # type: ignore[union-attr]
+
+    await session.clear_session()
+    assert await session.get_items() == []
+    assert not session.store.exists("carol") and not session.store.exists("carol~pop")
+
+
+async def test_a_pop_killed_midway_keeps_the_longer_copy() -> None:
+    session = CopageSession("dan", **PAGING)
+    await session.add_items(_history())
+    # What a kill between "copy written" and "original deleted" leaves behind:
+    twin = CopageSession("dan~pop", session.store, **PAGING)
+    await twin.add_items(_history()[:-1])
+    items = await session.get_items()
+    assert items[-1]["content"][0]["text"] == "Biscuit it is."  # the original, unpopped
+    assert not session.store.exists("dan~pop")
+
+
+async def test_reasoning_items_travel_with_the_next_item() -> None:
+    session = CopageSession("eve", session_settings=SessionSettings(limit=10), **PAGING)
+    reasoning = {"type": "reasoning", "id": "rs_1", "summary": []}
+    call = {"type": "function_call", "call_id": "c1", "name": "get_weather",
+            "arguments": "{\"city\": \"Oslo\"}"}
+    await session.add_items([{"role": "user", "content": "Oslo?"}, reasoning, call,
+                             {"type": "function_call_output", "call_id": "c1", "output": "Rain"}])
+    items = await session.get_items()
+    assert items[1:3] == [reasoning, call]
+    mem = session.memory()
+    assert mem is not None and len(mem.turns) == 3  # reasoning is not a turn of its own
