@@ -123,7 +123,8 @@ class CopageMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         by_id = {m.id: m for m in messages if m.id}
         turns = [t for p in mem.resident for t in mem.pages[int(p[1:]) - 1].turns]
         turns.extend(mem.pager.open_turns)
-        shown = [by_id.get(t.id) or from_turn(t) for t in turns if t.role != "system"]
+        shown = [m if (m := by_id.get(t.id)) is not None else from_turn(t)
+                 for t in turns if t.role != "system"]
         return _View(str(ctx.messages[0]["content"]), shown, ctx.tools[0])  # type: ignore[arg-type]
 
     def _serve(self, cid: str, calls: Sequence[LcToolCall], served: int) -> list[ToolMessage]:

@@ -26,12 +26,15 @@ class TenantKeys:
         self.app, self.keys, self.tenant = app, keys, tenant
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
+        if scope["type"] not in ("http", "websocket"):  # lifespan
             await self.app(scope, receive, send)
             return
         header = next((v.decode("latin-1") for k, v in scope.get("headers", ())
                        if k == b"authorization"), None)
         tenant = self.tenant if self.keys.open else self.keys.tenant(header)
+        if tenant is None and scope["type"] == "websocket":
+            await send({"type": "websocket.close", "code": 1008})
+            return
         if tenant is None:
             body = json.dumps({"error": "a valid API key is required: "
                                "Authorization: Bearer <key>"}).encode()
