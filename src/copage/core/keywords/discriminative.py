@@ -35,6 +35,7 @@ from collections.abc import Mapping, Sequence
 
 from copage.core.keywords.base import check_n, taken_count
 from copage.core.keywords.corpus import Corpus
+from copage.core.keywords.limits import bounded
 from copage.core.keywords.names import page_names
 from copage.core.keywords.terms import body, display_forms, is_bigram, term_counts
 from copage.core.types import Page, PageId
@@ -141,7 +142,7 @@ class DiscriminativeExtractor:
             term = shown_as(term, used_words)
             chosen.append(term)
             used_words |= set(term.split(" "))
-        return tuple(named.names.get(t) or forms.get(t, t) for t in chosen)
+        return bounded(named.names.get(t) or forms.get(t, t) for t in chosen)
 
     @staticmethod
     def _as_name(

@@ -12,6 +12,8 @@ tokens whatever the page holds.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 MAX_WORD_CHARS = 24
 """Longest word shown whole; a longer one (a hash, a blob, a URL) is cut."""
 CLIPPED_WORD_CHARS = 12
@@ -45,3 +47,12 @@ def bound_keyword(keyword: str) -> str:
         kept.append(word)
     out = " ".join(kept)
     return out if len(out) <= MAX_KEYWORD_CHARS else out[: MAX_KEYWORD_CHARS - 1] + ELLIPSIS
+
+
+def bounded(keywords: Iterable[str]) -> tuple[str, ...]:
+    """Every keyword through :func:`bound_keyword`, duplicates (ignoring case) dropped."""
+    out: dict[str, str] = {}
+    for kw in keywords:
+        short = bound_keyword(kw)
+        out.setdefault(short.lower(), short)
+    return tuple(out.values())

@@ -21,6 +21,7 @@ This is the one name finder of the keyword extractors and the bookmark formats.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -59,13 +60,21 @@ DATE_WORDS = frozenset(
 )
 # fmt: on
 _NOT_NAME_START = STOPWORDS | INTERJECTIONS
+_AFTER_TITLE = re.compile(r"\b(?:Dr|Mr|Mrs|Ms|Mx|Prof|St)\.\s*$")
+
+
+def _initial(text: str, tok: Token) -> bool:
+    """``tok`` opens a sentence (the full stop of "Dr. Lee" does not end one)."""
+    return sentence_initial(text, tok.start) and not _AFTER_TITLE.search(
+        text, max(0, tok.start - 6), tok.start
+    )
 
 
 @dataclass(frozen=True, slots=True)
 class Name:
     """One occurrence of a name in a text."""
 
-    text: str  # as written ("Project Hail Mary")
+    text: str  # as written, without a final possessive ("Project Hail Mary")
     key: str  # lower-cased ("project hail mary")
     start: int  # character span in the text
     end: int
@@ -113,7 +122,7 @@ def find_names(text: str) -> list[Name]:
     runs = _runs(text, toks)
     keys = {" ".join(t.lower for t in run) for run in runs}
     midsentence = {
-        t.lower for run in runs for t in run if not sentence_initial(text, t.start)
+        t.lower for run in runs for t in run if not _initial(text, t)
     }
     out: list[Name] = []
     for run in runs:
@@ -121,7 +130,7 @@ def find_names(text: str) -> list[Name]:
             run = run[1:]
         while run and run[-1].lower in PARTICLES:
             run = run[:-1]
-        if len(run) >= 2 and sentence_initial(text, run[0].start):
+        if len(run) >= 2 and _initial(text, run[0]):
             rest = " ".join(t.lower for t in run[1:])
             if run[0].lower in lower_used or rest in keys:
                 run = run[1:]
@@ -134,7 +143,10 @@ def find_names(text: str) -> list[Name]:
                 continue
         start, end = run[0].start, run[-1].end
         words = tuple(t.lower for t in run)
-        out.append(Name(" ".join(text[start:end].split()), " ".join(words), start, end, words))
+        shown = " ".join(text[start:end].split())
+        if shown.endswith("'s") and len(run[-1].text) > 3:  # "Ed Sheeran's" -> "Ed Sheeran"
+            shown = shown[:-2]
+        out.append(Name(shown, " ".join(words), start, end, words))
     return out
 
 
