@@ -93,6 +93,10 @@ class DiscriminativeExtractor:
             out[term] = round(z, 9)  # exact ties stay ties across platforms
         return out
 
+    def rank_scores(self, page: Page, corpus: Corpus, text: str) -> dict[str, float]:
+        """The score keywords are chosen by (here the z-score); ``text`` is the page body."""
+        return self.scores(page, corpus)
+
     def extract(
         self, page: Page, corpus: Corpus, n: int, *, taken: Mapping[str, int] | None = None
     ) -> tuple[str, ...]:
@@ -104,7 +108,7 @@ class DiscriminativeExtractor:
         forms = display_forms(text)
         named = page_names(text)
         counts = _page_counts(page, corpus)
-        z = self.scores(page, corpus)
+        z = self.rank_scores(page, corpus, text)
         order = {term: i for i, term in enumerate(forms)}
         phrase_of: dict[str, list[str]] = {}
         for term in forms:
