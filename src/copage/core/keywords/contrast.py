@@ -54,8 +54,34 @@ QUESTION_ONLY = 0.8
 """Points off for a word that occurs only in questions."""
 
 DETERMINERS = frozenset(
-    "a an the my your our his her their this that these those some any every each another its"
-    " one two three four five few several".split()
+    [
+        "a",
+        "an",
+        "the",
+        "my",
+        "your",
+        "our",
+        "his",
+        "her",
+        "their",
+        "this",
+        "that",
+        "these",
+        "those",
+        "some",
+        "any",
+        "every",
+        "each",
+        "another",
+        "its",
+        "one",
+        "two",
+        "three",
+        "four",
+        "five",
+        "few",
+        "several",
+    ]
 )
 _SENTENCE = re.compile(r"[^.!?\n]+[.!?]*")
 
