@@ -1,20 +1,42 @@
-"""Per-page keyword extraction time against corpora of 100 and 10,000 pages.
+"""Keyword extractors: per-page cost, and how well their bookmarks tell pages apart.
 
-Shows that ``extract`` with a live corpus costs O(page), not O(conversation):
-the time per page should stay about the same when the corpus grows 100-fold.
-Run: ``.venv/bin/python bench/bench_keywords.py``.
+Two reports:
+
+``cost`` (the default): per-page extraction time against corpora of 100 and
+10,000 pages, and per-turn time on a real-looking conversation. ``extract`` with
+a live corpus should cost O(page), not O(conversation): the time per page should
+stay about the same when the corpus grows 100-fold.
+
+``routing``: ``routing_top1`` (see ``docs/simulation.md``) and mean bookmark
+tokens per extractor, with the same simulation as ``copage simulate``
+(placement ``end``, batch keywords), plus a ``fulltext`` ceiling row where each
+bookmark is its page's whole text (the same BM25 reader over full pages).
+``--conversations`` keeps only some conversations of a file (a dev / held-out
+split); ``--seeds`` generates a preset once per seed and pools the faults.
+
+Run::
+
+    .venv/bin/python bench/bench_keywords.py cost
+    .venv/bin/python bench/bench_keywords.py routing DATA.json --conversations conv-26
+    .venv/bin/python bench/bench_keywords.py routing ablation --seeds 0,1,2
 """
 
 from __future__ import annotations
 
+import argparse
 import gc
 import random
 import time
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any
 
+from copage.core.bookmarks import FORMATS
 from copage.core.keywords import Corpus, get_extractor
 from copage.core.types import Page, Turn, page_id, render_turns
 
 WORDS = [f"word{i}" for i in range(5000)] + ["budget", "medical", "appointment", "Lisbon"]
+ALL_EXTRACTORS = ("random", "heuristic", "tfidf", "discriminative", "generic", "contrast")
 
 
 def synthetic_page(index: int, rng: random.Random, turns: int = 10, words: int = 20) -> Page:
@@ -32,10 +54,11 @@ def synthetic_page(index: int, rng: random.Random, turns: int = 10, words: int =
     return Page(page_id(index), index, ts, text, len(text) // 4)
 
 
-def main() -> None:
+def cost(extractors: Sequence[str]) -> None:
+    """Per-page extraction time against a small and a large corpus."""
     rng = random.Random(0)
     probes = [synthetic_page(100_000 + i, rng) for i in range(50)]
-    print(f"{'extractor':15s} {'corpus pages':>12s} {'ms/page':>9s}")
+    print(f"{'extractor':15s} {'corpus pages':>12s} {'ms/page':>9s} {'ms/turn':>9s}")
     for size in (100, 10_000):
         corpus = Corpus()
         for i in range(size):
@@ -43,15 +66,94 @@ def main() -> None:
             corpus.add(page.id, page.text)
         gc.collect()
         gc.freeze()  # keep the corpus out of GC scans: we time extraction, not the collector
-        for name in ("random", "heuristic", "tfidf", "discriminative"):
+        for name in extractors:
             ex = get_extractor(name)
             taken = {"budget": 3, "medical": 2}
             start = time.perf_counter()
             for page in probes:
                 ex.extract(page, corpus, 4, taken=taken)
             ms = (time.perf_counter() - start) * 1000 / len(probes)
-            print(f"{name:15s} {size:12d} {ms:9.3f}")
+            per_turn = ms / len(probes[0].turns)
+            print(f"{name:15s} {size:12d} {ms:9.3f} {per_turn:9.4f}")
         gc.unfreeze()
+
+
+class FullTextFormat:
+    """The ceiling: a "bookmark" that is the page's whole text."""
+
+    name = "fulltext"
+
+    def render(self, page: Page, keywords: tuple[str, ...]) -> str:
+        return page.text
+
+
+def routing(spec: str, seeds: Sequence[int], conversations: Sequence[str],
+            extractors: Sequence[str], boundary: str, policy: str, k: int, fmt: str) -> None:
+    """routing_top1 and bookmark tokens per extractor, pooled over seeds."""
+    from copage.eval.datasets import load_dataset
+    from copage.eval.simulate import Cell, ConversationRun, run_conversation
+
+    if "fulltext" not in FORMATS:
+        FORMATS.register("fulltext", lambda **_: FullTextFormat())
+    rows: list[tuple[str, str]] = [(name, fmt) for name in extractors]
+    rows.append(("heuristic", "fulltext"))
+    runs: dict[tuple[str, str], list[ConversationRun]] = {r: [] for r in rows}
+    n_conv = n_probes = 0
+    for seed in seeds:
+        data = load_dataset(spec, seed=seed)
+        convs = data.conversations
+        if conversations:
+            missing = sorted(set(conversations) - {c.id for c in convs})
+            if missing:
+                raise SystemExit(f"no conversation {missing} in {spec}; "
+                                 f"have {[c.id for c in convs]}")
+            convs = tuple(c for c in convs if c.id in conversations)
+        data = replace(data, conversations=convs)
+        n_conv += len(convs)
+        n_probes += data.probes
+        memo: dict[tuple[Any, ...], Any] = {}
+        for name, f in rows:
+            cell = Cell(boundary, policy, k, name, f, "end", "shuffled", seed)
+            runs[(name, f)].extend(run_conversation(c, cell, memo) for c in convs)
+    print(f"data {spec} seeds {','.join(map(str, seeds))} "
+          f"conversations {','.join(conversations) or 'all'}: {n_conv} conversations, "
+          f"{n_probes} probes; {boundary} + {policy}, k={k}, placement end")
+    print(f"{'extractor':15s} {'format':9s} {'faults':>6s} {'routing_top1':>12s} "
+          f"{'chance':>7s} {'bookmark_tokens':>15s}")
+    for name, f in rows:
+        outs = [o for r in runs[(name, f)] for o in r.outcomes if o.routing is not None]
+        toks = [t for r in runs[(name, f)] for t in r.bookmark_tokens]
+        top1 = sum(o.routing for o in outs if o.routing is not None) / max(len(outs), 1)
+        chance = sum(o.chance for o in outs if o.chance is not None) / max(len(outs), 1)
+        label = "(full text)" if f == "fulltext" else name
+        print(f"{label:15s} {f:9s} {len(outs):6d} {top1:12.3f} {chance:7.3f} "
+              f"{sum(toks) / max(len(toks), 1):15.1f}")
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    sub = p.add_subparsers(dest="report")
+    c = sub.add_parser("cost", help="per-page and per-turn extraction time")
+    c.add_argument("--extractors", default=",".join(ALL_EXTRACTORS))
+    r = sub.add_parser("routing", help="routing_top1 and bookmark tokens per extractor")
+    r.add_argument("data", help="LoCoMo-format file or preset (ablation, controlled)")
+    r.add_argument("--seeds", default="0", help="comma-separated generator / order seeds")
+    r.add_argument("--conversations", default="", help="comma-separated sample ids to keep")
+    r.add_argument("--extractors", default=",".join(ALL_EXTRACTORS))
+    r.add_argument("--boundary", default="fixed_10")
+    r.add_argument("--policy", default="lru")
+    r.add_argument("-k", type=int, default=5)
+    r.add_argument("--format", default="minimal")
+    args = p.parse_args()
+    if args.report in (None, "cost"):
+        cost(getattr(args, "extractors", ",".join(ALL_EXTRACTORS)).split(","))
+        return
+
+    def split(s: str) -> list[str]:
+        return [x for x in s.split(",") if x]
+
+    routing(args.data, [int(s) for s in split(args.seeds)], split(args.conversations),
+            split(args.extractors), args.boundary, args.policy, args.k, args.format)
 
 
 if __name__ == "__main__":

@@ -6,6 +6,9 @@ specifics (for manual inspection).
 
 from __future__ import annotations
 
+import random
+from pathlib import Path
+
 from copage.core.types import Page, Turn, page_id, render_turns
 
 PAGES: list[tuple[list[str], str]] = [
@@ -123,3 +126,52 @@ def conversation() -> list[Page]:
 def probes() -> list[str]:
     """One probe question per page, same order as :func:`conversation`."""
     return [probe for _, probe in PAGES]
+
+
+def blob_pages() -> list[Page]:
+    """Pages with what users paste: a hex blob, a 200k-character turn, huge numbers."""
+    rng = random.Random(0)
+    hexblob = "".join(rng.choice("0123456789abcdef") for _ in range(9000))
+    vocab = ["Alpha", "beta", "Gamma", "delta", "Lisbon", "budget"]
+    big = " ".join(rng.choice(vocab) for _ in range(40000))[:200_000]
+    title = " ".join(w.capitalize() for w in big.split())
+    return [
+        make_page(20, ["Here is the dump: " + hexblob, "Thanks, that is the core file."]),
+        make_page(21, [big, "ok"]),
+        make_page(22, [title, "ok"]),
+        make_page(23, ["$" + "9" * 5000 + " and 12" + "3" * 5000, "That is a big number."]),
+    ]
+
+
+# Names of every kind in one page: speakers, people the text marks as people (addressed,
+# related, credited, quoted), and names a capital letter cannot type (places, a genre, a
+# company, pets, titles). Written for these tests in the manner of LoCoMo's chats.
+NAMES_TURNS = [
+    ("Hey Mel! I finally went to Lisbon with my friend Maria. We walked through Alfama and "
+    "heard Fado every night."),
+    "Thanks, Caro! Sounds amazing. I started at Snowflake last week, so no trips for me.",
+    ("It was Matt Patterson, he is so talented! Also I read \"Becoming Nicole\" "
+    "by Amy Ellis Nutt on the plane."),
+    "Lately I've been busy. We got another cat named Bailey. Here's a pic of Oliver.",
+    "Bye Caroline! BTW my sister Rosa says hi.",
+]
+NAMES_PEOPLE = {"Caroline", "Melanie", "Mel", "Caro", "Maria", "Matt Patterson",
+                "Amy Ellis Nutt", "Rosa"}
+NAMES_OTHER = {"Lisbon", "Alfama", "Fado", "Snowflake", "Becoming Nicole", "Bailey", "Oliver"}
+
+
+def names_page() -> Page:
+    """``NAMES_TURNS`` spoken by Caroline and Melanie."""
+    return make_page(0, NAMES_TURNS, speakers=("Caroline", "Melanie"))
+
+
+def locomo_sample() -> Path | None:
+    """The LoCoMo sample beside the checkout (``../shared`` of some ancestor), if present.
+
+    Never committed; tests that use it skip cleanly without it.
+    """
+    for parent in Path(__file__).resolve().parents:
+        path = parent / "shared" / "data" / "locomo" / "locomo-sample.json"
+        if path.exists():
+            return path
+    return None

@@ -2,13 +2,27 @@
 
 from __future__ import annotations
 
+import functools
+from dataclasses import replace
+
 import pytest
-from kw_fixture import conversation, make_page
+from kw_fixture import (
+    NAMES_OTHER,
+    NAMES_PEOPLE,
+    blob_pages,
+    conversation,
+    locomo_sample,
+    make_page,
+    names_page,
+)
 
 from copage.core.bookmarks import FORMATS, get_format, make_bookmark
-from copage.core.keywords import get_extractor
+from copage.core.bookmarks.fields import people_and_names
+from copage.core.keywords import EXTRACTORS, get_extractor
+from copage.core.keywords.limits import MAX_KEYWORD_CHARS
 from copage.core.registry import UnknownNameError
 from copage.core.tokens import EstimateTokenizer, default_tokenizer
+from copage.core.types import Page, page_id, render_turns
 
 NAMES = ["gist", "minimal", "snippet", "structured"]
 PAGE = make_page(
@@ -47,9 +61,90 @@ def test_snippet_and_gist_shapes() -> None:
 def test_structured_fields() -> None:
     text = get_format("structured").render(PAGE, ("appointment", "$450"))
     assert text == (
-        "[p3 people: Anna, Ben, Dr. Lee; places: Lisbon; dates: May 8; amounts: $450; "
-        "topics: appointment]"
+        "[p3 people: Anna, Ben, Dr. Lee; dates: May 8; amounts: $450; topics: appointment, Lisbon]"
     )
+
+
+def test_structured_people_are_people() -> None:
+    # Defect: "people: Maria, Alfama, Fado" and "people: Snowflake" (regex guesses).
+    people, others = people_and_names(names_page())
+    assert set(people) == NAMES_PEOPLE
+    assert set(others) == NAMES_OTHER
+    text = get_format("structured").render(names_page(), ())
+    assert text.startswith("[p1 people: Caroline, Melanie, Mel; topics: ")
+    assert "places" not in text
+
+
+def test_structured_timestamp_shows_the_date() -> None:
+    page = make_page(0, ["We met at noon."])
+    page = replace(page, turns=tuple(replace(t, timestamp="1:56 pm on 8 May, 2023")
+                                     for t in page.turns))
+    assert "dates: 8 May, 2023" in get_format("structured").render(page, ())
+
+
+LOCOMO = locomo_sample()
+# The LoCoMo sample's people (speakers, nicknames, people they mention) and its other names.
+LOCOMO_PEOPLE = {"Caroline", "Melanie", "Mel", "Mell", "Caro", "Jon", "Gina", "Matt Patterson",
+                 "Sara Bareilles", "Amy Ellis Nutt", "Bach", "Mozart", "Ed Sheeran",
+                 "Shia Labeouf"}
+LOCOMO_NOT_PEOPLE = {"Sweden", "Rome", "Paris", "Grand Canyon", "Door Dash", "Pride", "TikTok",
+                     "Oliver", "Oscar", "Bailey", "Marley", "LGBTQ", "Perseid", "Fri", "Now",
+                     "Here's", "Lately", "I'd", "Bye Jon", "Congrats Caroline", "BTW", "FYI"}
+
+
+@pytest.mark.skipif(LOCOMO is None, reason="LoCoMo sample not present (../shared)")
+def test_structured_people_on_the_locomo_sample() -> None:
+    from copage.eval.datasets import load_dataset
+
+    people: set[str] = set()
+    others: set[str] = set()
+    speakers: set[str] = set()
+    for conv in load_dataset(str(LOCOMO)).conversations:
+        for i in range(0, len(conv.turns), 10):
+            turns = tuple(conv.turns[i : i + 10])
+            page = Page(page_id(i // 10), i // 10, turns, render_turns(turns), 0)
+            found, rest = people_and_names(page)
+            people |= set(found)
+            others |= set(rest)
+            speakers |= {t.speaker for t in turns if t.speaker}
+            text = get_format("structured").render(page, ())
+            assert set(text.split("people: ", 1)[1].split(";")[0].split(", ")) >= {
+                t.speaker for t in turns if t.speaker
+            } or len({t.speaker for t in turns}) > 3
+    assert people <= LOCOMO_PEOPLE, people - LOCOMO_PEOPLE
+    assert speakers <= people
+    assert {"Matt Patterson", "Sara Bareilles", "Amy Ellis Nutt"} <= people
+    assert not (people & LOCOMO_NOT_PEOPLE)
+    assert {"Sweden", "Rome", "Paris", "Grand Canyon", "Door Dash"} <= others
+    assert not (others & {"Fri", "Now", "Here's", "Lately", "I'd", "Bye Jon", "BTW"})
+
+
+@functools.cache
+def blob_keywords() -> tuple[list[Page], dict[str, dict[str, tuple[str, ...]]]]:
+    pages = conversation() + blob_pages()
+    return pages, {e: get_extractor(e).extract_all(pages, 4) for e in EXTRACTORS.names()}
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_bookmarks_of_pasted_blobs_stay_small(name: str) -> None:
+    # Defect: a hex blob gave a minimal bookmark of 2,261 tokens, a 200k-character turn 25,004.
+    pages, by_extractor = blob_keywords()
+    tok = default_tokenizer()
+    bound = {"minimal": 40, "snippet": 70, "structured": 70, "gist": 120}[name]
+    for extractor, kws in by_extractor.items():
+        for page in pages[-4:]:
+            assert all(len(k) <= MAX_KEYWORD_CHARS for k in kws[page.id]), kws[page.id]
+            bm = make_bookmark(page, kws[page.id], get_format(name), tok)
+            assert bm.tokens <= bound, (extractor, page.id, bm.tokens, bm.text[:200])
+
+
+def test_make_bookmark_bounds_any_keywords() -> None:
+    # Extractors outside the package (LLM ones) are bounded too.
+    blob = "ab" * 5000
+    bm = make_bookmark(PAGE, [blob, "Project Hail Mary", "one two three four five six"],
+                       get_format("minimal"), default_tokenizer())
+    assert bm.keywords == (blob[:12] + "\u2026", "Project Hail Mary", "one two three four")
+    assert bm.tokens < 30
 
 
 @pytest.mark.parametrize("name", NAMES)

@@ -10,7 +10,7 @@ from copage.core.keywords.heuristic import HEURISTIC_STOPWORDS
 from copage.core.keywords.terms import body, display_forms, term_counts
 from copage.core.registry import UnknownNameError
 
-NAMES = ["random", "heuristic", "tfidf", "discriminative", "generic"]
+NAMES = ["random", "heuristic", "tfidf", "discriminative", "generic", "contrast"]
 
 CRAFTED = make_page(
     0,
@@ -133,3 +133,31 @@ def test_terms_display_forms_and_body() -> None:
     forms = display_forms(text)
     assert forms["lisbon"] == "Lisbon" and forms["taking"] == "taking"
     assert forms["450"] == "$450"
+
+
+def test_keyword_bounds() -> None:
+    from copage.core.keywords.limits import (
+        MAX_KEYWORD_CHARS,
+        bound_keyword,
+        bounded,
+        clip_word,
+    )
+
+    assert clip_word("a" * 24) == "a" * 24
+    assert clip_word("0123456789abcdef" * 3) == "0123456789ab\u2026"
+    assert bound_keyword("Project Hail Mary") == "Project Hail Mary"
+    assert bound_keyword("one two three four five") == "one two three four"
+    long = bound_keyword("abcdefghijklmnopqrst " * 4)
+    assert len(long) <= MAX_KEYWORD_CHARS and long.startswith("abcdefghijklmnopqrst")
+    assert bounded(["x" * 100, "x" * 90, "Lisbon"]) == ("xxxxxxxxxxxx\u2026", "Lisbon")
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_extractors_bound_their_keywords(name: str) -> None:
+    from kw_fixture import blob_pages
+
+    from copage.core.keywords.limits import MAX_KEYWORD_CHARS
+
+    pages = blob_pages()[:1] + blob_pages()[3:]  # the hex blob and the huge numbers
+    for kws in get_extractor(name).extract_all(pages, 4).values():
+        assert all(len(k) <= MAX_KEYWORD_CHARS for k in kws), kws

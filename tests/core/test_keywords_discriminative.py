@@ -92,3 +92,34 @@ def test_bad_options_are_clear() -> None:
         get_extractor("discriminative", alpha0=0)
     with pytest.raises(ValueError, match="valid options: alpha0, penalty"):
         get_extractor("discriminative", beta=1)
+
+
+NAME_PAGES = [
+    make_page(8, ["This spring I planted San Marzano tomatoes.", "Nice, how are they doing?",
+                  "I also planted San Marzano seeds indoors.", "Good luck with them."]),
+    make_page(9, ["Last night we watched Project Hail Mary.", "Did you like it?",
+                  "We watched Project Hail Mary twice.", "Great."]),
+]
+
+
+def test_a_phrase_is_a_name_only_if_all_its_words_are() -> None:
+    # Defect: "planted San" + "Marzano", "watched Project" + "Hail" + "Mary".
+    kws = get_extractor("discriminative").extract_all(conversation() + NAME_PAGES, 4)
+    assert "San Marzano" in kws["p9"], kws["p9"]
+    assert "Project Hail Mary" in kws["p10"], kws["p10"]
+    for page in ("p9", "p10"):
+        for kw in kws[page]:
+            words = kw.split(" ")
+            assert len({w[:1].isupper() for w in words}) == 1, kws[page]  # no mixed phrase
+        flat = [w.lower() for kw in kws[page] for w in kw.split(" ")]
+        assert len(flat) == len(set(flat)), kws[page]  # no name split over two keywords
+
+
+def test_page_names_marks_mixed_phrases_and_whole_names() -> None:
+    from copage.core.keywords.names import page_names
+
+    named = page_names("I planted San Marzano tomatoes. We watched Project Hail Mary.")
+    assert {"planted san", "marzano tomatoes", "watched project"} <= named.mixed
+    assert "san marzano" not in named.mixed and "hail mary" not in named.mixed
+    assert named.whole["hail"] == named.whole["project hail"] == "Project Hail Mary"
+    assert named.whole["marzano"] == "San Marzano"

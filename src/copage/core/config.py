@@ -9,7 +9,7 @@ from typing import Any
 DEFAULT_BOUNDARY = "fixed_10"
 DEFAULT_POLICY = "lru"
 DEFAULT_RESIDENT_PAGES = 5
-DEFAULT_KEYWORDS = "heuristic"
+DEFAULT_KEYWORDS = "contrast"
 DEFAULT_FORMAT = "minimal"
 DEFAULT_TOOL_NAME = "recall"
 

@@ -34,7 +34,7 @@ from copage.core.tokens import get_tokenizer
 from copage.core.types import Bookmark, Page, PageId, Turn, page_id, render_turns
 from copage.stores.base import ChangeSet, Event, PageRecord
 
-CORPUS_EXTRACTORS = frozenset({"tfidf", "discriminative"})
+CORPUS_EXTRACTORS = frozenset({"tfidf", "discriminative", "contrast"})
 # Extractors known to ignore the corpus: the pager skips its upkeep for them.
 NO_CORPUS_EXTRACTORS = frozenset({"random", "heuristic", "generic"})
 # At most 9 digits: int() refuses strings over 4300 digits, and no conversation has a

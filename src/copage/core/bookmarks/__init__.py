@@ -10,6 +10,7 @@ from collections.abc import Iterable
 from typing import Protocol, runtime_checkable
 
 from copage.core.keywords.base import check_options
+from copage.core.keywords.limits import bounded
 from copage.core.registry import Registry
 from copage.core.tokens import Tokenizer
 from copage.core.types import Bookmark, Page
@@ -74,10 +75,15 @@ def get_format(name: str, **options: object) -> BookmarkFormat:
 def make_bookmark(
     page: Page, keywords: Iterable[str], fmt: BookmarkFormat, tokenizer: Tokenizer
 ) -> Bookmark:
-    """The bookmark of ``page``: rendered by ``fmt``, its cost counted by ``tokenizer``."""
+    """The bookmark of ``page``: rendered by ``fmt``, its cost counted by ``tokenizer``.
+
+    Keywords are bounded first (``copage.core.keywords.limits``): long words cut,
+    at most four words and 40 characters each, so a pasted blob stays small
+    whichever extractor chose it.
+    """
     if isinstance(keywords, str):
         raise TypeError("keywords must be a sequence of strings, not one string")
-    kws = tuple(keywords)
+    kws = bounded(keywords)
     text = fmt.render(page, kws)
     return Bookmark(
         page_id=page.id, keywords=kws, text=text, tokens=tokenizer.count(text), format=fmt.name

@@ -57,20 +57,23 @@ class SnippetFormat:
 
 
 class StructuredFormat:
-    """``[p3 people: Anna; places: Lisbon; dates: May 8; amounts: $450; topics: kw1]``."""
+    """``[p3 people: Anna, Dr. Lee; dates: May 8; amounts: $450; topics: kw1, Lisbon]``.
+
+    Fields are those of ``fields.extract_fields``: people the text marks as
+    people, dates, amounts; other names join the keywords as topics.
+    """
 
     name = "structured"
 
     def render(self, page: Page, keywords: tuple[str, ...]) -> str:
-        """Entity fields (empty ones omitted), then the keywords not shown already as topics."""
+        """Entity fields (empty ones omitted), then the keywords and names not shown already."""
         f = extract_fields(page)
-        shown = {v.lower() for v in f.people + f.places + f.dates + f.amounts}
-        topics = tuple(dict.fromkeys(k for k in keywords + f.other if k.lower() not in shown))
+        shown = {v.lower() for v in f.people + f.dates + f.amounts}
+        topics = tuple(dict.fromkeys(k for k in keywords + f.names if k.lower() not in shown))
         parts = [
             f"{label}: {', '.join(values)}"
             for label, values in (
                 ("people", f.people),
-                ("places", f.places),
                 ("dates", f.dates),
                 ("amounts", f.amounts),
                 ("topics", topics),

@@ -7,6 +7,7 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 
+from copage.core.keywords.limits import clip_word
 from copage.core.keywords.terms import body, is_content, tokenize
 
 _SPLIT = re.compile(
@@ -73,8 +74,8 @@ def top_sentences(sents: Sequence[str], keywords: Sequence[str], k: int) -> list
 
 
 def truncate_words(text: str, max_words: int) -> str:
-    """``text`` cut to ``max_words`` words, with "..." when cut."""
-    parts = text.split()
+    """``text`` cut to ``max_words`` words, with "..." when cut; long words cut too."""
+    parts = [clip_word(w) for w in text.split()]
     if len(parts) <= max_words:
         return " ".join(parts)
     return " ".join(parts[:max_words]) + " ..."

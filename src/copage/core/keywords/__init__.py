@@ -1,7 +1,9 @@
 """Keyword extractors: what a bookmark says about its page.
 
-``random``, ``heuristic`` and ``tfidf`` follow the paper's generator study;
-``discriminative`` (Fightin' Words with a cross-bookmark penalty) goes beyond it.
+``random``, ``heuristic`` and ``tfidf`` follow the paper's generator study,
+``generic`` its category-label baseline; ``discriminative`` (Fightin' Words with a
+cross-bookmark penalty) and ``contrast`` (that plus cues that a word will be asked
+about) go beyond it. See ``docs/keywords.md``.
 All are offline and deterministic. Build one by name with :func:`get_extractor`.
 """
 
@@ -71,9 +73,20 @@ def _generic(**options: object) -> KeywordExtractor:
 EXTRACTORS.register("generic", _generic)  # category labels: the paper's Table 12 baseline
 
 
+def _contrast(**options: object) -> KeywordExtractor:
+    from copage.core.keywords.contrast import ContrastExtractor
+
+    check_options("keyword extractor 'contrast'", options, ["alpha0", "penalty"])
+    return ContrastExtractor(**options)  # type: ignore[arg-type]
+
+
+EXTRACTORS.register("contrast", _contrast)
+
+
 def get_extractor(name: str, **options: object) -> KeywordExtractor:
     """The keyword extractor called ``name``; raises ``UnknownNameError`` listing valid names.
 
-    Options: ``random(seed=0)``, ``discriminative(alpha0=2000.0, penalty=1.5)``.
+    Options: ``random(seed=0)``, ``discriminative(alpha0=2000.0, penalty=1.5)``,
+    ``contrast(alpha0=2000.0, penalty=1.5)``.
     """
     return EXTRACTORS.create(name, **options)

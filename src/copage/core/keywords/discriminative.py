@@ -35,6 +35,8 @@ from collections.abc import Mapping, Sequence
 
 from copage.core.keywords.base import check_n, taken_count
 from copage.core.keywords.corpus import Corpus
+from copage.core.keywords.limits import bounded
+from copage.core.keywords.names import page_names
 from copage.core.keywords.terms import body, display_forms, is_bigram, term_counts
 from copage.core.types import Page, PageId
 
@@ -91,6 +93,10 @@ class DiscriminativeExtractor:
             out[term] = round(z, 9)  # exact ties stay ties across platforms
         return out
 
+    def rank_scores(self, page: Page, corpus: Corpus, text: str) -> dict[str, float]:
+        """The score keywords are chosen by (here the z-score); ``text`` is the page body."""
+        return self.scores(page, corpus)
+
     def extract(
         self, page: Page, corpus: Corpus, n: int, *, taken: Mapping[str, int] | None = None
     ) -> tuple[str, ...]:
@@ -100,20 +106,31 @@ class DiscriminativeExtractor:
             return ()
         text = body(page.text)
         forms = display_forms(text)
+        named = page_names(text)
         counts = _page_counts(page, corpus)
-        z = self.scores(page, corpus)
+        z = self.rank_scores(page, corpus, text)
         order = {term: i for i, term in enumerate(forms)}
         phrase_of: dict[str, list[str]] = {}
         for term in forms:
-            if is_bigram(term):
+            if is_bigram(term) and term not in named.mixed:
                 for word in term.split(" "):
                     phrase_of.setdefault(word, []).append(term)
 
+        def shown_as(term: str, used: set[str]) -> str:
+            """The lower-cased form ``term`` is shown as: its whole name or phrase."""
+            name = named.whole.get(term)
+            if name is not None:
+                key = name.lower()
+                return term if set(key.split(" ")) & used - set(term.split(" ")) else key
+            if is_bigram(term):
+                return term
+            return self._as_name(term, counts, forms, phrase_of, used)
+
         def key(term: str) -> tuple[float, int, int]:
             uses = taken_count(taken, term, forms.get(term, term))
-            shown = self._as_name(term, counts, forms, phrase_of, set())
-            if shown != term:  # shown as its phrase: penalise the phrase's uses too
-                uses += taken_count(taken, shown, forms.get(shown, shown))
+            shown = shown_as(term, set())
+            if shown != term:  # shown as its name or phrase: penalise those uses too
+                uses += taken_count(taken, shown, named.names.get(shown, forms.get(shown, shown)))
             score = z[term] - self.penalty * uses
             return (-score, -counts[term], order.get(term, len(order)))
 
@@ -122,17 +139,14 @@ class DiscriminativeExtractor:
         for term in sorted(z, key=key):
             if len(chosen) == n:
                 break
-            if is_bigram(term) and counts[term] < MIN_PHRASE_COUNT:
+            if is_bigram(term) and (counts[term] < MIN_PHRASE_COUNT or term in named.mixed):
                 continue
-            words = set(term.split(" "))
-            if words & used_words:
+            if set(term.split(" ")) & used_words:
                 continue
-            if not is_bigram(term):
-                term = self._as_name(term, counts, forms, phrase_of, used_words)
-                words = set(term.split(" "))
+            term = shown_as(term, used_words)
             chosen.append(term)
-            used_words |= words
-        return tuple(forms.get(term, term) for term in chosen)
+            used_words |= set(term.split(" "))
+        return bounded(named.names.get(t) or forms.get(t, t) for t in chosen)
 
     @staticmethod
     def _as_name(

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 
 from copage.core.keywords.base import BatchByCorpus, check_n
 from copage.core.keywords.corpus import Corpus
+from copage.core.keywords.limits import MAX_KEYWORD_WORDS, bounded
 from copage.core.keywords.surface import find_spans, trim_phrase
 from copage.core.keywords.terms import body, is_content, sentence_initial, tokenize
 from copage.core.types import Page
@@ -51,6 +52,8 @@ def heuristic_candidates(text: str) -> list[str]:
             display = trim_phrase(display, HEURISTIC_STOPWORDS)
             if not display:
                 continue
+            if display.count(" ") >= MAX_KEYWORD_WORDS:
+                continue  # a title-cased sentence, not a name
             kind = "multiword" if " " in display else "phrase"
             untrimmed = span.text.split(" ", 1)[0] == display.split(" ", 1)[0]
             if kind == "multiword" or not (untrimmed and sentence_initial(text, span.start)):
@@ -86,4 +89,4 @@ class HeuristicExtractor(BatchByCorpus):
             order = {w: i for i, w in reversed(list(enumerate(words)))}
             for w in sorted(freq, key=lambda w: (-freq[w], order[w]))[: n - len(chosen)]:
                 chosen.append(w)
-        return tuple(chosen)
+        return bounded(chosen)

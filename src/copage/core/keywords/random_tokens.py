@@ -7,6 +7,7 @@ from collections.abc import Mapping
 
 from copage.core.keywords.base import BatchByCorpus, check_n, stable_seed
 from copage.core.keywords.corpus import Corpus
+from copage.core.keywords.limits import bounded
 from copage.core.keywords.terms import body, is_content, tokenize
 from copage.core.types import Page
 
@@ -35,4 +36,4 @@ class RandomExtractor(BatchByCorpus):
             dict.fromkeys(t.lower for t in tokenize(body(page.text)) if is_content(t.lower))
         )
         rng = random.Random(stable_seed("random-keywords", self.seed, page.id))
-        return tuple(rng.sample(vocab, min(n, len(vocab))))
+        return bounded(rng.sample(vocab, min(n, len(vocab))))

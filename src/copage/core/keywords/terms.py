@@ -110,7 +110,7 @@ def display_forms(text: str) -> dict[str, str]:
     """Map each term of a body text to its display form.
 
     The display form is capitalised when the term appears with a capital letter
-    somewhere other than the start of a sentence (``"Thai Garden"``, ``"Lisbon"``,
+    (a two-word term: both words) somewhere other than the start of a sentence (``"Thai Garden"``, ``"Lisbon"``,
     but not ``"Taking"``), else lower-case; a number first written with a currency
     sign keeps it (``"$450"``).
     """
@@ -123,7 +123,9 @@ def display_forms(text: str) -> dict[str, str]:
             continue
         named = tok.text[:1].isupper() and not sentence_initial(text, tok.start)
         if prev is not None and joinable(text, prev, tok):
-            _offer(forms, f"{prev.lower} {tok.lower}", f"{prev.text} {tok.text}", named)
+            # A phrase is a name only if all its words are ("San Marzano", not "planted San").
+            both = named and prev.text[:1].isupper()
+            _offer(forms, f"{prev.lower} {tok.lower}", f"{prev.text} {tok.text}", both)
         _offer(forms, tok.lower, tok.text, named)
         money = tok.start > 0 and text[tok.start - 1] in "$€£" and tok.lower[0].isdigit()
         if money and forms[tok.lower] == tok.lower:

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 
 from copage.core.keywords.base import BatchByCorpus, check_n
 from copage.core.keywords.corpus import Corpus
+from copage.core.keywords.limits import bounded
 from copage.core.keywords.terms import body, display_forms, is_bigram, term_counts
 from copage.core.types import Page
 
@@ -48,4 +49,4 @@ class TfidfExtractor(BatchByCorpus):
             if not is_bigram(term)
         ]
         scored.sort()
-        return tuple(forms.get(term, term) for _, _, term in scored[:n])
+        return bounded(forms.get(term, term) for _, _, term in scored[:n])

@@ -1,0 +1,138 @@
+"""``contrast``: keywords for what people ask about, told apart from the other pages.
+
+``discriminative`` picks what is *rare* in a page compared with the rest of the
+conversation; in chat that is often a word said once ("swamped", "guts",
+"lately"), while questions ask about the things a page talks about ("pottery",
+"charity race", "necklace"). ``contrast`` keeps the Fightin' Words z-score (at a
+lower weight) and the cross-bookmark penalty of ``discriminative`` and adds cues,
+measured on the development data (see ``docs/keywords.md``), that a word names
+something people will ask about later, cues that hold in any English chat:
+
+* it is not an everyday word (``common_words.COMMON_WORDS``: verbs of saying and
+  doing, evaluative adjectives, adverbs, fillers);
+* it follows a determiner, a possessive or a number ("a pottery workshop",
+  "my necklace", "two cats"): a noun, a thing;
+* both sides of the conversation use it in the page: the topic of the exchange,
+  not an aside (the user states a fact, the assistant repeats it back);
+* it recurs in the page (log of its count);
+* it is not a past-tense form (``-ed``) and does not occur only inside questions.
+
+Words of a two-word term are averaged. Phrases, names ("Project Hail Mary") and
+the greedy choice are those of ``discriminative``. Cost: O(page), like
+``discriminative``.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter, defaultdict
+
+from copage.core.keywords.common_words import COMMON_WORDS
+from copage.core.keywords.corpus import Corpus
+from copage.core.keywords.discriminative import (
+    DEFAULT_ALPHA0,
+    DEFAULT_PENALTY,
+    DiscriminativeExtractor,
+)
+from copage.core.keywords.terms import is_content, tokenize
+from copage.core.types import Page
+
+Z_WEIGHT = 0.5
+"""Weight of the Fightin' Words z-score (``discriminative`` uses 1)."""
+COMMON_PENALTY = 3.0
+"""Points off per share of a term's words that are everyday words."""
+NOUN_CUE = 0.5
+"""Points for a word that follows a determiner, possessive or number somewhere in the page."""
+BOTH_SIDES = 0.4
+"""Points for a word that two different speakers use in the page."""
+RECUR = 0.5
+"""Points per natural log of the word's count in the page."""
+PAST_TENSE = 1.0
+"""Points off for an ``-ed`` word."""
+QUESTION_ONLY = 0.8
+"""Points off for a word that occurs only in questions."""
+
+DETERMINERS = frozenset(
+    [
+        "a",
+        "an",
+        "the",
+        "my",
+        "your",
+        "our",
+        "his",
+        "her",
+        "their",
+        "this",
+        "that",
+        "these",
+        "those",
+        "some",
+        "any",
+        "every",
+        "each",
+        "another",
+        "its",
+        "one",
+        "two",
+        "three",
+        "four",
+        "five",
+        "few",
+        "several",
+    ]
+)
+_SENTENCE = re.compile(r"[^.!?\n]+[.!?]*")
+
+
+class ContrastExtractor(DiscriminativeExtractor):
+    """Fightin' Words at a lower weight plus cues that a word will be asked about."""
+
+    name = "contrast"
+
+    def __init__(self, alpha0: float = DEFAULT_ALPHA0, penalty: float = DEFAULT_PENALTY) -> None:
+        super().__init__(alpha0=alpha0, penalty=penalty)
+
+    def rank_scores(self, page: Page, corpus: Corpus, text: str) -> dict[str, float]:
+        """``Z_WEIGHT * z`` plus the cues of the module docstring, per term of ``page``."""
+        z = self.scores(page, corpus)
+        ask = word_cues(page)
+        out: dict[str, float] = {}
+        for term, zt in z.items():
+            words = term.split(" ")
+            cue = sum(ask.get(w, 0.0) for w in words) / len(words)
+            common = sum(w in COMMON_WORDS for w in words) / len(words)
+            out[term] = round(Z_WEIGHT * zt + cue - COMMON_PENALTY * common, 9)
+        return out
+
+
+def word_cues(page: Page) -> dict[str, float]:
+    """The askability points of each content word of ``page`` (see the module docstring)."""
+    count: Counter[str] = Counter()
+    in_question: Counter[str] = Counter()
+    noun: set[str] = set()
+    speakers: defaultdict[str, set[str]] = defaultdict(set)
+    for turn in page.turns:
+        who = turn.speaker or turn.role
+        text = turn.text.replace("\u2019", "'")
+        for m in _SENTENCE.finditer(text):
+            question = m.group(0).rstrip().endswith("?")
+            prev = ""
+            for tok in tokenize(m.group(0)):
+                word = tok.lower
+                if is_content(word):
+                    count[word] += 1
+                    in_question[word] += question
+                    speakers[word].add(who)
+                    if prev in DETERMINERS or prev[:1].isdigit():
+                        noun.add(word)
+                prev = word
+    return {
+        w: NOUN_CUE * (w in noun)
+        + BOTH_SIDES * (len(speakers[w]) > 1)
+        + RECUR * math.log(c)
+        - PAST_TENSE * w.endswith("ed")
+        - QUESTION_ONLY * (in_question[w] == c)
+        for w, c in count.items()
+    }
