@@ -10,7 +10,9 @@ from typing import Any
 
 import pytest
 
-PAGING: dict[str, Any] = {"boundary": "fixed_4", "policy": "lru", "resident_pages": 2}
+# keywords pinned: the assertions quote bookmarks, and the default extractor may change.
+PAGING: dict[str, Any] = {"boundary": "fixed_4", "policy": "lru", "resident_pages": 2,
+                          "keywords": "heuristic"}
 
 TURNS: list[tuple[str, str]] = [
     ("user", "My gym locker code is 4471, please remember it."),

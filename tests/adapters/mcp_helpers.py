@@ -16,7 +16,7 @@ from conftest import PAGING
 
 COPAGE = [sys.executable, "-m", "copage.cli.main"]
 PAGING_FLAGS = ["--boundary", PAGING["boundary"], "--policy", PAGING["policy"],
-                "-k", str(PAGING["resident_pages"])]
+                "-k", str(PAGING["resident_pages"]), "--keywords", PAGING["keywords"]]
 
 
 def text(result: Any) -> str:
