@@ -1,7 +1,7 @@
 """The pager: pages, the resident set, bookmarks and recall, as pure state.
 
 :class:`Pager` does no I/O. Each operation records what changed in a
-:class:`~copage.stores.base.ChangeSet`-shaped buffer that the caller drains and
+:class:`~copage.core.changes.ChangeSet` that the caller drains and
 persists (see :class:`copage.memory.PagedMemory`). Per-turn cost is bounded by the
 size of the open page and the resident set, not by the conversation length:
 pages are built once when they close, token sums are kept incrementally, the
@@ -24,6 +24,7 @@ from copage.core import prompt
 from copage.core.bookmarks import get_format, make_bookmark
 from copage.core.boundaries import get_boundary
 from copage.core.cache import PageCache
+from copage.core.changes import ChangeSet, Event, PageRecord
 from copage.core.config import PagerConfig
 from copage.core.evicted_index import EvictedIndex
 from copage.core.keywords import Corpus, get_extractor
@@ -32,7 +33,6 @@ from copage.core.policies import get_policy
 from copage.core.text import content_words
 from copage.core.tokens import get_tokenizer
 from copage.core.types import Bookmark, Page, PageId, Turn, page_id, render_turns
-from copage.stores.base import ChangeSet, Event, PageRecord
 
 CORPUS_EXTRACTORS = frozenset({"tfidf", "discriminative"})
 # Extractors known to ignore the corpus: the pager skips its upkeep for them.
