@@ -34,7 +34,7 @@ def test_table_output(capsys: pytest.CaptureFixture[str]) -> None:
 @pytest.mark.parametrize(
     "args, message",
     [
-        (["--policy", "nope"], "unknown policy 'nope'; valid policys: adaptive, belady"),
+        (["--policy", "nope"], "unknown policy 'nope'; valid policies: adaptive, belady"),
         (["--boundary", "fixed_0"], "fixed_0"),
         (["--boundary", "zigzag"], "fixed_N, tokens_N"),
         (["--keywords", "nope"], "discriminative"),

@@ -16,6 +16,7 @@ from copage.core.boundaries import (
     split,
     split_online,
 )
+from copage.core.registry import UnknownOptionError
 from copage.core.types import Turn
 
 
@@ -69,7 +70,10 @@ def test_bad_n_is_a_clear_error(name: str) -> None:
 
 
 def test_unknown_option_is_a_clear_error() -> None:
-    with pytest.raises(BoundaryParameterError, match="valid options: .*target"):
+    with pytest.raises(
+        UnknownOptionError,
+        match="unknown option 'taget' for boundary 'segment'; valid options: target, ",
+    ):
         get_boundary("segment", taget=10)
 
 

@@ -146,7 +146,7 @@ def test_system_turn_is_pinned_not_paged() -> None:
 
 
 def test_bad_input_errors() -> None:
-    with pytest.raises(UnknownNameError, match="valid policys: .*lru"):
+    with pytest.raises(UnknownNameError, match="valid policies: .*lru"):
         PagedMemory(policy="nope")
     with pytest.raises(UnknownNameError, match="fixed_N"):
         PagedMemory(boundary="nope")
@@ -164,7 +164,7 @@ def test_bad_input_errors() -> None:
     mem.add("user", "hi", id="x1")
     with pytest.raises(ValueError, match="duplicate turn id"):
         mem.add("user", "again", id="x1")
-    with pytest.raises(ValueError, match="unknown pager setting"):
+    with pytest.raises(ValueError, match="unknown option 'colour' for pager settings; valid options: boundary, "):
         PagerConfig.from_dict({"boundary": "fixed_5", "colour": "red"})
 
 

@@ -121,3 +121,4 @@ def test_stale_cuts_after_a_tool_exchange_make_no_tiny_pages() -> None:
              Turn("e", "user", "y"), Turn("f", "assistant", "z")]
     spans = Paginator(_Cuts()).step(turns, final=True)
     assert [(s.start, s.end) for s in spans] == [(0, 3), (3, 4), (4, 6)]
+

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from copage.core.changes import ChangeSet, Event, PageRecord
+from copage.core.registry import UnknownNameError, UnknownOptionError
 from copage.core.types import Bookmark, Turn
 
 __all__ = [
@@ -32,6 +33,8 @@ __all__ = [
     "PageStore",
     "StoreError",
     "StoredConversation",
+    "UnknownStoreOption",
+    "UnknownStoreSetting",
     "VersionConflict",
     "iter_turns",
     "turns_of",
@@ -40,6 +43,14 @@ __all__ = [
 
 class StoreError(RuntimeError):
     """A store failed (I/O, schema, connection)."""
+
+
+class UnknownStoreOption(UnknownOptionError, StoreError):
+    """A store URL option the store does not take (the message lists the valid ones)."""
+
+
+class UnknownStoreSetting(UnknownNameError, StoreError):
+    """A store setting value that is not one of the valid ones (listed in the message)."""
 
 
 class ConversationNotFound(StoreError, KeyError):

@@ -25,9 +25,10 @@ from itertools import pairwise
 
 import numpy as np
 
+from copage.core.registry import check_options
 from copage.core.types import Turn
 
-from ._common import check_options, positive_int
+from ._common import positive_int
 from .vectors import Matrix, count_matrix, tfidf_rows
 
 _BISECT_STEPS = 40
@@ -199,7 +200,7 @@ class Segment:
 def make_segment(**options: object) -> Segment:
     """Registry factory for ``segment`` (target, min_len, max_len, use_sessions)."""
     check_options(
-        "segment", options, ["target", "min_len", "max_len", "use_sessions", "exchanges", "tokenizer"]
+        "boundary 'segment'", options, ["target", "min_len", "max_len", "use_sessions", "exchanges", "tokenizer"]
     )
     ml, mx = options.get("min_len"), options.get("max_len")
     return Segment(

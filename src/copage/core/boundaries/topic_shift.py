@@ -19,9 +19,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from copage.core.registry import check_options
 from copage.core.types import Turn
 
-from ._common import check_options, positive_int
+from ._common import positive_int
 from .vectors import Matrix, cosine, count_matrix
 
 
@@ -121,7 +122,7 @@ class TopicShift:
 
 def make_topic_shift(**options: object) -> TopicShift:
     """Registry factory for ``topic_shift`` (options ``block``, ``max_buffer``)."""
-    check_options("topic_shift", options, ["block", "max_buffer", "tokenizer"])
+    check_options("boundary 'topic_shift'", options, ["block", "max_buffer", "tokenizer"])
     block = positive_int("topic_shift", "block", options.get("block", 6))
     mb = options.get("max_buffer")
     return TopicShift(block, None if mb is None else positive_int("topic_shift", "max_buffer", mb))
