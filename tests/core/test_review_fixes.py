@@ -56,7 +56,7 @@ def test_refresh_all_bookmarks_keeps_token_sums_exact() -> None:
     pager = mem.pager
     expected = sum(pager.bookmark(p).tokens for p in pager.evicted)
     pager.refresh_all_bookmarks()
-    assert pager.summary()["bookmark_tokens"] == expected
+    assert pager.stats().bookmark_tokens == expected
 
 
 def test_ids_after_reload_and_auto_ids_after_supplied_ones() -> None:
