@@ -26,10 +26,10 @@ from copage.core.boundaries import get_boundary
 from copage.core.cache import PageCache
 from copage.core.changes import ChangeSet, Event, PageRecord
 from copage.core.config import PagerConfig
-from copage.core.evicted_index import EvictedIndex
 from copage.core.keywords import Corpus, get_extractor
 from copage.core.paginate import Paginator, ReplayPaginator, Span
 from copage.core.policies import get_policy
+from copage.core.retrieval import BM25Index
 from copage.core.text import content_words
 from copage.core.tokens import get_tokenizer
 from copage.core.types import Bookmark, Page, PageId, Turn, page_id, render_turns
@@ -67,6 +67,16 @@ class RecallResult:
     status: str
     text: str
     page: PageId | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class EvictedMatch:
+    """The best evicted page for a text: its index (None if nothing matches), its BM25
+    score, and the query terms (the text's distinct content words, sorted)."""
+
+    index: int | None
+    score: float
+    terms: tuple[str, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -217,7 +227,7 @@ class Pager:
         self._turn_tokens: list[int] = []
         self._closed_tokens = 0
         self._evicted_set: set[int] = set()
-        self._evicted_index: EvictedIndex | None = None  # built on first search
+        self._evicted_index: BM25Index[int] | None = None  # built on first search
         self._stale_heap: list[tuple[int, int]] = []  # (epoch, page index), lazily cleaned
         self._resident_tokens = 0  # tokens of resident closed pages
         self._bookmark_tokens = 0  # tokens of the bookmarks of evicted pages
@@ -344,15 +354,25 @@ class Pager:
 
     # ----------------------------------------------------------------- access
     @property
-    def evicted_index(self) -> EvictedIndex:
-        """BM25 index over the evicted pages' full text (recall by query, speculative
-        page-in); built on first use, then kept up to date on every eviction/page-in."""
+    def evicted_index(self) -> BM25Index[int]:
+        """BM25 over the evicted pages' full text (content words), keyed by page index
+        (recall by query, speculative page-in); built on first use, then kept up to
+        date on every eviction and page-in, so IDF covers exactly the evicted pages."""
         if self._evicted_index is None:
-            index = EvictedIndex()
+            index: BM25Index[int] = BM25Index()
             for idx in sorted(self._evicted_set):
-                index.add(idx, self.pages[idx].text)
+                index.add(idx, content_words(self.pages[idx].text))
             self._evicted_index = index
         return self._evicted_index
+
+    def search_evicted(self, text: str) -> EvictedMatch:
+        """The evicted page whose text best matches ``text`` (BM25 with the distinct
+        content words of ``text`` as the query; ties: the earliest page)."""
+        terms = tuple(sorted(set(content_words(text))))
+        best = self.evicted_index.best(terms) if terms else None
+        if best is None or best.key is None:
+            return EvictedMatch(None, 0.0, terms)
+        return EvictedMatch(int(best.key), best.score, terms)
 
     def is_resident(self, pid: PageId) -> bool:
         return pid in self.cache
@@ -404,7 +424,7 @@ class Pager:
         self.counters.evictions += 1
         self._evicted_set.add(idx)
         if self._evicted_index is not None:
-            self._evicted_index.add(idx, self.pages[idx].text)
+            self._evicted_index.add(idx, content_words(self.pages[idx].text))
         self._resident_tokens -= self.pages[idx].tokens
         self._bookmark_tokens += self.books[idx].bookmark.tokens
         heapq.heappush(self._stale_heap, (self.books[idx].epoch, idx))
@@ -446,7 +466,7 @@ class Pager:
             return self._recall_error("the query must be a few words describing what you need.")
         if not self._evicted_set:
             return self._recall_error("no page is evicted: everything is already in context.")
-        best, _, _ = self.evicted_index.best(query)
+        best = self.search_evicted(query).index
         if best is None:
             return self._recall_error(f"no evicted page matches {query[:60]!r}.")
         pid = page_id(best)
