@@ -217,3 +217,13 @@ def test_stats_count_page_ins_by_cause_and_read_old_snapshots() -> None:
     old = Counters.from_json([5, 2, 3, 1, 9])
     assert (old.faults, old.hits, old.recalls, old.recall_errors, old.evictions) == (5, 2, 3, 1, 9)
     assert Counters.from_json(Counters(1, 2, 3, 4, 5, 6, 7).to_json()) == Counters(1, 2, 3, 4, 5, 6, 7)
+
+
+def test_segment_open_page_is_bounded_like_closed_pages() -> None:
+    """A single-session chat: the open page (always resident) never exceeds max_len turns,
+    the bound of the closed pages (issue 11: nothing was paged for 119 turns)."""
+    mem = PagedMemory(boundary="segment", policy="lru", resident_pages=1)
+    for i in range(130):
+        mem.add("user" if i % 2 == 0 else "assistant", f"{TOPICS[(i // 20) % len(TOPICS)]} {i}")
+        assert mem.stats().open_turns <= 40
+    assert mem.stats().pages >= 3 and all(len(p.turns) <= 40 for p in mem.pages)

@@ -22,8 +22,12 @@ DEFAULT_KEYWORDS = "heuristic"
 DEFAULT_FORMAT = "minimal"
 
 
-def _list(text: str) -> list[str]:
-    return [x.strip() for x in text.split(",") if x.strip()]
+def _list(text: str, option: str) -> list[str]:
+    """The comma-separated names of ``option``; at least one (else a clear error)."""
+    names = [x.strip() for x in text.split(",") if x.strip()]
+    if not names:
+        raise ValueError(f"{option} needs at least one value, got {text!r}")
+    return names
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -51,12 +55,12 @@ def cells_from_args(args: argparse.Namespace) -> list[Any]:
     """The grid; every name is checked before anything runs."""
     from copage.eval.simulate import Cell
 
-    boundaries = [BOUNDARIES.check(b) for b in _list(args.boundary)]
-    policies = [POLICIES.check(p) for p in _list(args.policy)]
-    keywords = [EXTRACTORS.check(k) for k in _list(args.keywords)]
-    formats = [FORMATS.check(f) for f in _list(args.format)]
+    boundaries = [BOUNDARIES.check(b) for b in _list(args.boundary, "--boundary")]
+    policies = [POLICIES.check(p) for p in _list(args.policy, "--policy")]
+    keywords = [EXTRACTORS.check(k) for k in _list(args.keywords, "--keywords")]
+    formats = [FORMATS.check(f) for f in _list(args.format, "--format")]
     ks = []
-    for k in _list(args.k):
+    for k in _list(args.k, "-k"):
         if not k.isdigit() or int(k) < 1:
             raise ValueError(f"-k takes positive integers, got {k!r}")
         ks.append(int(k))
@@ -82,11 +86,16 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write("\n")
         return 0
     print_table(rows)
-    skipped = rows[0]["probes_skipped"] if rows else {}
+    skipped = dict(dataset.probes_skipped)
+    repairs = dict(dataset.repairs)
     print(f"\ndataset {dataset.name}: {len(dataset.conversations)} conversations, "
-          f"{dataset.probes} probes, skipped {skipped or 'none'}; tokenizer "
-          f"{rows[0]['tokenizer'] if rows else '-'}; {len(rows)} cells in {elapsed:.1f} s")
+          f"{dataset.probes} probes, skipped {_counts(skipped)}, repaired {_counts(repairs)}; "
+          f"tokenizer {rows[0]['tokenizer']}; {len(rows)} cells in {elapsed:.1f} s")
     return 0
+
+
+def _counts(counts: dict[str, int]) -> str:
+    return ", ".join(f"{k} {v}" for k, v in counts.items()) if counts else "none"
 
 
 COLUMNS = [("boundary", "{}"), ("policy", "{}"), ("k", "{}"), ("keywords", "{}"), ("format", "{}"),
