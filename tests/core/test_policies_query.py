@@ -9,8 +9,8 @@ import pytest
 
 from copage.core.cache import PageCache, replay
 from copage.core.policies import get_policy
-from copage.core.retrieval import BM25Index
 from copage.core.policies.query import QueryPolicy
+from copage.core.retrieval import BM25Index
 from copage.core.text import content_words
 
 VOCAB = [

@@ -22,9 +22,14 @@ DEFAULT_KEYWORDS = "heuristic"
 DEFAULT_FORMAT = "minimal"
 
 
-def _list(text: str, option: str) -> list[str]:
-    """The comma-separated names of ``option``; at least one (else a clear error)."""
-    names = [x.strip() for x in text.split(",") if x.strip()]
+def _list(text: str) -> list[str]:
+    """The comma-separated items of ``text`` (blank items dropped; may be empty)."""
+    return [x.strip() for x in text.split(",") if x.strip()]
+
+
+def _names(text: str, option: str) -> list[str]:
+    """The comma-separated values of ``option``: at least one, else a clear error."""
+    names = _list(text)
     if not names:
         raise ValueError(f"{option} needs at least one value, got {text!r}")
     return names
@@ -55,12 +60,12 @@ def cells_from_args(args: argparse.Namespace) -> list[Any]:
     """The grid; every name is checked before anything runs."""
     from copage.eval.simulate import Cell
 
-    boundaries = [BOUNDARIES.check(b) for b in _list(args.boundary, "--boundary")]
-    policies = [POLICIES.check(p) for p in _list(args.policy, "--policy")]
-    keywords = [EXTRACTORS.check(k) for k in _list(args.keywords, "--keywords")]
-    formats = [FORMATS.check(f) for f in _list(args.format, "--format")]
+    boundaries = [BOUNDARIES.check(b) for b in _names(args.boundary, "--boundary")]
+    policies = [POLICIES.check(p) for p in _names(args.policy, "--policy")]
+    keywords = [EXTRACTORS.check(k) for k in _names(args.keywords, "--keywords")]
+    formats = [FORMATS.check(f) for f in _names(args.format, "--format")]
     ks = []
-    for k in _list(args.k, "-k"):
+    for k in _names(args.k, "-k"):
         if not k.isdigit() or int(k) < 1:
             raise ValueError(f"-k takes positive integers, got {k!r}")
         ks.append(int(k))
