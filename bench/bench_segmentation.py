@@ -78,7 +78,7 @@ def score(
 ) -> str:
     """One table row: pooled pages, mean page length, Pk, WindowDiff."""
     do = split if mode == "offline" else split_online
-    pages = errs_pk = errs_wd = windows = turns_total = 0
+    pages = errs_pk = errs_wd = windows = turns_total = singles = 0
     for turns, gold in convs:
         strat = get_boundary(name, **options)
         cut_pages = do(turns, strat)
@@ -91,15 +91,17 @@ def score(
         errs_wd += round(window_diff(gold, hyp, n, k) * (n - k))
         windows += n - k
         pages += len(cut_pages)
+        singles += sum(1 for p in cut_pages if len(p) == 1)
         turns_total += n
     label = name + "".join(f" {k}={v}" for k, v in options.items())
     return (
-        f"| {label} | {mode} | {pages} | {turns_total / pages:.1f} | "
+        f"| {label} | {mode} | {pages} | {turns_total / pages:.1f} | {singles} | "
         f"{errs_pk / windows:.3f} | {errs_wd / windows:.3f} |"
     )
 
 
-HEAD = "| strategy | mode | pages | mean turns/page | Pk | WindowDiff |\n|---|---|---|---|---|---|"
+HEAD = ("| strategy | mode | pages | mean turns/page | 1-turn pages | Pk | WindowDiff |\n"
+        "|---|---|---|---|---|---|---|")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -117,6 +119,7 @@ def main(argv: list[str] | None = None) -> int:
     for mode in ("offline", "online"):
         for name in ("fixed_20", "topic_shift", "segment"):
             print(score(fx, name, mode))
+        print(score(fx, "topic_shift", mode, min_page=1))  # the lookbehind fix alone
     if not args.locomo.exists():
         print(f"\n(LoCoMo sample not found at {args.locomo}; skipped)")
         return 0
@@ -130,6 +133,7 @@ def main(argv: list[str] | None = None) -> int:
     for mode in ("offline", "online"):
         print(score(hidden, "fixed_20", mode))
         print(score(hidden, "topic_shift", mode))
+        print(score(hidden, "topic_shift", mode, min_page=1))
         print(score(hidden, "segment", mode, use_sessions=False))
         print(score(lc, "segment", mode, use_sessions=True))
         print(score(lc, "session", mode))

@@ -11,10 +11,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from copage.core.config import PagerConfig
-from copage.core.pager import Context, Pager, RecallResult
+from copage.core.pager import Context, Pager, PagerStats, RecallResult
+from copage.core.registry import UnknownNameError
 from copage.core.text import content_words
 from copage.core.types import Bookmark, Page, PageId, ToolCall, Turn, page_id
-from copage.stores.base import ConversationNotFound, PageStore
+from copage.stores.base import ConversationExists, ConversationNotFound, PageStore, StoreError
 
 ROLES = ("user", "assistant", "tool", "system")
 _SETTINGS = ("boundary", "policy", "resident_pages", "resident_tokens", "keywords",
@@ -28,6 +29,18 @@ class SearchHit:
     page: PageId
     score: float
     bookmark: Bookmark
+
+
+class MemoryOutOfSync(StoreError):
+    """A failed change could not be rolled back by reloading the stored state.
+
+    The object refuses further work (every call raises this) until :meth:`PagedMemory.reload`
+    succeeds or the conversation is opened again: nothing unstored is ever shown or
+    built upon.
+    """
+
+
+_OPEN_ATTEMPTS = 5  # open-or-create retries when another process creates or deletes meanwhile
 
 
 def new_conversation_id() -> str:
@@ -48,7 +61,11 @@ class PagedMemory:
         text = mem.recall("p3")      # the recall tool
 
     Each call that changes the conversation commits one atomic change to the store
-    before it returns: an acknowledged turn is never lost.
+    before it returns: an acknowledged turn is never lost. A call that fails leaves
+    the object exactly as stored (it reloads); if even the reload fails, the object
+    raises :class:`MemoryOutOfSync` on every call until :meth:`reload` succeeds.
+    Opening is atomic: processes that open the same new id at once all get the one
+    conversation (one creates it, the others load it).
 
     Args:
         store: a :class:`PageStore`, a store URL (``memory://``, ``sqlite:///path``,
@@ -84,18 +101,39 @@ class PagedMemory:
         if config is None:
             config = PagerConfig(**settings) if settings else None
         self._future = future
-        if self.store.exists(self.conversation_id, tenant=tenant):
-            self._load(expect=config)
-        elif not create:
-            raise ConversationNotFound(
-                f"conversation {self.conversation_id!r} of tenant {tenant!r} not found")
-        else:
-            self.pager = Pager(config or PagerConfig(), future=future)
-            self.store.create_conversation(
-                self.conversation_id, self.pager.config.to_dict(), tenant=tenant, now=clock()
-            )
-            self.version = 0
-            self._idset: set[str] | None = None
+        self._deferred = False
+        self._broken: str | None = None
+        self._idset: set[str] | None = None
+        self._open(config, create)
+
+    def _open(self, config: PagerConfig | None, create: bool) -> None:
+        """Load the conversation, or create it: atomically, whatever other processes do.
+
+        Creation is one conditional insert in the store (``ConversationExists`` if taken);
+        losing that race means someone else just created it, so it is loaded instead.
+        """
+        cid, tenant = self.conversation_id, self.tenant
+        for _ in range(_OPEN_ATTEMPTS):
+            if self.store.exists(cid, tenant=tenant):
+                try:
+                    self._load(expect=config)
+                    return
+                except ConversationNotFound:
+                    continue  # deleted between the two calls: look again
+            if not create:
+                raise ConversationNotFound(
+                    f"conversation {cid!r} of tenant {tenant!r} not found")
+            pager = Pager(config or PagerConfig(), future=self._future)
+            try:
+                self.store.create_conversation(
+                    cid, pager.config.to_dict(), tenant=tenant, now=self.clock())
+            except ConversationExists:
+                continue  # another opener created it first: load theirs
+            self.pager, self.version, self._idset = pager, 0, None
+            return
+        raise StoreError(
+            f"conversation {cid!r} of tenant {tenant!r} was created and deleted "
+            f"{_OPEN_ATTEMPTS} times while opening it; try again")
 
     # ----------------------------------------------------------------- state
     def _load(self, expect: PagerConfig | None = None) -> None:
@@ -109,25 +147,50 @@ class PagedMemory:
         self.pager = Pager.restore(stored, conv.turns, conv.pages, conv.bookmarks, conv.state)
         self.version = conv.version
         self._idset = None
+        self._broken = None
 
     def reload(self) -> None:
-        """Re-read the conversation from the store (after another writer changed it)."""
+        """Re-read the conversation from the store, dropping what this object holds.
+
+        Use it after another writer (process, thread or object) changed the
+        conversation (a commit then fails with ``VersionConflict``), or to recover an
+        object that raised :class:`MemoryOutOfSync`. Raises the store's error if the
+        store cannot be read; the object then stays refused.
+        """
         self._load()
+
+    def _live(self) -> None:
+        if self._broken is not None:
+            raise MemoryOutOfSync(
+                f"conversation {self.conversation_id!r}: {self._broken}; this object no longer "
+                "matches the store and refuses further work: call reload() or reopen it")
+
+    def _rollback(self, failure: BaseException) -> None:
+        """After a failed operation, go back to the stored state; if even that fails,
+        refuse further work (the unstored change must not be shown or built upon)."""
+        try:
+            self.pager.discard()
+            self._load()
+        except BaseException as e:  # noqa: BLE001 - any failure to reload leaves it refused
+            self._broken = (
+                f"a change failed ({type(failure).__name__}: {failure}) and reloading the "
+                f"stored state failed too ({type(e).__name__}: {e})")
+            raise MemoryOutOfSync(self._broken) from failure
 
     @contextmanager
     def _applying(self) -> Iterator[None]:
         """Run one pager operation; if it fails, the pager goes back to the stored state
         (inside :meth:`transaction`, the transaction's own rollback does that)."""
+        self._live()
         try:
             yield
-        except BaseException:
-            if not getattr(self, "_deferred", False):
-                self.pager.discard()
-                self._load()
+        except BaseException as e:
+            if not self._deferred:
+                self._rollback(e)
             raise
 
     def _commit(self) -> None:
-        if getattr(self, "_deferred", False):
+        if self._deferred:
             return  # inside transaction(): stored once at its end
         change = self.pager.drain()
         try:
@@ -135,9 +198,9 @@ class PagedMemory:
                 self.conversation_id, change, tenant=self.tenant,
                 expected_version=self.version, now=self.clock(),
             )
-        except BaseException:
+        except BaseException as e:
             # Leave memory as the store has it: the failed operation did not happen.
-            self._load()
+            self._rollback(e)
             raise
 
     @contextmanager
@@ -147,22 +210,29 @@ class PagedMemory:
         On an exception the pending changes are dropped and the conversation is
         reloaded from the store, so memory and store stay as they were before.
         """
-        if getattr(self, "_deferred", False):
+        self._live()
+        if self._deferred:
             raise RuntimeError("PagedMemory.transaction() cannot be nested")
         self._deferred = True
         try:
             yield self
-        except BaseException:
+        except BaseException as e:
             self._deferred = False
-            self.pager.discard()
-            self._load()
+            self._rollback(e)
             raise
         self._deferred = False
         self._commit()
 
     @contextmanager
     def locked(self) -> Iterator[PagedMemory]:
-        """Hold the store's lock on this conversation and work on its latest state."""
+        """Work on the conversation's latest state while no other writer can change it.
+
+        Takes the store's exclusive lock on this conversation (across processes for
+        SQLite and PostgreSQL, across threads for the memory store), reloads the
+        stored state, and holds the lock for the block: several processes that each
+        do ``with mem.locked(): mem.add(...)`` never conflict. Without it, a commit
+        after another writer's raises ``VersionConflict`` (then :meth:`reload`).
+        """
         with self.store.lock(self.conversation_id, tenant=self.tenant):
             self._load()
             yield self
@@ -176,8 +246,9 @@ class PagedMemory:
         and anything JSON-serialisable. A ``system`` turn sets the pinned system
         prompt (kept outside the pages) and returns ``"system"``.
         """
+        self._live()
         if role not in ROLES:
-            raise ValueError(f"unknown role {role!r}; valid roles: {', '.join(ROLES)}")
+            raise UnknownNameError("role", role, ROLES)
         if not isinstance(text, str):
             raise TypeError(f"text must be a str, got {type(text).__name__}")
         try:
@@ -216,6 +287,7 @@ class PagedMemory:
 
     def context(self, question: str | None = None) -> Context:
         """Messages and tools for the next model call (see :meth:`Pager.context`)."""
+        self._live()
         return self.pager.context(question)
 
     def recall(self, page: object = None, *, query: object = None) -> str:
@@ -239,26 +311,36 @@ class PagedMemory:
     # ------------------------------------------------------------- read-only
     @property
     def config(self) -> PagerConfig:
+        """The conversation's settings (as stored)."""
         return self.pager.config
 
     @property
     def pages(self) -> list[Page]:
+        """Closed pages, in order."""
+        self._live()
         return list(self.pager.pages)
 
     @property
     def turns(self) -> list[Turn]:
+        """All turns, in order (the pinned system prompt is not a turn)."""
+        self._live()
         return list(self.pager.turns)
 
     @property
     def resident(self) -> list[PageId]:
+        """Resident closed pages, in page order."""
+        self._live()
         return self.pager.resident
 
     @property
     def evicted(self) -> list[PageId]:
+        """Evicted pages, in page order."""
+        self._live()
         return self.pager.evicted
 
     def bookmarks(self) -> dict[PageId, Bookmark]:
         """Current bookmark of every closed page."""
+        self._live()
         return {p.id: self.pager.bookmark(p.id) for p in self.pager.pages}
 
     def search(self, query: str, limit: int = 5) -> list[SearchHit]:
@@ -267,19 +349,28 @@ class PagedMemory:
         Read-only: nothing is paged in (recall a hit for that). Pages sharing no
         content word with the query are left out, so the list may be empty.
         """
+        self._live()
         if limit < 1:
             raise ValueError(f"limit must be >= 1, got {limit}")
         terms = sorted(set(content_words(query)))
         if not terms or not self.pager.evicted:
             return []
-        scores = self.pager.evicted_index.scores(terms)
+        scores = self.pager.evicted_index.score_map(terms)
         best = sorted((i for i in scores if scores[i] > 0), key=lambda i: (-scores[i], i))
         return [SearchHit(page_id(i), scores[i], self.pager.bookmark(page_id(i)))
                 for i in best[:limit]]
 
-    def stats(self) -> dict[str, Any]:
-        """Pages, resident set, faults, hits, bookmark tokens, prompt vs full tokens."""
-        return self.pager.summary()
+    def stats(self, question: str | None = None) -> PagerStats:
+        """The paging figures now: pages, resident set, counts and tokens.
+
+        Returns a frozen :class:`~copage.core.pager.PagerStats` (``.to_dict()`` for
+        JSON). ``faults``/``hits`` count uses through :meth:`access`; recall and
+        speculative page-ins are counted apart (``recall_page_ins``,
+        ``speculative_page_ins``; ``page_ins`` sums all three). Token figures are for
+        the prompt :meth:`context` would build for ``question``.
+        """
+        self._live()
+        return self.pager.stats(question)
 
 
 def _make_turn(role: str, text: str, seq: int, meta: dict[str, Any]) -> Turn:

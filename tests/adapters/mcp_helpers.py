@@ -12,7 +12,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from conftest import PAGING
+from adapter_fixtures import PAGING
 
 COPAGE = [sys.executable, "-m", "copage.cli.main"]
 PAGING_FLAGS = ["--boundary", PAGING["boundary"], "--policy", PAGING["policy"],

@@ -7,7 +7,7 @@ import uuid
 from collections.abc import Iterator
 
 import pytest
-from conftest import PAGING, TURNS
+from adapter_fixtures import PAGING, TURNS
 
 from copage import PagerConfig
 from copage.stores import open_store

@@ -10,6 +10,7 @@ import pytest
 
 pytest.importorskip("agents")
 
+from adapter_fixtures import PAGING, TURNS
 from agents import (
     Agent,
     OpenAIChatCompletionsModel,
@@ -19,7 +20,6 @@ from agents import (
     set_tracing_disabled,
 )
 from agents.memory import Session
-from conftest import PAGING, TURNS
 from openai import AsyncOpenAI
 
 from copage.adapters.agents import CopageSession

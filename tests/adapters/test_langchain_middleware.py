@@ -9,7 +9,7 @@ import pytest
 
 pytest.importorskip("langchain")
 
-from conftest import PAGING, TURNS
+from adapter_fixtures import PAGING, TURNS
 from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.tools import tool
@@ -74,7 +74,7 @@ def test_model_sees_the_paged_view_and_recall_is_served_inside(tmp_path: Path) -
     assert not any(isinstance(m, ToolMessage) for m in out["messages"])
     assert all(not getattr(m, "tool_calls", None) for m in out["messages"])
     mem = mw.memory("t1")
-    assert "p3" in mem.resident and mem.stats()["recalls"] == 1
+    assert "p3" in mem.resident and mem.stats().recalls == 1
     assert mem.turns[-1].text == "Bring your insurance card."  # stored by after_agent
     assert [t.role for t in mem.turns].count("tool") == 0
 

@@ -9,7 +9,7 @@ import pytest
 
 pytest.importorskip("langchain_openai")
 
-from conftest import PAGING, TURNS
+from adapter_fixtures import PAGING, TURNS
 from langchain.agents import create_agent
 from langchain_core.messages import HumanMessage
 from langchain_core.tools import tool

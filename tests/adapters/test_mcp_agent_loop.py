@@ -18,7 +18,7 @@ import pytest
 pytest.importorskip("mcp")
 
 import httpx2
-from conftest import TURNS
+from adapter_fixtures import TURNS
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp_helpers import http_server, sqlite_url, text

@@ -8,7 +8,7 @@ import pytest
 
 pytest.importorskip("mcp")
 
-from conftest import PAGING, TURNS
+from adapter_fixtures import PAGING, TURNS
 from mcp import Client, MCPError
 from mcp_helpers import text
 

@@ -11,7 +11,7 @@ pytest.importorskip("mcp")
 
 import httpx
 import httpx2
-from conftest import TURNS
+from adapter_fixtures import TURNS
 from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp_helpers import PAGING_FLAGS, http_server, sqlite_url, text

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from conftest import PAGING, TURNS
+from adapter_fixtures import PAGING, TURNS
 
 from copage import PagedMemory
 from copage.core.retrieval import BM25Index
@@ -20,12 +20,12 @@ def _memory() -> PagedMemory:
 def test_search_ranks_evicted_pages_and_pages_nothing_in() -> None:
     mem = _memory()
     assert "p1" in mem.evicted and "p3" in mem.evicted
-    before = (mem.resident, mem.stats()["faults"], mem.version)
+    before = (mem.resident, mem.stats().faults, mem.version)
     hits = mem.search("locker code")
     assert [h.page for h in hits][:1] == ["p1"]
     assert hits[0].bookmark == mem.bookmarks()["p1"]
     assert hits[0].score > 0
-    assert (mem.resident, mem.stats()["faults"], mem.version) == before  # read-only
+    assert (mem.resident, mem.stats().faults, mem.version) == before  # read-only
     assert mem.search("dentist appointment")[0].page == "p3"
 
 

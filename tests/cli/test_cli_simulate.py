@@ -34,7 +34,7 @@ def test_table_output(capsys: pytest.CaptureFixture[str]) -> None:
 @pytest.mark.parametrize(
     "args, message",
     [
-        (["--policy", "nope"], "unknown policy 'nope'; valid policys: adaptive, belady"),
+        (["--policy", "nope"], "unknown policy 'nope'; valid policies: adaptive, belady"),
         (["--boundary", "fixed_0"], "fixed_0"),
         (["--boundary", "zigzag"], "fixed_N, tokens_N"),
         (["--keywords", "nope"], "discriminative"),
@@ -69,3 +69,55 @@ def test_console_script_on_locomo_prints_only_json() -> None:
     assert rows[0]["probes_skipped"] == {"empty_evidence": 2}
     by_kw = {r["keywords"]: r["routing_top1"] for r in rows if r["policy"] == "lru"}
     assert by_kw["discriminative"] > by_kw["heuristic"]
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [(["--policy", ","], "--policy needs at least one value"),
+     (["-k", ""], "-k needs at least one value"),
+     (["--boundary", " , "], "--boundary needs at least one value"),
+     (["--keywords", ""], "--keywords needs at least one value")],
+)
+def test_empty_lists_are_errors_not_empty_grids(args: list[str], message: str,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["simulate", "controlled", *args]) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
+
+
+def test_deeply_nested_json_is_a_clear_error(tmp_path: Path,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 100_000 + "]" * 100_000)
+    assert main(["simulate", str(deep), "--boundary", "fixed_5", "--policy", "lru"]) == 2
+    err = capsys.readouterr().err
+    assert "nested too deeply" in err and "Traceback" not in err
+
+
+def test_repairs_are_shown(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    turns = [{"speaker": "A" if i % 2 else "B", "dia_id": f"D1:{i}", "text": f"topic {i} words"}
+             for i in range(1, 13)]
+    turns.append(dict(turns[0]))  # a duplicate id: repaired
+    qa = [{"question": "what topic", "answer": "x", "evidence": ["D1:2; D1:9"], "category": 1}]
+    data = [{"sample_id": "s", "conversation": {"speaker_a": "A", "speaker_b": "B",
+                                                "session_1": turns}, "qa": qa}]
+    path = tmp_path / "repairs.json"
+    path.write_text(json.dumps(data))
+    base = ["simulate", str(path), "--boundary", "fixed_2", "--policy", "lru", "-k", "1"]
+    assert main(base) == 0
+    assert "repaired duplicate_turn_id 1, evidence_split 1" in capsys.readouterr().out
+    assert main([*base, "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert rows[0]["repairs"] == {"duplicate_turn_id": 1, "evidence_split": 1}
+
+
+def test_segment_interleaved_pages_the_open_buffer() -> None:
+    """Issue 11: with the open page bounded by max_len, the ablation preset no longer hits
+    1.000 for every policy under segment / interleaved / k=3."""
+    from copage.eval.datasets import load_dataset
+    from copage.eval.simulate import Cell, simulate
+
+    ds = load_dataset("ablation", seed=0)
+    rows = simulate(ds, [Cell("segment", p, 3, "heuristic", placement="interleaved")
+                         for p in ("lru", "fifo")])
+    assert all(r["hit_rate"] < 1.0 and r["faults"] > 0 for r in rows)

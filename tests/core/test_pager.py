@@ -39,8 +39,8 @@ def test_pages_close_and_resident_set_is_bounded() -> None:
     assert mem.evicted == ["p1", "p2", "p3"]
     assert len(mem.pager.open_turns) == 2  # the open page is extra and always resident
     stats = mem.stats()
-    assert stats["pages"] == 5 and stats["evicted"] == 3
-    assert 0 < stats["prompt_tokens"] < stats["full_tokens"] + 2000
+    assert stats.pages == 5 and stats.evicted == 3
+    assert 0 < stats.prompt_tokens < stats.full_tokens + 2000
 
 
 def test_context_has_preamble_bookmarks_resident_and_open_page() -> None:
@@ -68,7 +68,8 @@ def test_recall_accepts_page_forms(arg: object) -> None:
     assert result.status == "paged_in" and result.page == "p1"
     assert TOPICS[0] in result.text and '<page id="p1">' in result.text
     assert "p1" in mem.resident
-    assert mem.stats()["faults"] == 1
+    s = mem.stats()  # a recall page-in is not a fault (issue 11): counted apart
+    assert (s.faults, s.recall_page_ins, s.page_ins, s.recalls) == (0, 1, 1, 1)
 
 
 def test_recall_errors_are_text_not_exceptions() -> None:
@@ -81,7 +82,8 @@ def test_recall_errors_are_text_not_exceptions() -> None:
     resident = mem.resident[0]
     r = mem.recall_result(resident)
     assert r.status == "resident" and "already in context" in r.text
-    assert mem.stats()["hits"] == 1
+    s = mem.stats()  # recalls are not probe hits or faults
+    assert (s.hits, s.faults, s.recalls, s.recall_errors, s.recall_page_ins) == (0, 0, 10, 9, 0)
 
 
 def test_recall_by_query_finds_the_page() -> None:
@@ -146,7 +148,7 @@ def test_system_turn_is_pinned_not_paged() -> None:
 
 
 def test_bad_input_errors() -> None:
-    with pytest.raises(UnknownNameError, match="valid policys: .*lru"):
+    with pytest.raises(UnknownNameError, match="valid policies: .*lru"):
         PagedMemory(policy="nope")
     with pytest.raises(UnknownNameError, match="fixed_N"):
         PagedMemory(boundary="nope")
@@ -164,7 +166,7 @@ def test_bad_input_errors() -> None:
     mem.add("user", "hi", id="x1")
     with pytest.raises(ValueError, match="duplicate turn id"):
         mem.add("user", "again", id="x1")
-    with pytest.raises(ValueError, match="unknown pager setting"):
+    with pytest.raises(ValueError, match="unknown option 'colour' for pager settings; valid options: boundary, "):
         PagerConfig.from_dict({"boundary": "fixed_5", "colour": "red"})
 
 
@@ -197,3 +199,31 @@ def test_corpus_extractor_refreshes_bookmarks_incrementally() -> None:
     epochs = [mem.pager.books[i].epoch for i in range(len(mem.pages) - 1)]
     assert max(epochs) > min(epochs)  # old bookmarks were refreshed as the corpus grew
     assert all(b.text.startswith(f"[{pid}:") for pid, b in mem.bookmarks().items())
+
+
+def test_stats_count_page_ins_by_cause_and_read_old_snapshots() -> None:
+    from copage.core.pager import Counters
+
+    mem = PagedMemory(boundary="fixed_4", policy="lru", resident_pages=1)
+    fill(mem, 16)
+    assert mem.access("p1") is False  # a demand use of an evicted page: a fault
+    assert mem.access("p1") is True
+    mem.recall("p2")
+    mem.pager.access("p3", kind="speculative")
+    s = mem.stats()
+    assert (s.faults, s.hits, s.recall_page_ins, s.speculative_page_ins, s.page_ins) == (1, 1, 1, 1, 3)
+    assert s.to_dict()["page_ins"] == 3 and s.to_dict()["resident"] == list(s.resident)
+    # Snapshots written before the split stored [faults, hits, recalls, recall_errors, evictions].
+    old = Counters.from_json([5, 2, 3, 1, 9])
+    assert (old.faults, old.hits, old.recalls, old.recall_errors, old.evictions) == (5, 2, 3, 1, 9)
+    assert Counters.from_json(Counters(1, 2, 3, 4, 5, 6, 7).to_json()) == Counters(1, 2, 3, 4, 5, 6, 7)
+
+
+def test_segment_open_page_is_bounded_like_closed_pages() -> None:
+    """A single-session chat: the open page (always resident) never exceeds max_len turns,
+    the bound of the closed pages (issue 11: nothing was paged for 119 turns)."""
+    mem = PagedMemory(boundary="segment", policy="lru", resident_pages=1)
+    for i in range(130):
+        mem.add("user" if i % 2 == 0 else "assistant", f"{TOPICS[(i // 20) % len(TOPICS)]} {i}")
+        assert mem.stats().open_turns <= 40
+    assert mem.stats().pages >= 3 and all(len(p.turns) <= 40 for p in mem.pages)

@@ -29,7 +29,7 @@ def drive(mem: PagedMemory, start: int, stop: int) -> None:
 
 def snapshot(mem: PagedMemory) -> str:
     ctx = mem.context("what about the budget?")
-    return json.dumps([ctx.messages, mem.stats(), mem.resident,
+    return json.dumps([ctx.messages, mem.stats().to_dict(), mem.resident,
                        {k: v.text for k, v in mem.bookmarks().items()}], sort_keys=True)
 
 

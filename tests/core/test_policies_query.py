@@ -9,8 +9,8 @@ import pytest
 
 from copage.core.cache import PageCache, replay
 from copage.core.policies import get_policy
-from copage.core.policies._bm25 import BM25Pages
 from copage.core.policies.query import QueryPolicy
+from copage.core.retrieval import BM25Index
 from copage.core.text import content_words
 
 VOCAB = [
@@ -44,7 +44,7 @@ def bm25_reference(query: list[str], docs: dict[str, list[str]], pid: str) -> fl
 
 def test_bm25_matches_formula_including_replaced_texts() -> None:
     rng = random.Random(2)
-    index = BM25Pages()
+    index: BM25Index[str] = BM25Index()
     docs: dict[str, list[str]] = {}
     for i in range(60):
         pid = f"p{rng.randrange(12)}"  # some pages get new text: df must be updated

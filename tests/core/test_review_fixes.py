@@ -56,7 +56,7 @@ def test_refresh_all_bookmarks_keeps_token_sums_exact() -> None:
     pager = mem.pager
     expected = sum(pager.bookmark(p).tokens for p in pager.evicted)
     pager.refresh_all_bookmarks()
-    assert pager.summary()["bookmark_tokens"] == expected
+    assert pager.stats().bookmark_tokens == expected
 
 
 def test_ids_after_reload_and_auto_ids_after_supplied_ones() -> None:
@@ -121,3 +121,4 @@ def test_stale_cuts_after_a_tool_exchange_make_no_tiny_pages() -> None:
              Turn("e", "user", "y"), Turn("f", "assistant", "z")]
     spans = Paginator(_Cuts()).step(turns, final=True)
     assert [(s.start, s.end) for s in spans] == [(0, 3), (3, 4), (4, 6)]
+

@@ -115,3 +115,35 @@ def test_real_locomo_sample_loads() -> None:
     assert ds.repairs == {"evidence_split": 1}
     raw = json.loads(SAMPLE.read_text())
     assert sum(len(s["qa"]) for s in raw) == ds.probes + 2
+
+
+def test_custom_and_integer_turn_ids_are_accepted_as_evidence() -> None:
+    """Turn ids need not look like ``D<n>:<n>``; evidence naming them is used, not dropped
+    and miscounted as "the file gave none" (issue 11)."""
+    conv = {"speaker_a": "Ann", "speaker_b": "Bob", "session_1": [
+        {"speaker": "Ann", "dia_id": "t1", "text": "I adopted a cat."},
+        {"speaker": "Bob", "dia_id": 7, "text": "Nice!"},
+        {"speaker": "Ann", "dia_id": "msg-3", "text": "Her name is Tom."},
+    ]}
+    qa = [
+        {"question": "q1", "answer": "a", "evidence": ["t1"], "category": 4},
+        {"question": "q2", "answer": "a", "evidence": [7], "category": 4},
+        {"question": "q3", "answer": "a", "evidence": ["7"], "category": 4},
+        {"question": "q4", "answer": "a", "evidence": ["t1; msg-3"], "category": 1},
+        {"question": "q5", "answer": "a", "evidence": ["x9"], "category": 4},
+        {"question": "q6", "answer": "a", "evidence": [" ", None], "category": 4},
+    ]
+    ds = parse_locomo([{"sample_id": "s", "conversation": conv, "qa": qa}])
+    got = {p.question: p.evidence for p in ds.conversations[0].probes}
+    assert got == {"q1": ("t1",), "q2": ("7",), "q3": ("7",), "q4": ("t1", "msg-3")}
+    assert ds.probes_skipped == {"empty_evidence": 1, "no_usable_evidence": 1}
+    assert ds.repairs == {"evidence_split": 1, "evidence_unknown_id": 1}
+
+
+def test_bad_evidence_items_and_deep_nesting_are_clear_errors(tmp_path: Path) -> None:
+    with pytest.raises(DatasetError, match=r"qa\[0\]\.evidence\[0\]: expected a turn id"):
+        parse_locomo([sample([{"question": "q", "evidence": [["D1:1"]], "category": 4}])])
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 100_000 + "]" * 100_000)
+    with pytest.raises(DatasetError, match="deep.json: JSON nested too deeply"):
+        load_locomo(deep)

@@ -67,5 +67,5 @@ def state_of(mem: PagedMemory) -> dict[str, Any]:
         "resident": mem.resident,
         "evicted": mem.evicted,
         "bookmarks": {k: v.text for k, v in mem.bookmarks().items()},
-        "stats": mem.stats(),
+        "stats": mem.stats().to_dict(),
     }

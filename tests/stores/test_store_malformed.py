@@ -110,7 +110,7 @@ def test_open_store_urls(tmp_path: Path) -> None:
         store.close()
     with pytest.raises(UnknownNameError, match="valid store schemes: memory, postgres, postgresql"):
         open_store("mysql://localhost/db")
-    with pytest.raises(StoreError, match="valid: synchronous"):
+    with pytest.raises(StoreError, match="valid options: synchronous"):
         open_store(f"sqlite://{tmp_path / 'd.db'}?journal=off")
     with pytest.raises(StoreError, match="needs a path"):
         open_store("sqlite://")

@@ -23,7 +23,16 @@ DEFAULT_FORMAT = "minimal"
 
 
 def _list(text: str) -> list[str]:
+    """The comma-separated items of ``text`` (blank items dropped; may be empty)."""
     return [x.strip() for x in text.split(",") if x.strip()]
+
+
+def _names(text: str, option: str) -> list[str]:
+    """The comma-separated values of ``option``: at least one, else a clear error."""
+    names = _list(text)
+    if not names:
+        raise ValueError(f"{option} needs at least one value, got {text!r}")
+    return names
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -51,12 +60,12 @@ def cells_from_args(args: argparse.Namespace) -> list[Any]:
     """The grid; every name is checked before anything runs."""
     from copage.eval.simulate import Cell
 
-    boundaries = [BOUNDARIES.check(b) for b in _list(args.boundary)]
-    policies = [POLICIES.check(p) for p in _list(args.policy)]
-    keywords = [EXTRACTORS.check(k) for k in _list(args.keywords)]
-    formats = [FORMATS.check(f) for f in _list(args.format)]
+    boundaries = [BOUNDARIES.check(b) for b in _names(args.boundary, "--boundary")]
+    policies = [POLICIES.check(p) for p in _names(args.policy, "--policy")]
+    keywords = [EXTRACTORS.check(k) for k in _names(args.keywords, "--keywords")]
+    formats = [FORMATS.check(f) for f in _names(args.format, "--format")]
     ks = []
-    for k in _list(args.k):
+    for k in _names(args.k, "-k"):
         if not k.isdigit() or int(k) < 1:
             raise ValueError(f"-k takes positive integers, got {k!r}")
         ks.append(int(k))
@@ -82,11 +91,16 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write("\n")
         return 0
     print_table(rows)
-    skipped = rows[0]["probes_skipped"] if rows else {}
+    skipped = dict(dataset.probes_skipped)
+    repairs = dict(dataset.repairs)
     print(f"\ndataset {dataset.name}: {len(dataset.conversations)} conversations, "
-          f"{dataset.probes} probes, skipped {skipped or 'none'}; tokenizer "
-          f"{rows[0]['tokenizer'] if rows else '-'}; {len(rows)} cells in {elapsed:.1f} s")
+          f"{dataset.probes} probes, skipped {_counts(skipped)}, repaired {_counts(repairs)}; "
+          f"tokenizer {rows[0]['tokenizer']}; {len(rows)} cells in {elapsed:.1f} s")
     return 0
+
+
+def _counts(counts: dict[str, int]) -> str:
+    return ", ".join(f"{k} {v}" for k, v in counts.items()) if counts else "none"
 
 
 COLUMNS = [("boundary", "{}"), ("policy", "{}"), ("k", "{}"), ("keywords", "{}"), ("format", "{}"),

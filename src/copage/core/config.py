@@ -6,6 +6,9 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
+from copage.core.registry import UnknownNameError, check_options
+from copage.core.tokens import TOKENIZERS
+
 DEFAULT_BOUNDARY = "fixed_10"
 DEFAULT_POLICY = "lru"
 DEFAULT_RESIDENT_PAGES = 5
@@ -17,6 +20,12 @@ DEFAULT_TOOL_NAME = "recall"
 @dataclass(frozen=True, slots=True)
 class PagerConfig:
     """How a conversation is paged.
+
+    Every name is checked when the value is made: an unknown boundary, policy,
+    keyword extractor, bookmark format or tokenizer raises
+    :class:`~copage.core.registry.UnknownNameError` listing the valid names (a bad
+    ``fixed_N``/``tokens_N`` or boundary option raises too). Policy, keyword and
+    format options are checked when a :class:`~copage.core.pager.Pager` is built.
 
     Attributes:
         boundary: boundary strategy name (``fixed_N``, ``tokens_N``, ``session``,
@@ -69,6 +78,27 @@ class PagerConfig:
             raise ValueError(f"refresh_per_page must be >= 0, got {self.refresh_per_page}")
         if not self.tool_name.isidentifier():
             raise ValueError(f"tool_name must be an identifier, got {self.tool_name!r}")
+        self._check_names()
+
+    def _check_names(self) -> None:
+        """Every component name against its registry (UnknownNameError lists the valid ones)."""
+        from copage.core.bookmarks import FORMATS
+        from copage.core.boundaries import get_boundary
+        from copage.core.keywords import EXTRACTORS
+        from copage.core.policies import POLICIES
+
+        for label, value in (("boundary", self.boundary), ("policy", self.policy),
+                             ("keywords", self.keywords), ("bookmark_format", self.bookmark_format),
+                             ("tokenizer", self.tokenizer)):
+            if not isinstance(value, str):
+                raise TypeError(f"{label} must be a name (str), got {value!r}")
+        # Building the boundary also checks N of fixed_N / tokens_N and its options.
+        get_boundary(self.boundary, **dict(self.boundary_options))
+        POLICIES.check(self.policy)
+        EXTRACTORS.check(self.keywords)
+        FORMATS.check(self.bookmark_format)
+        if self.tokenizer not in TOKENIZERS:
+            raise UnknownNameError("tokenizer", self.tokenizer, TOKENIZERS)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-able form (stored with each conversation)."""
@@ -80,8 +110,5 @@ class PagerConfig:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> PagerConfig:
         """Inverse of :meth:`to_dict`; unknown keys are an error naming the valid ones."""
-        valid = {f.name for f in fields(cls)}
-        unknown = sorted(set(data) - valid)
-        if unknown:
-            raise ValueError(f"unknown pager setting(s) {unknown}; valid: {sorted(valid)}")
+        check_options("pager settings", data, [f.name for f in fields(cls)])
         return cls(**dict(data))

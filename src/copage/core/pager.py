@@ -1,7 +1,7 @@
 """The pager: pages, the resident set, bookmarks and recall, as pure state.
 
 :class:`Pager` does no I/O. Each operation records what changed in a
-:class:`~copage.stores.base.ChangeSet`-shaped buffer that the caller drains and
+:class:`~copage.core.changes.ChangeSet` that the caller drains and
 persists (see :class:`copage.memory.PagedMemory`). Per-turn cost is bounded by the
 size of the open page and the resident set, not by the conversation length:
 pages are built once when they close, token sums are kept incrementally, the
@@ -24,16 +24,17 @@ from copage.core import prompt
 from copage.core.bookmarks import get_format, make_bookmark
 from copage.core.boundaries import get_boundary
 from copage.core.cache import PageCache
+from copage.core.changes import ChangeSet, Event, PageRecord
 from copage.core.config import PagerConfig
-from copage.core.evicted_index import EvictedIndex
 from copage.core.keywords import Corpus, get_extractor
 from copage.core.paginate import Paginator, ReplayPaginator, Span
 from copage.core.policies import get_policy
+from copage.core.retrieval import BM25Index
 from copage.core.text import content_words
 from copage.core.tokens import get_tokenizer
 from copage.core.types import Bookmark, Page, PageId, Turn, page_id, render_turns
-from copage.stores.base import ChangeSet, Event, PageRecord
 
+_NOT_DEMAND = frozenset({"recall", "speculative"})  # access kinds counted apart from hits/faults
 CORPUS_EXTRACTORS = frozenset({"tfidf", "discriminative", "contrast"})
 # Extractors known to ignore the corpus: the pager skips its upkeep for them.
 NO_CORPUS_EXTRACTORS = frozenset({"random", "heuristic", "generic"})
@@ -69,23 +70,109 @@ class RecallResult:
 
 
 @dataclass(frozen=True, slots=True)
+class EvictedMatch:
+    """The best evicted page for a text: its index (None if nothing matches), its BM25
+    score, and the query terms (the text's distinct content words, sorted)."""
+
+    index: int | None
+    score: float
+    terms: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class Context:
     """What to send to the model: chat messages, tools, and the accounting."""
 
     messages: list[dict[str, Any]]
     tools: list[dict[str, Any]]
-    stats: dict[str, Any]
+    stats: PagerStats
 
 
 @dataclass(slots=True)
-class PagerStats:
-    """Counters kept across the conversation."""
+class Counters:
+    """Event counts kept across the conversation (stored in the pager's snapshot).
+
+    A use through :meth:`Pager.access` (a probe, or a caller's own use) is a *hit*
+    or a *fault* (the page was evicted and is paged in). Recall and speculative
+    page-ins are counted apart: they are not demand misses.
+    """
 
     faults: int = 0
     hits: int = 0
     recalls: int = 0
+    recall_page_ins: int = 0
     recall_errors: int = 0
+    speculative_page_ins: int = 0
     evictions: int = 0
+
+    def to_json(self) -> dict[str, int]:
+        """JSON-able form (the snapshot's ``counters``)."""
+        return {f: int(getattr(self, f)) for f in self.__slots__}
+
+    @classmethod
+    def from_json(cls, data: object) -> Counters:
+        """Inverse of :meth:`to_json`; also reads the older list form
+        ``[faults, hits, recalls, recall_errors, evictions]`` (whose faults included
+        recall and speculative page-ins, which cannot be told apart afterwards)."""
+        if isinstance(data, list):
+            f, h, r, e, ev = (int(x) for x in (list(data) + [0] * 5)[:5])
+            return cls(faults=f, hits=h, recalls=r, recall_errors=e, evictions=ev)
+        if not isinstance(data, dict):
+            return cls()
+        return cls(**{k: int(v) for k, v in data.items() if k in cls.__slots__})
+
+
+@dataclass(frozen=True, slots=True)
+class PagerStats:
+    """A conversation's paging figures at one moment (see :meth:`Pager.stats`).
+
+    Attributes:
+        turns: turns added (the pinned system prompt is not a turn).
+        pages: closed pages.
+        open_turns: turns of the open page (always in context).
+        resident: resident closed pages, in page order.
+        evicted: number of evicted pages (their bookmarks are in the prompt).
+        faults: uses through ``access()`` (probes) that found the page evicted.
+        hits: uses through ``access()`` that found the page resident.
+        recalls: recall tool calls, whatever their outcome.
+        recall_page_ins: recalls that paged an evicted page in.
+        recall_errors: recalls answered with an error (bad or unknown page, ...).
+        speculative_page_ins: pages paged in before the model call by speculation.
+        evictions: pages evicted so far.
+        bookmark_tokens: tokens of the bookmarks of the evicted pages.
+        prompt_tokens: content tokens of :meth:`Pager.context` for ``question``.
+        full_tokens: tokens of the whole conversation's turns plus ``question``.
+        tokenizer: the tokenizer that counted them.
+    """
+
+    turns: int
+    pages: int
+    open_turns: int
+    resident: tuple[PageId, ...]
+    evicted: int
+    faults: int
+    hits: int
+    recalls: int
+    recall_page_ins: int
+    recall_errors: int
+    speculative_page_ins: int
+    evictions: int
+    bookmark_tokens: int
+    prompt_tokens: int
+    full_tokens: int
+    tokenizer: str
+
+    @property
+    def page_ins(self) -> int:
+        """Every page-in, whatever caused it (faults, recalls, speculation)."""
+        return self.faults + self.recall_page_ins + self.speculative_page_ins
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-able form (``resident`` as a list; ``page_ins`` included)."""
+        d = {f: getattr(self, f) for f in self.__slots__}
+        d["resident"] = list(self.resident)
+        d["page_ins"] = self.page_ins
+        return d
 
 
 @dataclass(slots=True)
@@ -136,11 +223,11 @@ class Pager:
         self.books: dict[int, _Book] = {}
         self.taken: dict[str, int] = {}
         self.system: str | None = None
-        self.stats = PagerStats()
+        self.counters = Counters()
         self._turn_tokens: list[int] = []
         self._closed_tokens = 0
         self._evicted_set: set[int] = set()
-        self._evicted_index: EvictedIndex | None = None  # built on first search
+        self._evicted_index: BM25Index[int] | None = None  # built on first search
         self._stale_heap: list[tuple[int, int]] = []  # (epoch, page index), lazily cleaned
         self._resident_tokens = 0  # tokens of resident closed pages
         self._bookmark_tokens = 0  # tokens of the bookmarks of evicted pages
@@ -267,15 +354,25 @@ class Pager:
 
     # ----------------------------------------------------------------- access
     @property
-    def evicted_index(self) -> EvictedIndex:
-        """BM25 index over the evicted pages' full text (recall by query, speculative
-        page-in); built on first use, then kept up to date on every eviction/page-in."""
+    def evicted_index(self) -> BM25Index[int]:
+        """BM25 over the evicted pages' full text (content words), keyed by page index
+        (recall by query, speculative page-in); built on first use, then kept up to
+        date on every eviction and page-in, so IDF covers exactly the evicted pages."""
         if self._evicted_index is None:
-            index = EvictedIndex()
+            index: BM25Index[int] = BM25Index()
             for idx in sorted(self._evicted_set):
-                index.add(idx, self.pages[idx].text)
+                index.add(idx, content_words(self.pages[idx].text))
             self._evicted_index = index
         return self._evicted_index
+
+    def search_evicted(self, text: str) -> EvictedMatch:
+        """The evicted page whose text best matches ``text`` (BM25 with the distinct
+        content words of ``text`` as the query; ties: the earliest page)."""
+        terms = tuple(sorted(set(content_words(text))))
+        best = self.evicted_index.best(terms) if terms else None
+        if best is None or best.key is None:
+            return EvictedMatch(None, 0.0, terms)
+        return EvictedMatch(int(best.key), best.score, terms)
 
     def is_resident(self, pid: PageId) -> bool:
         return pid in self.cache
@@ -291,15 +388,26 @@ class Pager:
         return [page_id(i) for i in sorted(self._evicted_set)]
 
     def access(self, pid: PageId, *, protect: Collection[PageId] = (), kind: str = "probe") -> bool:
-        """Use a page (a probe that needs it, a recall); page it in if evicted. True on a hit."""
+        """Use a page; page it in if evicted. True on a hit.
+
+        ``kind`` says who uses it: ``recall`` and ``speculative`` page-ins are
+        counted apart from demand uses (``probe``, the default), see :class:`Counters`.
+        """
         idx = self._index(pid)
         pid = page_id(idx)
         result = self.cache.access(pid, protect=protect)
+        counts = self.counters
         if result.hit:
-            self.stats.hits += 1
+            if kind not in _NOT_DEMAND:
+                counts.hits += 1
             self._event("hit", idx, {"by": kind})
         else:
-            self.stats.faults += 1
+            if kind == "recall":
+                counts.recall_page_ins += 1
+            elif kind == "speculative":
+                counts.speculative_page_ins += 1
+            else:
+                counts.faults += 1
             self._event("fault", idx, {"by": kind})
             self._evicted_set.discard(idx)
             if self._evicted_index is not None:
@@ -313,10 +421,10 @@ class Pager:
 
     def _evicted(self, pid: PageId) -> None:
         idx = self._index(pid)
-        self.stats.evictions += 1
+        self.counters.evictions += 1
         self._evicted_set.add(idx)
         if self._evicted_index is not None:
-            self._evicted_index.add(idx, self.pages[idx].text)
+            self._evicted_index.add(idx, content_words(self.pages[idx].text))
         self._resident_tokens -= self.pages[idx].tokens
         self._bookmark_tokens += self.books[idx].bookmark.tokens
         heapq.heappush(self._stale_heap, (self.books[idx].epoch, idx))
@@ -328,7 +436,7 @@ class Pager:
         Exactly one of ``page`` and ``query`` (when ``recall_by_query`` is on).
         Errors come back as ``status="error"`` with a text meant for the model.
         """
-        self.stats.recalls += 1
+        self.counters.recalls += 1
         name = self.config.tool_name
         if query is not None and page is None:
             if not self.config.recall_by_query:
@@ -358,7 +466,7 @@ class Pager:
             return self._recall_error("the query must be a few words describing what you need.")
         if not self._evicted_set:
             return self._recall_error("no page is evicted: everything is already in context.")
-        best, _, _ = self.evicted_index.best(query)
+        best = self.search_evicted(query).index
         if best is None:
             return self._recall_error(f"no evicted page matches {query[:60]!r}.")
         pid = page_id(best)
@@ -367,7 +475,7 @@ class Pager:
         return RecallResult("paged_in", prompt.page_block(pid, self.pages[self._index(pid)].text), pid)
 
     def _recall_error(self, text: str) -> RecallResult:
-        self.stats.recall_errors += 1
+        self.counters.recall_errors += 1
         self._event("recall", None, {"status": "error", "message": text[:300]})
         return RecallResult("error", f"error: {text}")
 
@@ -417,7 +525,7 @@ class Pager:
         messages.extend(prompt.turn_messages(turns))
         if question is not None:
             messages.append({"role": "user", "content": question})
-        return Context(messages, self.tools(), self.summary(question))
+        return Context(messages, self.tools(), self.stats(question))
 
     def prompt_tokens(self, question: str | None = None) -> int:
         """Content tokens of :meth:`context` (preamble, tool schema, bookmarks, resident
@@ -434,23 +542,18 @@ class Pager:
         n = self._closed_tokens + sum(self._turn_tokens[self.paginator.start :])
         return n + (self.tokenizer.count(question) if question else 0)
 
-    def summary(self, question: str | None = None) -> dict[str, Any]:
-        """Stats: pages, resident set, faults, hits, bookmark and prompt tokens."""
-        return {
-            "turns": len(self.turns),
-            "pages": len(self.pages),
-            "resident": self.resident,
-            "evicted": len(self._evicted_set),
-            "open_turns": len(self.open_turns),
-            "faults": self.stats.faults,
-            "hits": self.stats.hits,
-            "recalls": self.stats.recalls,
-            "evictions": self.stats.evictions,
-            "bookmark_tokens": self._bookmark_tokens,
-            "prompt_tokens": self.prompt_tokens(question),
-            "full_tokens": self.full_tokens(question),
-            "tokenizer": self.tokenizer.name,
-        }
+    def stats(self, question: str | None = None) -> PagerStats:
+        """Pages, resident set, event counts and token figures (for ``question``)."""
+        c = self.counters
+        return PagerStats(
+            turns=len(self.turns), pages=len(self.pages), open_turns=len(self.open_turns),
+            resident=tuple(self.resident), evicted=len(self._evicted_set),
+            faults=c.faults, hits=c.hits, recalls=c.recalls, recall_page_ins=c.recall_page_ins,
+            recall_errors=c.recall_errors, speculative_page_ins=c.speculative_page_ins,
+            evictions=c.evictions, bookmark_tokens=self._bookmark_tokens,
+            prompt_tokens=self.prompt_tokens(question), full_tokens=self.full_tokens(question),
+            tokenizer=self.tokenizer.name,
+        )
 
     # ------------------------------------------------------------ persistence
     def _event(self, kind: str, idx: int | None, detail: dict[str, Any] | None = None) -> None:
@@ -496,8 +599,7 @@ class Pager:
         return {
             "open_start": self.paginator.start,
             "cache": cache,
-            "stats": [self.stats.faults, self.stats.hits, self.stats.recalls,
-                      self.stats.recall_errors, self.stats.evictions],
+            "counters": self.counters.to_json(),
             "event_seq": self._event_seq,
             "epochs": {str(i): b.epoch for i, b in self.books.items()},
             "system": self.system,
@@ -540,8 +642,7 @@ class Pager:
                 book = pager.books[page.index]
                 pager._bookmark_tokens += book.bookmark.tokens
                 heapq.heappush(pager._stale_heap, (book.epoch, page.index))
-        s = state.get("stats", [0, 0, 0, 0, 0])
-        pager.stats = PagerStats(*[int(x) for x in s])
+        pager.counters = Counters.from_json(state.get("counters", state.get("stats")))
         pager._event_seq = int(state.get("event_seq", 0))
         pager.system = state.get("system")
         # The latest user message is the query policy's query; it is not in the

@@ -54,7 +54,7 @@ class Paginator:
             return []
         spans: list[Span] = []
         begin = 0
-        for c in self.strategy.cuts(buffer, final=final):
+        for c in cuts_with_context(self.strategy, turns, self.start, n, final=final):
             if c <= begin:
                 continue  # an earlier cut moved past a tool exchange already covers it
             end = c
@@ -74,6 +74,19 @@ class Paginator:
             begin = len(buffer)
         self.start += begin
         return spans
+
+
+def cuts_with_context(
+    strategy: BoundaryStrategy, turns: Sequence[Turn], start: int, end: int, *, final: bool
+) -> list[int]:
+    """``strategy.cuts`` on the buffer ``turns[start:end]``, given the ``lookbehind`` turns
+    before it (``before=``) when the strategy asks for them."""
+    buffer = turns[start:end]
+    lookbehind = int(getattr(strategy, "lookbehind", 0) or 0)
+    if lookbehind > 0 and start > 0:
+        before = turns[max(0, start - lookbehind) : start]
+        return list(strategy.cuts(buffer, final=final, before=before))  # type: ignore[call-arg]
+    return list(strategy.cuts(buffer, final=final))
 
 
 def _safe_tail(buffer: Sequence[Turn]) -> bool:

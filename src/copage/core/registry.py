@@ -2,24 +2,76 @@
 
 Every pluggable part (boundaries, policies, keyword extractors, bookmark formats,
 stores, model providers) is chosen by a name. Unknown names fail with the list of
-valid ones. Factories import their heavy dependencies only when called.
+valid ones (:class:`UnknownNameError`), unknown options with the list of valid
+options (:class:`UnknownOptionError`, raised by :func:`check_options`): one message
+format everywhere. Factories import their heavy dependencies only when called.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Generic, TypeVar
 
 T = TypeVar("T")
 
 
-class UnknownNameError(ValueError):
-    """An unknown component name; the message lists the valid names."""
+def plural(noun: str) -> str:
+    """English plural of the last word of ``noun`` (``policy`` -> ``policies``,
+    ``store scheme`` -> ``store schemes``, ``boundary`` -> ``boundaries``)."""
+    if noun.endswith("y") and noun[-2:-1] not in ("a", "e", "i", "o", "u", ""):
+        return noun[:-1] + "ies"
+    if noun.endswith(("s", "x", "z", "ch", "sh")):
+        return noun + "es"
+    return noun + "s"
 
-    def __init__(self, kind: str, name: str, valid: list[str]) -> None:
-        self.kind, self.name, self.valid = kind, name, valid
-        super().__init__(f"unknown {kind} {name!r}; valid {kind}s: {', '.join(valid)}")
+
+def _listing(valid: Sequence[str]) -> str:
+    return ", ".join(valid) if valid else "none"
+
+
+class UnknownNameError(ValueError):
+    """An unknown name; the message lists the valid ones.
+
+    One message format for every unknown choice in copage:
+    ``unknown <kind> 'name'; valid <kinds>: a, b, c``.
+    """
+
+    def __init__(self, kind: str, name: str, valid: Sequence[str]) -> None:
+        self.kind, self.name, self.valid = kind, name, list(valid)
+        super().__init__(f"unknown {kind} {name!r}; valid {plural(kind)}: {_listing(self.valid)}")
+
+
+class UnknownOptionError(UnknownNameError):
+    """Options a component does not take; the message names the component and its options.
+
+    ``unknown option 'x' for policy 'lru'; valid options: a, b`` (``options 'x', 'y'``
+    when several are unknown; ``valid options: none`` when it takes none).
+    """
+
+    def __init__(self, owner: str, names: Sequence[str], valid: Sequence[str]) -> None:
+        self.owner = owner
+        self.names = list(names)
+        self.kind, self.name, self.valid = "option", self.names[0], list(valid)
+        label = "option" if len(self.names) == 1 else "options"
+        shown = ", ".join(repr(n) for n in self.names)
+        ValueError.__init__(
+            self, f"unknown {label} {shown} for {owner}; valid options: {_listing(self.valid)}"
+        )
+
+
+def check_options(
+    owner: str, given: Iterable[str], allowed: Sequence[str],
+    error: type[UnknownOptionError] = UnknownOptionError,
+) -> None:
+    """Raise :class:`UnknownOptionError` if ``given`` holds a name not in ``allowed``.
+
+    ``owner`` names the component, e.g. ``"policy 'lru'"`` or ``"boundary 'segment'"``;
+    ``error`` may be a subclass (e.g. one that is also a ``StoreError``).
+    """
+    unknown = sorted(set(given) - set(allowed))
+    if unknown:
+        raise error(owner, unknown, list(allowed))
 
 
 class Registry(Generic[T]):

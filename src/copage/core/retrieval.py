@@ -1,92 +1,305 @@
-"""Lexical retrieval scores: Okapi BM25, word overlap, and top-1 credit with ties.
+"""Lexical retrieval: the one Okapi BM25 of copage, word overlap, and the tie rule.
 
-Inputs are already tokenised (e.g. ``copage.core.text.content_words``); these
-functions never lower-case or filter BM25 input themselves.
+Every BM25 score in copage comes from here: recall by query and speculative
+page-in (the pager's index over evicted pages), the ``query`` eviction policy,
+routing in the simulation and the benchmark, and the baselines' retrievers.
+
+Formula (Robertson & Zaragoza 2009, "The Probabilistic Relevance Framework: BM25
+and Beyond", eq. 3.15, with Lucene's non-negative IDF)::
+
+    score(q, d) = sum over distinct query terms t of
+                  qtf(t) * idf(t) * tf(t, d) * (k1 + 1) / (tf(t, d) + k1 * (1 - b + b * |d| / avgdl))
+    idf(t)      = ln(1 + (N - df(t) + 0.5) / (df(t) + 0.5))
+
+A query term repeated ``qtf`` times counts ``qtf`` times (as ``rank_bm25`` and
+``bm25s``). This equals ``bm25s``'s ``method="lucene"`` times the constant
+``k1 + 1`` (Lucene dropped that factor; it changes no ranking); the tests check it.
+
+Tie rule (one for all callers): scores within ``1e-12`` (relative to the best)
+are tied. :func:`rank_top1_credit` shares top-1 credit among the tied
+candidates; :func:`top1` and :meth:`BM25Index.best` pick the tied candidate
+with the smallest key (document position, or the earliest page).
+
+Inputs are already tokenised (e.g. :func:`copage.core.text.content_words`):
+nothing here lower-cases or filters BM25 input.
 """
 
 from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Hashable, Iterable, Mapping, Sequence
+from typing import Any, Generic, NamedTuple, Protocol, TypeVar
 
 from copage.core.text import STOPWORDS
 
 __all__ = [
+    "TIE_RTOL",
     "BM25Index",
+    "Best",
     "bm25_idf",
     "bm25_scores",
     "rank_top1_credit",
+    "tied_top",
+    "top1",
     "word_overlap_scores",
 ]
+
+TIE_RTOL = 1e-12
+"""Scores within this relative distance of the best score are tied."""
+
+
+class _Key(Hashable, Protocol):
+    def __lt__(self, other: Any, /) -> bool: ...
+
+
+K = TypeVar("K", bound=_Key)
 
 
 def bm25_idf(n_docs: int, df: int) -> float:
     """BM25 IDF ``ln(1 + (N - df + 0.5) / (df + 0.5))``, never negative.
 
-    Robertson & Zaragoza (2009), "The Probabilistic Relevance Framework: BM25 and
-    Beyond", eq. 3.3, with the ``1 +`` inside the log used by Lucene so that a
-    term in more than half the documents still scores above zero.
+    Robertson & Zaragoza (2009) eq. 3.3, with the ``1 +`` inside the log used by
+    Lucene so that a term in more than half the documents still scores above zero.
     """
     return math.log(1.0 + (n_docs - df + 0.5) / (df + 0.5))
 
 
-class BM25Index:
-    """Okapi BM25 over a fixed list of tokenised documents.
+def _check_params(k1: float, b: float) -> tuple[float, float]:
+    if isinstance(k1, bool) or not isinstance(k1, int | float) or k1 < 0:
+        raise ValueError(f"k1 must be a number >= 0, got {k1!r}")
+    if isinstance(b, bool) or not isinstance(b, int | float) or not 0.0 <= b <= 1.0:
+        raise ValueError(f"b must be a number in [0, 1], got {b!r}")
+    return float(k1), float(b)
 
-    ``score(q, d) = sum over query tokens t of idf(t) * tf(t, d) * (k1 + 1) /
-    (tf(t, d) + k1 * (1 - b + b * |d| / avgdl))`` (Robertson & Zaragoza 2009,
-    eq. 3.15). A query token repeated counts once per repetition, as in
-    ``rank_bm25`` and ``bm25s``. Scoring walks only the postings of the query
-    terms.
+
+def _counts(doc: Sequence[str] | Mapping[str, int], what: str) -> tuple[Mapping[str, int], int]:
+    """Term counts and length of a document given as tokens or as term counts."""
+    if isinstance(doc, str):
+        raise TypeError(f"{what} is a string; pass a list of tokens")
+    if isinstance(doc, Mapping):
+        return doc, sum(doc.values())
+    return Counter(doc), len(doc)
+
+
+def _query(query: Iterable[str]) -> Counter[str]:
+    if isinstance(query, str):
+        raise TypeError("the query must be a sequence of tokens, not a string")
+    return Counter(query)
+
+
+class Best(NamedTuple):
+    """The best match of :meth:`BM25Index.best`: ``key`` is None when nothing scores > 0."""
+
+    key: Any
+    score: float
+
+
+class BM25Index(Generic[K]):
+    """Okapi BM25 over documents that can be added, replaced and removed (see module doc).
+
+    ``BM25Index(docs)`` indexes a list of token lists under keys ``0..n-1``;
+    ``BM25Index()`` starts empty, then :meth:`add`/:meth:`set`/:meth:`remove` keep
+    IDF and the average length exact for the documents present (O(document) each).
+    Scoring walks only the postings of the query's terms.
+
+    Args:
+        docs: initial documents (token sequences), keyed by position.
+        k1: term-frequency saturation (>= 0).
+        b: length normalisation (0..1).
     """
 
-    def __init__(self, docs: Sequence[Sequence[str]], k1: float = 1.5, b: float = 0.75) -> None:
-        if k1 < 0:
-            raise ValueError(f"k1 must be >= 0, got {k1}")
-        if not 0.0 <= b <= 1.0:
-            raise ValueError(f"b must be in [0, 1], got {b}")
+    def __init__(
+        self, docs: Sequence[Sequence[str]] = (), k1: float = 1.5, b: float = 0.75
+    ) -> None:
+        self.k1, self.b = _check_params(k1, b)
         if isinstance(docs, str):
             raise TypeError("docs must be a sequence of token sequences, not a string")
-        self.k1, self.b = k1, b
-        self.n_docs = len(docs)
-        self.doc_len = [len(d) for d in docs]
-        self.avgdl = sum(self.doc_len) / self.n_docs if self.n_docs else 0.0
-        self._postings: dict[str, list[tuple[int, int]]] = {}
+        self._tf: dict[K, Mapping[str, int]] = {}
+        self._len: dict[K, int] = {}
+        self._postings: dict[str, set[K]] = {}
+        self._total = 0
         for i, doc in enumerate(docs):
-            if isinstance(doc, str):
-                raise TypeError(f"document {i} is a string; pass a list of tokens")
-            for term, tf in Counter(doc).items():
-                self._postings.setdefault(term, []).append((i, tf))
+            self.set(i, doc)  # type: ignore[arg-type]  # positional keys: BM25Index[int]
 
+    # ------------------------------------------------------------- documents
+    def __len__(self) -> int:
+        return len(self._tf)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._tf
+
+    def keys(self) -> list[K]:
+        """Keys of the documents present, in the order they were added."""
+        return list(self._tf)
+
+    def add(self, key: K, doc: Sequence[str] | Mapping[str, int]) -> None:
+        """Add a document under ``key`` (no-op if ``key`` is present)."""
+        if key not in self._tf:
+            self.set(key, doc)
+
+    def set(self, key: K, doc: Sequence[str] | Mapping[str, int]) -> None:
+        """Add or replace the document under ``key`` (tokens, or term counts); a
+        replaced document keeps its place in :meth:`keys`."""
+        counts, length = _counts(doc, f"document {key!r}")
+        if counts is doc:
+            counts = dict(counts)  # the caller's mapping may change later
+        if key in self._tf:
+            self._unindex(key)
+        self._tf[key], self._len[key] = counts, length
+        self._total += length
+        for term in counts:
+            self._postings.setdefault(term, set()).add(key)
+
+    def remove(self, key: K) -> None:
+        """Remove the document under ``key`` (no-op if absent)."""
+        if key in self._tf:
+            self._unindex(key)
+            del self._tf[key], self._len[key]
+
+    def _unindex(self, key: K) -> None:
+        """Take ``key``'s terms out of the postings and its length out of the total."""
+        self._total -= self._len[key]
+        for term in self._tf[key]:
+            holders = self._postings[term]
+            holders.discard(key)
+            if not holders:
+                del self._postings[term]
+
+    # --------------------------------------------------------------- scoring
     def df(self, term: str) -> int:
         """Number of documents containing ``term``."""
         return len(self._postings.get(term, ()))
 
-    def scores(self, query_tokens: Sequence[str]) -> list[float]:
-        """BM25 score of every document for the query, in document order."""
-        if isinstance(query_tokens, str):
-            raise TypeError("query_tokens must be a sequence of tokens, not a string")
-        out = [0.0] * self.n_docs
-        k1, b, avgdl = self.k1, self.b, self.avgdl
-        for term, qtf in Counter(query_tokens).items():
-            postings = self._postings.get(term)
-            if not postings:
+    def idf(self, term: str) -> float:
+        """IDF of ``term`` over the documents present."""
+        return bm25_idf(len(self._tf), self.df(term))
+
+    def score_map(self, query: Iterable[str]) -> dict[K, float]:
+        """BM25 of every document holding a query term (documents absent score 0)."""
+        n = len(self._tf)
+        if not n:
+            return {}
+        avgdl = self._total / n
+        k1, b = self.k1, self.b
+        tfs, lengths = self._tf, self._len
+        out: dict[K, float] = {}
+        get = out.get
+        for term, qtf in _query(query).items():
+            holders = self._postings.get(term)
+            if not holders:
                 continue
-            idf = bm25_idf(self.n_docs, len(postings))
-            for i, tf in postings:
-                norm = 1.0 - b + b * self.doc_len[i] / avgdl
-                out[i] += qtf * idf * tf * (k1 + 1.0) / (tf + k1 * norm)
+            weight = qtf * bm25_idf(n, len(holders))
+            for key in holders:
+                tf = tfs[key][term]
+                out[key] = get(key, 0.0) + _term(weight, tf, lengths[key], avgdl, k1, b)
         return out
+
+    def scores(self, query: Iterable[str]) -> list[float]:
+        """BM25 of every document, in the order of :meth:`keys`."""
+        found = self.score_map(query)
+        return [found.get(key, 0.0) for key in self._tf]
+
+    def score(self, query: Iterable[str], key: K) -> float:
+        """BM25 of one document (0.0 if ``key`` is absent)."""
+        tf = self._tf.get(key)
+        n = len(self._tf)
+        if not tf or not n:
+            return 0.0
+        avgdl, length = self._total / n, self._len[key]
+        total = 0.0
+        for term, qtf in _query(query).items():
+            f = tf.get(term, 0)
+            if f:
+                total += _term(qtf * self.idf(term), f, length, avgdl, self.k1, self.b)
+        return total
+
+    def best(self, query: Iterable[str]) -> Best:
+        """The best document for ``query`` (ties: the smallest key) and its score;
+        ``Best(None, 0.0)`` when no document scores above 0."""
+        found = self.score_map(query)
+        if not found:
+            return Best(None, 0.0)
+        top = max(found.values())
+        if top <= 0.0:
+            return Best(None, 0.0)
+        key = min(k for k, s in found.items() if _is_tied(s, top))
+        return Best(key, found[key])
+
+
+def _term(weight: float, tf: int, length: int, avgdl: float, k1: float, b: float) -> float:
+    """One query term's contribution: ``weight`` is ``qtf * idf``."""
+    norm = 1.0 - b + b * length / avgdl if avgdl else 1.0
+    return weight * tf * (k1 + 1.0) / (tf + k1 * norm)
 
 
 def bm25_scores(
-    query_tokens: Sequence[str], docs: Sequence[Sequence[str]], k1: float = 1.5, b: float = 0.75
+    query: Iterable[str],
+    docs: Sequence[Sequence[str] | Mapping[str, int]],
+    k1: float = 1.5,
+    b: float = 0.75,
 ) -> list[float]:
-    """BM25 scores of ``docs`` for one query (builds a throwaway :class:`BM25Index`)."""
-    return BM25Index(docs, k1=k1, b=b).scores(query_tokens)
+    """BM25 of ``docs`` (token lists, or term counts) for one query, IDF over ``docs``.
+
+    The same scores as ``BM25Index(docs).scores(query)``, without building postings:
+    it touches only the query's terms, which is what a one-off ranking of a
+    candidate list (routing over the evicted pages' bookmarks) needs
+    (``bench/bench_bm25.py`` measures both).
+    """
+    k1, b = _check_params(k1, b)
+    counted = [_counts(d, f"document {i}") for i, d in enumerate(docs)]
+    n = len(counted)
+    out = [0.0] * n
+    if not n:
+        return out
+    avgdl = sum(length for _, length in counted) / n
+    for term, qtf in _query(query).items():
+        postings = [(i, c[term]) for i, (c, _) in enumerate(counted) if c.get(term, 0)]
+        if not postings:
+            continue
+        weight = qtf * bm25_idf(n, len(postings))
+        for i, tf in postings:
+            out[i] += _term(weight, tf, counted[i][1], avgdl, k1, b)
+    return out
 
 
+# ----------------------------------------------------------------- ties, top-1
+def _is_tied(score: float, best: float) -> bool:
+    return score >= best - TIE_RTOL * max(1.0, abs(best))
+
+
+def tied_top(scores: Sequence[float]) -> list[int]:
+    """Positions of the scores tied at the maximum (all of them if every score is equal)."""
+    if not scores:
+        return []
+    best = max(scores)
+    return [i for i, s in enumerate(scores) if _is_tied(s, best)]
+
+
+def top1(scores: Sequence[float]) -> int:
+    """Position of the best score (ties: the first); -1 when there are no scores."""
+    top = tied_top(scores)
+    return top[0] if top else -1
+
+
+def rank_top1_credit(scores: Sequence[float], relevant: Collection[int]) -> float:
+    """Credit for ranking a relevant candidate first, sharing it among tied leaders.
+
+    With ``t`` candidates tied at the maximum score (the module's tie rule), the
+    credit is (relevant ones among them) / ``t``: an expected top-1 hit when ties
+    are broken at random. If every score is equal (e.g. all 0), all candidates
+    tie. No candidates gives 0.
+    """
+    bad = [i for i in relevant if not 0 <= i < len(scores)]
+    if bad:
+        raise ValueError(f"relevant index {bad[0]} out of range for {len(scores)} scores")
+    top = tied_top(scores)
+    if not top:
+        return 0.0
+    return sum(1 for i in top if i in relevant) / len(top)
+
+
+# ----------------------------------------------------------------- word overlap
 def word_overlap_scores(query_tokens: Sequence[str], docs: Sequence[Sequence[str]]) -> list[float]:
     """Distinct shared content words, divided by sqrt(distinct content words of the doc).
 
@@ -105,22 +318,3 @@ def word_overlap_scores(query_tokens: Sequence[str], docs: Sequence[Sequence[str
 
 def _is_content(token: str) -> bool:
     return len(token) > 1 and token.lower() not in STOPWORDS
-
-
-def rank_top1_credit(scores: Sequence[float], relevant: Collection[int]) -> float:
-    """Credit for ranking a relevant candidate first, sharing it among tied leaders.
-
-    With ``t`` candidates tied at the maximum score (within 1e-12 relative), the
-    credit is (relevant ones among them) / ``t``: an expected top-1 hit when ties
-    are broken at random. If every score is equal (e.g. all 0), all candidates
-    tie. No candidates gives 0.
-    """
-    bad = [i for i in relevant if not 0 <= i < len(scores)]
-    if bad:
-        raise ValueError(f"relevant index {bad[0]} out of range for {len(scores)} scores")
-    if not scores:
-        return 0.0
-    best = max(scores)
-    tol = 1e-12 * max(1.0, abs(best))
-    top = [i for i, s in enumerate(scores) if s >= best - tol]
-    return sum(1 for i in top if i in relevant) / len(top)

@@ -16,6 +16,11 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Protocol
 
+from copage.core.registry import UnknownNameError
+
+TOKENIZERS = ("o200k_base", "cl100k_base", "estimate-v1")
+"""Valid tokenizer names."""
+
 
 class Tokenizer(Protocol):
     """Counts tokens of a text."""
@@ -93,9 +98,7 @@ def get_tokenizer(name: str = "o200k_base") -> Tokenizer:
     except ImportError:
         return EstimateTokenizer()
     except ValueError as e:  # unknown encoding name
-        raise ValueError(
-            f"unknown tokenizer {name!r}; valid: o200k_base, cl100k_base, estimate-v1"
-        ) from e
+        raise UnknownNameError("tokenizer", name, TOKENIZERS) from e
 
 
 def default_tokenizer() -> Tokenizer:

@@ -11,7 +11,7 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
-from copage.core.retrieval import bm25_idf
+from copage.core.retrieval import bm25_scores, rank_top1_credit, top1
 from copage.core.text import content_words
 
 
@@ -34,41 +34,29 @@ class Routing:
 
 
 @lru_cache(maxsize=65536)
-def _terms(text: str) -> tuple[Counter[str], int]:
-    """Term counts and length of a bookmark or question (memoised: bookmarks repeat)."""
-    words = content_words(text)
-    return Counter(words), len(words)
+def _terms(text: str) -> Counter[str]:
+    """Content-word counts of a bookmark or question (memoised: bookmarks repeat)."""
+    return Counter(content_words(text))
 
 
 def bm25_candidates(question: str, bookmarks: Sequence[str], k1: float = 1.5,
                     b: float = 0.75) -> list[float]:
     """BM25 scores of ``bookmarks`` for ``question``, IDF over these candidates.
 
-    Equal to ``BM25Index([content_words(b) ...]).scores(content_words(question))``
-    (same formula and summation order, tested), but touches only the query terms,
-    so a fault over hundreds of bookmarks costs microseconds.
+    :func:`copage.core.retrieval.bm25_scores` over the content words (copage's one
+    BM25), with each text's term counts memoised.
     """
-    docs = [_terms(t) for t in bookmarks]
-    n = len(docs)
-    avgdl = sum(d[1] for d in docs) / n if n else 0.0
-    out = [0.0] * n
-    for term, qtf in _terms(question)[0].items():
-        postings = [(i, d[0][term]) for i, d in enumerate(docs) if term in d[0]]
-        if not postings:
-            continue
-        idf = bm25_idf(n, len(postings))
-        for i, tf in postings:
-            norm = 1.0 - b + b * docs[i][1] / avgdl
-            out[i] += qtf * idf * tf * (k1 + 1.0) / (tf + k1 * norm)
-    return out
+    return bm25_scores(_terms(question), [_terms(t) for t in bookmarks], k1, b)
 
 
 def route(question: str, bookmarks: Sequence[str], needed: Collection[int]) -> Routing:
-    """Rank ``bookmarks`` by BM25 against ``question`` (IDF over these candidates)."""
+    """Rank ``bookmarks`` by BM25 against ``question`` (IDF over these candidates).
+
+    Ties follow :mod:`copage.core.retrieval`'s rule: the credit is shared among the
+    tied leaders and ``best`` is the first of them.
+    """
     if not bookmarks:
         return Routing(0.0, -1, 0, 0.0)
     scores = bm25_candidates(question, bookmarks)
-    top = max(scores)
-    tied = [i for i, s in enumerate(scores) if s == top]
-    credit = sum(1 for i in tied if i in needed) / len(tied)
-    return Routing(credit, tied[0], len(bookmarks), len(set(needed)) / len(bookmarks))
+    credit = rank_top1_credit(scores, set(needed))
+    return Routing(credit, top1(scores), len(bookmarks), len(set(needed)) / len(bookmarks))

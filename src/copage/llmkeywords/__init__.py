@@ -19,8 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from copage.core.keywords import EXTRACTORS, KeywordExtractor
-from copage.core.keywords.base import check_options
-from copage.core.registry import Registry, UnknownNameError
+from copage.core.registry import Registry, UnknownNameError, check_options
 from copage.llm.types import ChatModel
 from copage.llmkeywords.auto import DEFAULT_THRESHOLD, AutoGenerator
 from copage.llmkeywords.base import GeneratorStats, LLMGenerator, LLMKeywordWarning, LLMOptions

@@ -76,7 +76,7 @@ def conversation(store: PageStore, tenant: str, conversation_id: str) -> dict[st
         if e.kind == "recall":
             recalls[e.turn_seq + 1].append(item)
     return {
-        "id": conversation_id, "config": mem.config.to_dict(), "stats": mem.stats(),
+        "id": conversation_id, "config": mem.config.to_dict(), "stats": mem.stats().to_dict(),
         "pages": pages, "open_turns": open_turns, "events": timeline,
         "recalls_by_turn": [{"turn": t, "recalls": r} for t, r in sorted(recalls.items())],
     }

@@ -270,7 +270,7 @@ class ProxyService:
                 h = head
             new = call.messages[start:]
             _check_new(new, mem.config.tool_name, call)
-            before = mem.stats()
+            before = mem.stats().to_dict()
             tx = mem.transaction()
             tx.__enter__()
             for m in new:
@@ -280,7 +280,7 @@ class ProxyService:
                 else:
                     mem.add(m.role, m.text, tool_calls=list(m.tool_calls),
                             tool_call_id=m.tool_call_id, h=h)
-            return _Prep(mem, tx, lock, created, h, before, mem.stats())
+            return _Prep(mem, tx, lock, created, h, before, mem.stats().to_dict())
         except BaseException as e:
             try:
                 if tx is not None:  # drop the pending changes, reload as stored
@@ -316,7 +316,7 @@ class ProxyService:
             answer = Message("assistant", out.text, tuple(calls))
             head = link(prep.head, answer)
             prep.mem.add("assistant", out.text, tool_calls=calls, h=head)
-            after = prep.mem.stats()
+            after = prep.mem.stats().to_dict()
             prep.tx.__exit__(None, None, None)
         except BaseException:
             self._abort(prep)
@@ -342,11 +342,11 @@ class ProxyService:
     # ------------------------------------------------------------------ stats
     def _stats(self, prep: _Prep, out: Outcome, after: dict[str, Any]) -> dict[str, Any]:
         b, m = prep.before, prep.mid
-        delta = {k: int(after[k]) - int(b[k]) for k in ("pages", "faults", "hits", "evictions")}
+        delta = {k: int(after[k]) - int(b[k]) for k in ("pages", "page_ins", "hits", "evictions")}
         inc = self.metrics.inc
         inc("copage_turns_total")
         inc("copage_pages_total", delta["pages"])
-        inc("copage_faults_total", delta["faults"])
+        inc("copage_faults_total", delta["page_ins"])  # recall and speculative page-ins
         inc("copage_hits_total", delta["hits"])
         inc("copage_evictions_total", delta["evictions"])
         inc("copage_recalls_total", len(out.recalls))
@@ -358,7 +358,7 @@ class ProxyService:
             "pages": after["pages"], "resident_pages": len(after["resident"]),
             "evicted_pages": after["evicted"], "recalls": len(out.recalls),
             "recalled": [r.page for r in out.recalls if r.page],
-            "faults": delta["faults"], "upstream_calls": out.calls,
+            "faults": delta["page_ins"], "upstream_calls": out.calls,
             "prompt_tokens": m["prompt_tokens"], "full_tokens": m["full_tokens"],
             "upstream_prompt_tokens": out.prompt_tokens,
         }

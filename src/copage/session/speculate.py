@@ -52,7 +52,8 @@ class Speculator:
         index = pager.evicted_index
         if not len(index):
             return None, 0.0
-        best, top, query = index.best(message)
+        match = pager.search_evicted(message)
+        best, top, query = match.index, match.score, match.terms
         if best is None or not query:
             return None, 0.0
         mass = sum(index.idf(t) for t in query)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-from copage.core.registry import Registry, UnknownNameError
+from copage.core.registry import Registry, UnknownNameError, check_options
 from copage.stores.base import (
     ChangeSet,
     ConversationExists,
@@ -23,6 +23,8 @@ from copage.stores.base import (
     PageStore,
     StoredConversation,
     StoreError,
+    UnknownStoreOption,
+    UnknownStoreSetting,
     VersionConflict,
 )
 from copage.stores.changes import InvalidChange
@@ -47,9 +49,7 @@ def _sqlite(target: str = "", **options: Any) -> PageStore:
     if not path:
         raise StoreError("sqlite store needs a path, e.g. 'sqlite:///var/lib/copage.db'")
     params: dict[str, Any] = dict(parse_qsl(query))
-    unknown = set(params) - {"synchronous"}
-    if unknown:
-        raise StoreError(f"unknown sqlite URL option(s) {sorted(unknown)}; valid: synchronous")
+    check_options("the sqlite store URL", params, ["synchronous"], UnknownStoreOption)
     return SQLiteStore(path, **params, **options)
 
 
@@ -105,6 +105,8 @@ __all__ = [
     "StoreError",
     "StoredConversation",
     "UnknownNameError",
+    "UnknownStoreOption",
+    "UnknownStoreSetting",
     "VersionConflict",
     "open_store",
 ]

@@ -7,20 +7,50 @@ evictions, recalls) and one JSON snapshot of the pager's state (resident set,
 policy state, counters). Every change made by one pager operation is written
 by one :meth:`PageStore.commit` call, atomically: after it returns, the change
 survives a crash of the process.
+
+The change types (:class:`ChangeSet`, :class:`Event`, :class:`PageRecord`) are the
+core's (``copage.core.changes``); they are re-exported here for the stores' users.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
+from copage.core.changes import ChangeSet, Event, PageRecord
+from copage.core.registry import UnknownNameError, UnknownOptionError
 from copage.core.types import Bookmark, Turn
+
+__all__ = [
+    "ChangeSet",
+    "ConversationExists",
+    "ConversationInfo",
+    "ConversationNotFound",
+    "Event",
+    "PageRecord",
+    "PageStore",
+    "StoreError",
+    "StoredConversation",
+    "UnknownStoreOption",
+    "UnknownStoreSetting",
+    "VersionConflict",
+    "iter_turns",
+    "turns_of",
+]
 
 
 class StoreError(RuntimeError):
     """A store failed (I/O, schema, connection)."""
+
+
+class UnknownStoreOption(UnknownOptionError, StoreError):
+    """A store URL option the store does not take (the message lists the valid ones)."""
+
+
+class UnknownStoreSetting(UnknownNameError, StoreError):
+    """A store setting value that is not one of the valid ones (listed in the message)."""
 
 
 class ConversationNotFound(StoreError, KeyError):
@@ -33,46 +63,6 @@ class ConversationExists(StoreError):
 
 class VersionConflict(StoreError):
     """``commit`` with an ``expected_version`` that is no longer current."""
-
-
-@dataclass(frozen=True, slots=True)
-class PageRecord:
-    """A closed page as stored: its turn range ``[first_seq, last_seq]`` (inclusive)."""
-
-    index: int
-    first_seq: int
-    last_seq: int
-    tokens: int
-
-
-@dataclass(frozen=True, slots=True)
-class Event:
-    """One entry of the access log (for stats and the inspector).
-
-    ``kind`` is one of ``admit`` (page closed), ``hit``, ``fault`` (page-in),
-    ``evict``, ``recall`` (a recall tool call, ``detail`` holds its outcome),
-    ``speculative`` (page-in before the model call).
-    """
-
-    seq: int
-    turn_seq: int
-    kind: str
-    page_index: int | None = None
-    detail: Mapping[str, Any] = field(default_factory=dict)
-
-
-@dataclass(slots=True)
-class ChangeSet:
-    """Everything one pager operation changes; written atomically by ``commit``."""
-
-    turns: list[tuple[int, Turn]] = field(default_factory=list)  # (seq, turn), new only
-    pages: list[PageRecord] = field(default_factory=list)  # new pages
-    bookmarks: list[tuple[int, Bookmark]] = field(default_factory=list)  # (page index, bm) upserts
-    events: list[Event] = field(default_factory=list)
-    state: Mapping[str, Any] | None = None  # replaces the snapshot when not None
-
-    def empty(self) -> bool:
-        return not (self.turns or self.pages or self.bookmarks or self.events or self.state)
 
 
 @dataclass(frozen=True, slots=True)

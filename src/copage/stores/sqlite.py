@@ -29,7 +29,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from copage.stores.base import StoreError
+from copage.stores.base import StoreError, UnknownStoreSetting
 from copage.stores.migrations import CREATE_MIGRATIONS_TABLE, SQLITE, pending
 from copage.stores.sqlcore import Cursor, SqlStore
 
@@ -54,9 +54,7 @@ class SQLiteStore(SqlStore):
                 "SQLiteStore needs a file path; use 'memory://' for an in-memory store"
             )
         if synchronous.upper() not in SYNCHRONOUS_LEVELS:
-            raise StoreError(
-                f"unknown synchronous level {synchronous!r}; valid: {', '.join(SYNCHRONOUS_LEVELS)}"
-            )
+            raise UnknownStoreSetting("synchronous level", synchronous, SYNCHRONOUS_LEVELS)
         self.path = Path(path)
         if self.path.is_dir():
             raise StoreError(f"{self.path} is a directory, not a SQLite database file")

@@ -9,9 +9,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Protocol, runtime_checkable
 
-from copage.core.keywords.base import check_options
 from copage.core.keywords.limits import bounded
-from copage.core.registry import Registry
+from copage.core.registry import Registry, check_options
 from copage.core.tokens import Tokenizer
 from copage.core.types import Bookmark, Page
 

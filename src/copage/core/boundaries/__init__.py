@@ -41,7 +41,13 @@ __all__ = [
 
 
 class BoundaryStrategy(Protocol):
-    """Decides where pages end."""
+    """Decides where pages end.
+
+    A strategy that needs the end of the previous page (``topic_shift``) has an
+    attribute ``lookbehind`` (turns) and a keyword ``before=`` on ``cuts``: the
+    pager then passes that many turns preceding the buffer (context only, never
+    cut). Strategies without it are called with the buffer alone.
+    """
 
     name: str
 
@@ -85,18 +91,30 @@ def split(turns: Sequence[Turn], strategy: BoundaryStrategy) -> list[list[Turn]]
 
 
 def split_online(turns: Sequence[Turn], strategy: BoundaryStrategy) -> list[list[Turn]]:
-    """Online: feed turns one by one as the pager does, then close the rest with ``final``."""
+    """Online: feed turns one by one as the pager does, then close the rest with ``final``.
+
+    Like the pager, a strategy with a ``lookbehind`` gets that many turns before the
+    buffer as ``before=``.
+    """
     pages: list[list[Turn]] = []
-    buffer: list[Turn] = []
-    for turn in turns:
-        buffer.append(turn)
-        cuts = strategy.cuts(buffer, final=False)
-        check_cuts(cuts, len(buffer), final=False, name=strategy.name)
+    start = 0
+    lookbehind = int(getattr(strategy, "lookbehind", 0) or 0)
+
+    def cuts_at(end: int, final: bool) -> list[int]:
+        buffer = turns[start:end]
+        if lookbehind > 0 and start > 0:
+            before = turns[max(0, start - lookbehind) : start]
+            cuts = strategy.cuts(buffer, final=final, before=before)  # type: ignore[call-arg]
+        else:
+            cuts = strategy.cuts(buffer, final=final)
+        check_cuts(cuts, len(buffer), final=final, name=strategy.name)
+        return cuts
+
+    for end in range(1, len(turns) + 1):
+        cuts = cuts_at(end, False)
         if cuts:
-            pages.extend(_pages(buffer, cuts))
-            buffer = buffer[cuts[-1] :]
-    if buffer:
-        cuts = strategy.cuts(buffer, final=True)
-        check_cuts(cuts, len(buffer), final=True, name=strategy.name)
-        pages.extend(_pages(buffer, cuts))
+            pages.extend(_pages(turns[start:end], cuts))
+            start += cuts[-1]
+    if start < len(turns):
+        pages.extend(_pages(turns[start:], cuts_at(len(turns), True)))
     return pages

@@ -1,23 +1,13 @@
-"""Option checking and cut validation shared by the boundary strategies."""
+"""Parameter and cut validation shared by the boundary strategies."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 
 class BoundaryParameterError(ValueError):
-    """A boundary strategy got a bad parameter (e.g. ``fixed_0`` or an unknown option)."""
-
-
-def check_options(strategy: str, options: Mapping[str, object], allowed: Sequence[str]) -> None:
-    """Raise :class:`BoundaryParameterError` if ``options`` holds a name not in ``allowed``."""
-    unknown = sorted(set(options) - set(allowed))
-    if unknown:
-        valid = ", ".join(allowed) if allowed else "none"
-        raise BoundaryParameterError(
-            f"boundary {strategy!r} got unknown option(s) {', '.join(unknown)}; "
-            f"valid options: {valid}"
-        )
+    """A boundary strategy got a bad parameter value (e.g. ``fixed_0``); unknown options
+    raise :class:`copage.core.registry.UnknownOptionError`."""
 
 
 def positive_int(strategy: str, option: str, value: object) -> int:

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from copage.core.registry import check_options
 from copage.core.tokens import Tokenizer, default_tokenizer
 from copage.core.types import Turn, render_turn
 
-from ._common import check_options, positive_int
+from ._common import positive_int
 
 
 class FixedTurns:
@@ -61,13 +62,13 @@ class TokenBudget:
 
 def make_fixed(n: str, **options: object) -> FixedTurns:
     """Registry factory for ``fixed_N`` (accepts and ignores ``tokenizer``)."""
-    check_options(f"fixed_{n}", options, ["tokenizer"])
+    check_options(f"boundary 'fixed_{n}'", options, ["tokenizer"])
     return FixedTurns(positive_int(f"fixed_{n}", "N", n))
 
 
 def make_tokens(n: str, **options: object) -> TokenBudget:
     """Registry factory for ``tokens_N``."""
-    check_options(f"tokens_{n}", options, ["tokenizer"])
+    check_options(f"boundary 'tokens_{n}'", options, ["tokenizer"])
     tok = options.get("tokenizer")
     if tok is not None and not hasattr(tok, "count"):
         raise TypeError(f"tokens_{n}: tokenizer must have a count(text) method, got {tok!r}")

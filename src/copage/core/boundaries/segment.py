@@ -25,9 +25,10 @@ from itertools import pairwise
 
 import numpy as np
 
+from copage.core.registry import check_options
 from copage.core.types import Turn
 
-from ._common import check_options, positive_int
+from ._common import positive_int
 from .vectors import Matrix, count_matrix, tfidf_rows
 
 _BISECT_STEPS = 40
@@ -136,8 +137,10 @@ class Segment:
 
     Incremental use (``final=False``): when a session break is in the buffer (and
     ``use_sessions``), everything before the last break is segmented and committed;
-    when the buffer reaches ``3 * max_len`` turns, it is segmented and every cut up
-    to ``len - max_len`` is committed, so at most ``2 * max_len`` turns stay open.
+    when the buffer passes ``max_len`` turns, it is segmented and every cut but the
+    last page's is committed. So the open page never holds more than ``max_len``
+    turns, the size bound of every closed page: it is always resident, and a larger
+    one would keep the prompt as big as the conversation.
     """
 
     def __init__(
@@ -162,7 +165,7 @@ class Segment:
             )
         self.use_sessions = bool(use_sessions)
         self.exchanges = bool(exchanges)
-        self.bound = 3 * self.max_len
+        self.bound = self.max_len  # the open page never holds more turns than this
         self.name = "segment"
 
     def _forced(self, turns: Sequence[Turn]) -> list[int]:
@@ -183,9 +186,11 @@ class Segment:
         n = len(turns)
         if final:
             return self._segment(turns)
-        if n >= self.bound:
-            return [c for c in self._segment(turns) if c <= n - self.max_len]
         forced = self._forced(turns)
+        if n > self.bound:
+            # Every page but the last is decided; the last one (at most max_len turns,
+            # by the segmentation's own page bound) stays open.
+            return self._segment(turns)[:-1]
         return self._segment(turns[: forced[-1]]) if forced else []
 
     def __repr__(self) -> str:
@@ -199,7 +204,7 @@ class Segment:
 def make_segment(**options: object) -> Segment:
     """Registry factory for ``segment`` (target, min_len, max_len, use_sessions)."""
     check_options(
-        "segment", options, ["target", "min_len", "max_len", "use_sessions", "exchanges", "tokenizer"]
+        "boundary 'segment'", options, ["target", "min_len", "max_len", "use_sessions", "exchanges", "tokenizer"]
     )
     ml, mx = options.get("min_len"), options.get("max_len")
     return Segment(

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from copage.core.registry import check_options
 from copage.core.types import Turn
 
-from ._common import check_options, positive_int
+from ._common import positive_int
 
 
 class SessionBoundary:
@@ -40,5 +41,5 @@ class SessionBoundary:
 
 def make_session(**options: object) -> SessionBoundary:
     """Registry factory for ``session`` (option ``fallback``; ``tokenizer`` ignored)."""
-    check_options("session", options, ["fallback", "tokenizer"])
+    check_options("boundary 'session'", options, ["fallback", "tokenizer"])
     return SessionBoundary(positive_int("session", "fallback", options.get("fallback", 20)))

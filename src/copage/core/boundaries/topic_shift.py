@@ -10,7 +10,13 @@ valley depths (Hearst's liberal cutoff).
 
 Units: Hearst uses token-sequences of w=20 words and blocks of k=6 of them. A chat
 turn is the natural unit and averages 22-25 words on LoCoMo, so one turn stands for
-one token-sequence and ``block=6`` turns (fixed in advance, not tuned).
+one token-sequence and ``block=6`` turns (fixed in advance, not tuned). Hearst also
+requires at least three token-sequences between boundaries: ``min_page=3`` turns.
+
+Online, the buffer starts at the previous cut; the strategy is also given the last
+``block`` turns before it (``before``), so the first gap of the buffer compares a
+full block on each side instead of one turn against six (which reads as a valley
+and made one-turn pages).
 """
 
 from __future__ import annotations
@@ -19,9 +25,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from copage.core.registry import check_options
 from copage.core.types import Turn
 
-from ._common import check_options, positive_int
+from ._common import positive_int
 from .vectors import Matrix, cosine, count_matrix
 
 
@@ -67,23 +74,46 @@ def valley_depths(scores: Sequence[float]) -> dict[int, float]:
     return out
 
 
-def texttiling_cuts(turns: Sequence[Turn], block: int) -> tuple[list[int], dict[int, float]]:
-    """Boundary positions (cut before turn g) and the depth of every valley gap."""
-    if len(turns) < 2:
+def texttiling_cuts(
+    turns: Sequence[Turn], block: int, *, start: int = 0, min_page: int = 1, final: bool = True,
+) -> tuple[list[int], dict[int, float]]:
+    """Boundary positions (cut before turn g) and the depth of every valley gap.
+
+    ``turns[:start]`` is context only (the end of the previous page): its turns fill
+    the left block of the first gaps, so a gap right after the previous cut is not
+    scored against a one-turn block, and no boundary is placed in it. The cutoff
+    statistics cover the valleys after ``start``. Boundaries are then taken deepest
+    first, skipping any closer than ``min_page`` turns to an accepted one or to
+    ``start`` (and, when ``final``, to the end): Hearst's rule against very close
+    boundaries.
+    """
+    n = len(turns)
+    if n - start < 2:
         return [], {}
     scores = smooth(gap_scores(count_matrix(turns), block))
-    depths = {i + 1: d for i, d in valley_depths(scores).items()}
+    depths = {i + 1: d for i, d in valley_depths(scores).items() if i + 1 > start}
     if not depths:
         return [], depths
     vals = np.array(list(depths.values()))
     mean, sd = float(vals.mean()), float(vals.std())
     cutoff = mean - sd / 2.0
-    cuts = [g for g, d in sorted(depths.items()) if d > cutoff or sd == 0.0]
-    return cuts, depths
+    strong = [g for g in depths if depths[g] > cutoff or sd == 0.0]
+    accepted: list[int] = []
+    for g in sorted(strong, key=lambda g: (-depths[g], g)):
+        if g - start < min_page or (final and n - g < min_page):
+            continue
+        if all(abs(g - a) >= min_page for a in accepted):
+            accepted.append(g)
+    return sorted(accepted), depths
 
 
 class TopicShift:
     """TextTiling boundaries over turns (see module docstring).
+
+    The strategy sees ``before``: the last ``block`` turns of the previous page
+    (``lookbehind``), so the first gaps of the buffer compare full blocks. Cuts are
+    at least ``min_page`` turns apart (Hearst 1997: at least three token-sequences
+    between boundaries; a turn is one token-sequence here).
 
     Incremental use: nothing is committed before the buffer holds ``4 * block`` turns;
     then boundaries followed by at least ``block`` turns are committed. If the buffer
@@ -92,19 +122,29 @@ class TopicShift:
     so the buffer, and the cost of a call, stay bounded.
     """
 
-    def __init__(self, block: int = 6, max_buffer: int | None = None) -> None:
+    def __init__(self, block: int = 6, max_buffer: int | None = None, min_page: int = 3) -> None:
         self.block = positive_int("topic_shift", "block", block)
         self.max_buffer = positive_int(
             "topic_shift", "max_buffer", max_buffer if max_buffer is not None else 8 * self.block
         )
         if self.max_buffer < 2 * self.block:
             raise ValueError(f"topic_shift: max_buffer must be >= 2*block ({2 * self.block})")
+        self.min_page = positive_int("topic_shift", "min_page", min_page)
+        if self.min_page > self.block:
+            raise ValueError(f"topic_shift: min_page must be <= block ({self.block})")
+        self.lookbehind = self.block
         self.name = "topic_shift"
 
-    def cuts(self, turns: Sequence[Turn], *, final: bool) -> list[int]:
+    def cuts(
+        self, turns: Sequence[Turn], *, final: bool, before: Sequence[Turn] = ()
+    ) -> list[int]:
         """TextTiling cuts on the buffer; see the class docstring for commitment."""
-        n = len(turns)
-        found, depths = texttiling_cuts(turns, self.block)
+        n, ctx = len(turns), len(before)
+        window = [*before, *turns] if ctx else turns
+        found, depths = texttiling_cuts(
+            window, self.block, start=ctx, min_page=self.min_page, final=final)
+        found = [g - ctx for g in found]
+        depths = {g - ctx: d for g, d in depths.items()}
         if final:
             return [c for c in found if c < n] + ([n] if n else [])
         if n < min(4 * self.block, self.max_buffer):
@@ -112,16 +152,22 @@ class TopicShift:
         ready = [c for c in found if c + self.block <= n]
         if ready or n < self.max_buffer:
             return ready
-        eligible = {g: d for g, d in depths.items() if g + self.block <= n}
+        eligible = {g: d for g, d in depths.items()
+                    if g + self.block <= n and g >= self.min_page}
         return [max(eligible, key=lambda g: (eligible[g], -g))] if eligible else [n - self.block]
 
     def __repr__(self) -> str:
-        return f"TopicShift(block={self.block}, max_buffer={self.max_buffer})"
+        return (f"TopicShift(block={self.block}, max_buffer={self.max_buffer}, "
+                f"min_page={self.min_page})")
 
 
 def make_topic_shift(**options: object) -> TopicShift:
-    """Registry factory for ``topic_shift`` (options ``block``, ``max_buffer``)."""
-    check_options("topic_shift", options, ["block", "max_buffer", "tokenizer"])
+    """Registry factory for ``topic_shift`` (options ``block``, ``max_buffer``, ``min_page``)."""
+    check_options("boundary 'topic_shift'", options,
+                  ["block", "max_buffer", "min_page", "tokenizer"])
     block = positive_int("topic_shift", "block", options.get("block", 6))
     mb = options.get("max_buffer")
-    return TopicShift(block, None if mb is None else positive_int("topic_shift", "max_buffer", mb))
+    return TopicShift(
+        block, None if mb is None else positive_int("topic_shift", "max_buffer", mb),
+        positive_int("topic_shift", "min_page", options.get("min_page", 3)),
+    )

@@ -13,10 +13,9 @@ from copage.core.keywords.base import (
     DEFAULT_N_KEYWORDS,
     KeywordExtractor,
     check_n,
-    check_options,
 )
 from copage.core.keywords.corpus import Corpus
-from copage.core.registry import Registry
+from copage.core.registry import Registry, check_options
 
 __all__ = [
     "DEFAULT_N_KEYWORDS",

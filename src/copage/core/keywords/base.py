@@ -37,14 +37,6 @@ def check_n(n: object) -> int:
     return n
 
 
-def check_options(kind: str, given: Mapping[str, object], allowed: Sequence[str]) -> None:
-    """Raise ``ValueError`` naming the valid options if ``given`` has an unknown one."""
-    bad = sorted(set(given) - set(allowed))
-    if bad:
-        valid = ", ".join(allowed) if allowed else "(none)"
-        raise ValueError(f"unknown option {bad[0]!r} for {kind}; valid options: {valid}")
-
-
 def stable_seed(*parts: object) -> int:
     """A 64-bit seed from ``parts`` that is the same in every process (unlike ``hash``)."""
     digest = hashlib.blake2b(repr(parts).encode("utf-8"), digest_size=8).digest()

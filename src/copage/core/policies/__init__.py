@@ -12,7 +12,7 @@ import inspect
 from collections.abc import Callable
 
 from copage.core.policies.base import EvictionPolicy, History, Limit
-from copage.core.registry import Registry, UnknownNameError
+from copage.core.registry import Registry, UnknownNameError, check_options
 
 __all__ = [
     "POLICIES",
@@ -40,12 +40,7 @@ def _lazy(name: str, module: str, cls_name: str) -> Callable[..., EvictionPolicy
     def factory(**options: object) -> EvictionPolicy:
         cls = getattr(importlib.import_module(f"copage.core.policies.{module}"), cls_name)
         params = inspect.signature(cls).parameters
-        unknown = sorted(set(options) - set(params))
-        if unknown:
-            valid = ", ".join(params) or "none"
-            raise ValueError(
-                f"policy {name!r} got unknown option(s) {', '.join(unknown)}; valid options: {valid}"
-            )
+        check_options(f"policy {name!r}", options, list(params))
         policy: EvictionPolicy = cls(**options)
         return policy
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import ClassVar
 
-from copage.core.policies._bm25 import BM25Pages
 from copage.core.policies._shadow import ShadowCache
 from copage.core.policies.base import JSON, EvictionPolicy, History, Limit, lru_key
+from copage.core.retrieval import BM25Index
 from copage.core.text import content_words
 from copage.core.types import PageId
 
@@ -16,7 +16,8 @@ class QueryPolicy(EvictionPolicy):
     """Learning-augmented paging with BM25 relevance as the predictor.
 
     The predictor (Lykouris & Vassilvitskii, ICML 2018; Wei, APPROX 2020) ranks
-    resident pages by Okapi BM25 of their text against the latest query
+    resident pages by Okapi BM25 (:class:`copage.core.retrieval.BM25Index`, statistics
+    over every page given a text) of their text against the latest query
     (``set_query``); the least relevant is evicted, ties (e.g. no query, or no
     text) by least recent use. Shadow caches record what this rule and plain LRU
     would each have missed; while the rule has missed more, LRU decides.
@@ -34,7 +35,7 @@ class QueryPolicy(EvictionPolicy):
 
     def bind(self, limit: Limit) -> None:
         """Forget texts, query and shadows."""
-        self.index = BM25Pages(self.k1, self.b)
+        self.index: BM25Index[PageId] = BM25Index(k1=self.k1, b=self.b)
         self.texts: dict[PageId, str] = {}
         self.query: str | None = None
         self._query_tokens: list[str] = []

@@ -8,11 +8,15 @@ Format: a JSON list of samples, each with ``sample_id``, ``conversation``
 Repair and skip rules (counted per reason, reported as ``repairs`` and
 ``probes_skipped``):
 
-* evidence strings holding several ids (``"D8:6; D9:17"``) are split
-  (``evidence_split``); every ``D<session>:<turn>`` found in a string is an id;
+* an evidence item that equals a turn id (as text: custom ids such as ``"t12"`` and
+  integer ``dia_id``s are accepted for turns, so for evidence too) is that id;
+  otherwise every ``D<session>:<turn>`` found in it is an id, or, if there is none,
+  every part between ``,``, ``;`` and spaces; an item giving several ids
+  (``"D8:6; D9:17"``) counts as ``evidence_split``;
 * evidence ids absent from the conversation are dropped (``evidence_unknown_id``);
 * a probe left with no usable evidence is skipped: ``empty_evidence`` when the file
-  gave none, ``no_usable_evidence`` when none of its ids exist;
+  gave none (an empty list or blank strings), ``no_usable_evidence`` when none of
+  its ids exist;
 * a probe with no question text is skipped (``no_question``); a category outside
   1..5 is skipped (``bad_category``);
 * numeric answers become text; category 5 items keep ``adversarial_answer`` and
@@ -26,7 +30,7 @@ Repair and skip rules (counted per reason, reported as ``repairs`` and
 Speakers: ``speaker_a`` maps to role ``user``, ``speaker_b`` to ``assistant``
 (names kept in ``Turn.speaker``); a speaker called ``User``/``Assistant`` maps to
 that role. Anything structurally invalid raises :class:`DatasetError` naming the
-file and the field.
+file and the field; so does JSON nested too deeply to read.
 """
 
 from __future__ import annotations
@@ -42,6 +46,7 @@ from copage.eval.datasets.model import Conversation, Dataset, DatasetError, Prob
 
 _SESSION = re.compile(r"session_(\d+)\Z")
 _EVID = re.compile(r"D\d+:\d+")
+_SEPARATORS = re.compile(r"[,;\s]+")
 
 
 def load_locomo(path: str | Path, *, name: str | None = None) -> Dataset:
@@ -59,11 +64,20 @@ def load_locomo(path: str | Path, *, name: str | None = None) -> Dataset:
         data = json.loads(text)
     except json.JSONDecodeError as e:
         raise DatasetError(f"{p}: invalid JSON at line {e.lineno} column {e.colno}: {e.msg}") from None
+    except RecursionError:
+        raise DatasetError(f"{p}: JSON nested too deeply to read (not a LoCoMo file?)") from None
     return parse_locomo(data, source=str(p), name=name or p.stem)
 
 
 def parse_locomo(data: Any, *, source: str = "<data>", name: str = "data") -> Dataset:
     """Parse already-decoded LoCoMo JSON (see module docstring for the rules)."""
+    try:
+        return _parse(data, source, name)
+    except RecursionError:  # e.g. str() of a deeply nested value in an evidence list
+        raise DatasetError(f"{source}: a value is nested too deeply to read") from None
+
+
+def _parse(data: Any, source: str, name: str) -> Dataset:
     if isinstance(data, dict) and "conversation" in data:
         data = [data]
     if not isinstance(data, list):
@@ -160,6 +174,14 @@ def _roles(conv: dict[str, Any]) -> dict[str, str]:
     return roles
 
 
+def _evidence_ids(item: str | int, ids: set[str]) -> list[str]:
+    """The turn ids one evidence item names (see the module docstring's rule)."""
+    text = str(item).strip()
+    if text in ids:
+        return [text]
+    return _EVID.findall(text) or [p for p in _SEPARATORS.split(text) if p]
+
+
 def _parse_probe(
     q: Any, where: str, pid: str, ids: set[str], skipped: Counter[str], repairs: Counter[str]
 ) -> Probe | None:
@@ -181,8 +203,14 @@ def _parse_probe(
     if not isinstance(raw_ev, list):
         raise DatasetError(f"{where}.evidence: expected a list of turn ids")
     found: list[str] = []
-    for e in raw_ev:
-        parts = _EVID.findall(str(e))
+    for k, e in enumerate(raw_ev):
+        if e is None:
+            continue
+        if isinstance(e, bool) or not isinstance(e, str | int):
+            raise DatasetError(
+                f"{where}.evidence[{k}]: expected a turn id (text or integer), "
+                f"got {type(e).__name__}")
+        parts = _evidence_ids(e, ids)
         if len(parts) > 1:
             repairs["evidence_split"] += 1
         found.extend(parts)
