@@ -59,6 +59,7 @@ from copage.session import PagedChat, Speculator
 
 ALL_RESIDENT = "every page resident"
 NO_RECALL = "no bookmark matches: recall reserve unused"
+OVER = "over budget: the pager keeps one page resident, and it does not fit"
 
 
 @dataclass(frozen=True, slots=True)
@@ -308,6 +309,8 @@ class BookmarkConversation:
             extra += [call, result]
         tokens = state.tokens + message_tokens(extra, [], self.tokenizer)
         limit = ALL_RESIDENT if not state.evicted else (NO_RECALL if recalled is None else None)
+        if tokens > self.settings.budget:
+            limit = OVER
         return MethodPrompt(messages, list(state.tools), frozenset(visible), tokens, needed,
                             evicted_before, recalled, credit, limit)
 
