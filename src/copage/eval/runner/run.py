@@ -203,10 +203,9 @@ async def run_tasks(tasks: Sequence[ProbeTask], model: ChatModel, log: ProbeLog,
         p.cancel()
     if pending:
         await asyncio.gather(*pending, return_exceptions=True)
-    for d in done:
-        exc = d.exception()
-        if exc is not None:
-            raise exc
+    errors = [e for d in done if (e := d.exception()) is not None]  # retrieve them all
+    if errors:
+        raise errors[0]
     if progress is not None and bar is not None:
         progress.finish(bar)
     return stats
