@@ -120,7 +120,7 @@ def budget_curves(ctx: BenchContext, methods: list[str], budgets: Sequence[int],
                   tick: Callable[[], None] | None = None) -> list[dict[str, Any]]:
     """Coverage and tokens per (dataset, method, budget): the coverage-vs-tokens curves."""
     rows: list[dict[str, Any]] = []
-    for b in budgets:
+    for b in sorted(budgets):
         free = done[b] if b in done else build_tasks(ctx, methods, b, tick)[1]
         rows += table(free, ("dataset", "method", "budget"))
     return rows

@@ -34,6 +34,8 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from copage.core import prompt
+from copage.core.boundaries import get_boundary
+from copage.core.paginate import paginate
 from copage.core.config import PagerConfig
 from copage.core.evicted_index import EvictedIndex
 from copage.core.pager import Pager
@@ -108,16 +110,28 @@ def pager_config(settings: MethodSettings, variant: Variant, resident_tokens: in
 def build_pager(conversation: Conversation, config: PagerConfig) -> Pager:
     """The pager of :func:`build_memory` without a store (the same pages, bookmarks and
     resident set, tested), for the LLM-free view; bookmarks are made once at the end."""
-    key = (*_fingerprint(conversation, config), str(config.resident_tokens))
+    conv, cfg = _fingerprint(conversation, config)
+    key = (conv, cfg, str(config.resident_tokens))
     if key not in _PAGERS:
-        pager = Pager(config, defer_bookmarks=True)
+        # Page cuts and keywords do not depend on the budget or the policy: made once
+        # per conversation (as copage simulate does), then every budget replays the turns.
+        cuts = (conv, config.boundary, repr(sorted(config.boundary_options.items())))
+        if cuts not in _SPANS:
+            _SPANS[cuts] = paginate(conversation.turns,
+                                    get_boundary(config.boundary, **dict(config.boundary_options)))
+        pager = Pager(config, defer_bookmarks=True, spans=_SPANS[cuts])
         pager.set_system(INSTRUCTION)
         for t in conversation.turns:
             pager.add(t)
         pager.close_open_page()
-        pager.refresh_all_bookmarks()
-        if len(_PAGERS) >= 64:
-            _PAGERS.pop(next(iter(_PAGERS)))
+        words = (*cuts, config.keywords, repr(sorted(config.keyword_options.items())),
+                 str(config.n_keywords), config.tokenizer)
+        if words not in _KEYWORDS:
+            _KEYWORDS[words] = pager.batch_keywords()
+        pager.refresh_all_bookmarks(_KEYWORDS[words])
+        for memo in (_PAGERS, _SPANS, _KEYWORDS):
+            if len(memo) >= 256:
+                memo.pop(next(iter(memo)))
         _PAGERS[key] = pager
     return _PAGERS[key]
 
@@ -159,6 +173,8 @@ class Overhead:
 
 _OVERHEAD: dict[tuple[str, str], Overhead] = {}
 _PAGERS: dict[tuple[str, ...], Pager] = {}  # read-only use only: the LLM-free view copies
+_SPANS: dict[tuple[str, ...], Any] = {}
+_KEYWORDS: dict[tuple[str, ...], Any] = {}
 
 
 def _fingerprint(conversation: Conversation, config: PagerConfig) -> tuple[str, str]:
