@@ -25,7 +25,8 @@ from copage.eval.methods.bookmark import OVER, build_memory, build_pager, pager_
 from copage.eval.methods.readers import page_reader
 from copage.eval.methods.window import WHOLE
 
-TOPICS = ["zanzibar ferry tickets", "quokka photography trip", "kombucha brewing class"]
+TOPICS = ["zanzibar ferry tickets", "quokka photography trip", "kombucha brewing class",
+          "marathon training plan", "violin lesson schedule"]
 ALL = ["full_context", "truncation", "bm25", "word_overlap", "search_tool", "bookmark_recall",
        "bookmark_recall+query", "bookmark_recall+speculative", "bookmark_recall+copage"]
 BOOKMARKS = [m for m in ALL if m.startswith("bookmark")]
@@ -33,14 +34,14 @@ BOOKMARKS = [m for m in ALL if m.startswith("bookmark")]
 
 def _conv() -> Conversation:
     turns = []
-    for s in range(3):
+    for s in range(len(TOPICS)):
         for j in range(10):
             role = "user" if j % 2 == 0 else "assistant"
             text = f"We talked about {TOPICS[s]} detail {j}." if j == 2 else f"Filler chat {s} {j} ok."
             turns.append(Turn(f"D{s + 1}:{j + 1}", role, text, speaker=None, session=s + 1))
     probes = (
         Probe("c/q0", "When are the zanzibar ferry tickets?", "x", 4, ("D1:3",)),
-        Probe("c/q1", "Tell me about kombucha brewing and the ferry?", "x", 1, ("D1:3", "D3:9")),
+        Probe("c/q1", "Tell me about kombucha brewing and the ferry?", "x", 1, ("D1:3", "D5:9")),
         Probe("c/q2", "What about the quokka photography?", "x", 4, ("D2:3",)),
         Probe("c/q3", "Xylophone?", "x", 4, ("D1:3",)),  # shares no word with anything
     )
@@ -61,20 +62,20 @@ def _tokens(conv: Conversation, start: int, question: str) -> int:
 
 def test_units_by_session() -> None:
     units = split_units(_conv().turns, "session")
-    assert [(u.start, u.end) for u in units] == [(0, 10), (10, 20), (20, 30)]
+    assert [(u.start, u.end) for u in units] == [(0, 10), (10, 20), (20, 30), (30, 40), (40, 50)]
 
 
 def test_full_context_takes_the_most_recent_turns_that_fit() -> None:
     conv = _conv()
     q = conv.probes[0].question
-    budget = _tokens(conv, 18, q)  # exactly the last 12 turns
+    budget = _tokens(conv, 38, q)  # exactly the last 12 turns
     settings = replace(SETTINGS, budget=budget)
     full = get_method("full_context").prepare(conv, settings).build(conv.probes[0])
-    assert full.context_turn_ids == {t.id for t in conv.turns[18:]}
+    assert full.context_turn_ids == {t.id for t in conv.turns[38:]}
     assert full.prompt_tokens == budget == message_tokens(full.messages, [], TOK)
     assert full.limit is None
     one_less = get_method("full_context").prepare(conv, replace(settings, budget=budget - 1))
-    assert one_less.build(conv.probes[0]).context_turn_ids == {t.id for t in conv.turns[19:]}
+    assert one_less.build(conv.probes[0]).context_turn_ids == {t.id for t in conv.turns[39:]}
     whole = get_method("full_context").prepare(conv, SETTINGS).build(conv.probes[0])
     assert whole.context_turn_ids == {t.id for t in conv.turns} and whole.limit == WHOLE
     capped = get_method("full_context").prepare(conv, replace(SETTINGS, full_window=12))
@@ -163,15 +164,19 @@ def test_bookmark_resident_pages_follow_the_budget() -> None:
     conv = _conv()
     one = get_method("bookmark_recall").prepare(conv, replace(SETTINGS, budget=_budget_for(conv, 1)))
     two = get_method("bookmark_recall").prepare(conv, replace(SETTINGS, budget=_budget_for(conv, 2)))
-    assert one.pager.resident == ["p3"] and two.pager.resident == ["p2", "p3"]
+    assert one.pager.resident == ["p5"] and two.pager.resident == ["p4", "p5"]
     built = two.build(conv.probes[0])
     assert built.needed == ("p1",) and built.evicted_needed == ("p1",)
     assert built.routed == "p1" and built.routing == 1.0
     assert coverage(conv.probes[0], built.context_turn_ids).all
     assert built.messages[-1]["role"] == "tool" and "zanzibar" in built.messages[-1]["content"]
-    assert two.pager.resident == ["p2", "p3"]  # build() changed nothing
+    assert two.pager.resident == ["p4", "p5"]  # build() changed nothing
     everything = get_method("bookmark_recall").prepare(conv, SETTINGS).build(conv.probes[0])
     assert everything.limit == "every page resident"
+    # the whole conversation fits: every page resident, no room held back for a recall
+    whole = _tokens(conv, 0, conv.probes[0].question) + 200
+    fits = get_method("bookmark_recall").prepare(conv, replace(SETTINGS, budget=whole))
+    assert fits.pager.evicted == [] and fits.build(conv.probes[0]).prompt_tokens <= whole
 
 
 @pytest.mark.parametrize("name", BOOKMARKS)
@@ -181,7 +186,7 @@ def test_bookmark_readers_never_look_at_the_gold_evidence(name: str) -> None:
     prep = get_method(name).prepare(conv, replace(SETTINGS, budget=_budget_for(conv, 2)))
     for probe in conv.probes:
         built = prep.build(probe)
-        for ev in (("D3:9",), ("D2:3",), ("D1:3", "D2:3")):  # resident / evicted / both
+        for ev in (("D5:9",), ("D2:3",), ("D1:3", "D2:3")):  # resident / evicted / both
             other = prep.build(replace(probe, evidence=ev))
             assert (other.messages, other.prompt_tokens, other.routed, other.context_turn_ids) == (
                 built.messages, built.prompt_tokens, built.routed, built.context_turn_ids), (probe.id, ev)
@@ -203,7 +208,7 @@ def test_speculative_page_in_does_not_depend_on_the_evidence() -> None:
     prep = get_method("bookmark_recall+speculative").prepare(
         conv, replace(SETTINGS, budget=_budget_for(conv, 2), speculative_threshold=0.0))
     probe = conv.probes[0]
-    resident_case = prep.build(replace(probe, evidence=("D3:9",)))  # needs nothing evicted
+    resident_case = prep.build(replace(probe, evidence=("D5:9",)))  # needs nothing evicted
     assert "D1:3" in resident_case.context_turn_ids  # paged in all the same
     assert resident_case.context_turn_ids == prep.build(probe).context_turn_ids
 

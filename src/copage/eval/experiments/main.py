@@ -103,15 +103,20 @@ def build_tasks(ctx: BenchContext, methods: list[str], budget: int | None = None
 
 
 def spend_notes(rows: Sequence[dict[str, Any]]) -> list[str]:
-    """One line per (dataset, method, budget) whose prompts stay well below the budget: why."""
+    """One line per (dataset, method, budget) whose prompts stay well below the budget, or
+    go over it: why."""
     out = []
     for r in rows:
         spent = r.get("budget_spent")
-        if spent is None or spent >= SPEND:
-            continue
-        why = r.get("limit_main") or "its rule stops before the budget"
-        out.append(f"{r['dataset']}/{r['method']} at {r['budget']} tokens: spends "
-                   f"{spent:.0%} of the budget ({why})")
+        if r.get("over_budget"):
+            out.append(f"{r['dataset']}/{r['method']} at {r['budget']} tokens: cannot stay within "
+                       f"the budget on {r['over_budget']} of {r['probes']} probes (up to "
+                       f"{r.get('prompt_tokens_max')} tokens; {r.get('limit_main')}); its rows count "
+                       "the tokens it really used")
+        elif spent is not None and spent < SPEND:
+            why = r.get("limit_main") or "its rule stops before the budget"
+            out.append(f"{r['dataset']}/{r['method']} at {r['budget']} tokens: spends "
+                       f"{spent:.0%} of the budget ({why})")
     return out
 
 
@@ -176,6 +181,7 @@ class MainExperiment:
         notes.append(HEADLINE_NOTE)
         notes.append(CATEGORY_NOTE)
         methods_table = table(rows, GROUP)
+        notes += spend_notes([r for r in curves if r.get("budget") != budget])
         notes += spend_notes([{**r, "budget": budget} for r in methods_table if r.get("model") is None])
         sig = significance(rows, B=int(ctx.options.get("bootstrap_b", 10_000)), seed=ctx.seed)
         notes += sorted({f"{r['dataset']}/{r['method_b']}: {w}" for r in sig

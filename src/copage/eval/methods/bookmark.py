@@ -4,7 +4,8 @@ The conversation is paged with a :class:`~copage.memory.PagedMemory` whose resid
 pages are bounded in *tokens*: the budget less the fixed part of the prompt (the
 instruction, the recall preamble and tool schema, the bookmarks of every page, the
 longest question) and less a reserve for one recalled page (``recall_reserve``;
-by default the largest page, so one recall always fits). Evicted pages appear as
+by default the largest page, so one recall always fits). When the whole
+conversation fits in the budget, every page stays resident (nothing to recall). Evicted pages appear as
 bookmarks and the model gets the ``recall`` tool (through
 :class:`~copage.session.PagedChat`, probes asked with ``keep_pages=False`` so each
 probe starts from the state after the whole conversation).
@@ -169,6 +170,7 @@ class Overhead:
 
     fixed: int  # system text with every page evicted + tool schema
     recall: int  # the largest recall: call + page block
+    whole: int  # the prompt with every page resident (no bookmark), question not included
 
 
 _OVERHEAD: dict[tuple[str, str], Overhead] = {}
@@ -198,7 +200,8 @@ def measure(conversation: Conversation, config: PagerConfig) -> Overhead:
         recall = max((message_tokens([_call(p.id, config.tool_name, {"page": p.id}),
                                       tool_message("x", prompt.page_block(p.id, p.text))], [], tok)
                       for p in pager.pages), default=0)
-        _OVERHEAD[key] = Overhead(fixed, recall)
+        ctx = pager.context()
+        _OVERHEAD[key] = Overhead(fixed, recall, message_tokens(ctx.messages, ctx.tools, tok))
     return _OVERHEAD[key]
 
 
@@ -226,7 +229,10 @@ class BookmarkConversation:
         reserve = settings.recall_reserve if settings.recall_reserve is not None else over.recall
         count = default_tokenizer().count
         self.question_tokens = max((count(p.question) for p in conversation.probes), default=0)
-        room = settings.budget - over.fixed - self.question_tokens - reserve
+        if over.whole + self.question_tokens <= settings.budget:
+            room = 10**9  # the whole conversation fits: nothing is evicted, no recall to reserve for
+        else:
+            room = settings.budget - over.fixed - self.question_tokens - reserve
         self.config = pager_config(settings, variant, room)
         self.pager = build_pager(conversation, self.config)
         for _ in range(3):  # session heads make messages a little longer than pages: shrink
