@@ -1,9 +1,12 @@
-"""``main``: the six methods and copage's variants (paper Tables 4-5).
+"""``main``: the six methods and copage's variants (paper Tables 4-5), at one token budget.
 
-LLM-free, every method: evidence coverage (all / any evidence turn inside the
-prompt, bookmark methods after the reference reader's one recall) and prompt
-tokens. With a model: answers (``out/main/probes.jsonl``, resumable), LoCoMo F1,
-exact match on synthetic data, the judges, recall metrics, breakdowns by
+LLM-free, every method at ``budget`` tokens (``docs/benchmark-methods.md``):
+evidence coverage (all / any evidence group inside the prompt, tool methods after
+their reference reader's one call, which never sees the gold evidence), prompt
+tokens, how much of the budget was spent and why not more; and the same at
+:data:`BUDGETS` (the coverage-vs-tokens curves). With a model: answers
+(``out/main/probes.jsonl``, resumable, keyed by the settings' fingerprint), LoCoMo
+F1, exact match on synthetic data, the judges, recall metrics, breakdowns by
 category and fact type, paired bootstrap and McNemar against ``bookmark_recall``,
 and the failure analysis.
 """

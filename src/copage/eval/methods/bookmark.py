@@ -36,10 +36,10 @@ from typing import Any
 
 from copage.core import prompt
 from copage.core.boundaries import get_boundary
-from copage.core.paginate import paginate
 from copage.core.config import PagerConfig
 from copage.core.evicted_index import EvictedIndex
 from copage.core.pager import Pager
+from copage.core.paginate import paginate
 from copage.core.tokens import default_tokenizer
 from copage.core.types import PageId, page_id
 from copage.eval.datasets.model import Conversation, Probe
