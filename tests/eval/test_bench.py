@@ -144,6 +144,10 @@ def test_paging_and_formats_model_paths_run_end_to_end(tmp_path: Path, data: Pat
     used = len(model.requests)
     PAGING.run(ctx)  # resumes from model_probes.jsonl: no new requests
     assert len(model.requests) == used
+    ctx.seed = 7  # another seed (probe order, random keywords): asked again, not resumed
+    again = PAGING.run(ctx).tables["paging_model"]
+    assert len(model.requests) == 2 * used and again[0]["probes"] == 8
+    ctx.seed = 0
     fres = FORMATS.run(_ctx(tmp_path, data, model, policy=("lru",), k=(2,), boundary=("fixed_4",)))
     fm = [r for r in fres.tables["formats"] if r.get("model")]
     assert {r["format"] for r in fm} == {"minimal", "snippet", "structured", "gist"}

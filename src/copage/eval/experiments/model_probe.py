@@ -41,9 +41,10 @@ def cell_dict(cell: Cell) -> dict[str, Any]:
     return {**{k: getattr(cell, k) for k in CELL_KEYS}, "seed": cell.seed}
 
 
-def records_config(judged: bool) -> str:
-    """``config`` of paging records: the prompt templates (and the judge's, when one judges)."""
-    return config_id({"judge": judge_template_id() if judged else None})
+def records_config(judge: str | None) -> str:
+    """``config`` of paging records: the prompt templates, and the judge (its name and its
+    prompts) when one judges."""
+    return config_id({"judge": judge, "judge_prompts": judge_template_id() if judge else None})
 
 
 def judge_binary(judges: dict[str, Any], probe: Probe, answer: str) -> float | None:
@@ -107,7 +108,7 @@ def probe_records(ctx: BenchContext, name: str, datasets: Sequence[Dataset],
     judges, notes = judges_for(ctx, model)
     mname = ctx.model_spec or getattr(ctx.model, "spec", "model")
     log = JsonlLog(ctx.out / name / "model_probes.jsonl", RECORD_KEY)
-    config = records_config(bool(judges))
+    config = records_config(next(iter(judges), None))
     run_cells_ = [c for c in cells if c.policy != "belady"]
     if len(run_cells_) < len(cells):
         notes.append("belady cells are LLM-free only (the oracle needs the model's future recalls)")
