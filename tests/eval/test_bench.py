@@ -127,18 +127,27 @@ def test_paging_and_formats_model_paths_run_end_to_end(tmp_path: Path, data: Pat
     from copage.eval.experiments.paging import EXPERIMENT as PAGING
 
     model = scripted()
-    ctx = _ctx(tmp_path, data, model, boundary=("fixed_4",), policy=("lru", "belady"), k=(2,))
+    ctx = _ctx(tmp_path, data, model, boundary=("fixed_4",), policy=("lru", "belady"), k=(2,),
+               order="file")
     res = PAGING.run(ctx)
     rows = res.tables["paging_model"]
     assert [r["policy"] for r in rows] == ["lru"]  # belady is LLM-free only
     row = rows[0]
     assert row["probes"] == 8 and row["model"] == "scripted:test-double"
-    assert row["needs_recall"] > 0 and row["trigger_rate"] == 1.0
-    assert 0.0 <= row["right_page_rate"] <= 1.0 and row["accuracy"] == 1.0
+    # By hand, per conversation (fixed_4: p1 = allergy + budget, p2 = choir + doctor; p5, p6
+    # resident at the end; the script recalls p1 every time): allergy needs p1 (evicted:
+    # recall, right page, p1 now resident); budget needs p1 (resident: no recall needed);
+    # choir and doctor need p2 (evicted: recall p1, wrong page). 3 need a recall, 1 right.
+    assert row["needs_recall"] == 6 and row["trigger_rate"] == 1.0
+    assert row["right_page_rate"] == pytest.approx(1 / 3) and row["accuracy"] == 1.0
     assert row["exact"] == pytest.approx(2 / 8)  # "peanuts" matches the two allergy probes only
     used = len(model.requests)
     PAGING.run(ctx)  # resumes from model_probes.jsonl: no new requests
     assert len(model.requests) == used
+    ctx.seed = 7  # another seed (probe order, random keywords): asked again, not resumed
+    again = PAGING.run(ctx).tables["paging_model"]
+    assert len(model.requests) == 2 * used and again[0]["probes"] == 8
+    ctx.seed = 0
     fres = FORMATS.run(_ctx(tmp_path, data, model, policy=("lru",), k=(2,), boundary=("fixed_4",)))
     fm = [r for r in fres.tables["formats"] if r.get("model")]
     assert {r["format"] for r in fm} == {"minimal", "snippet", "structured", "gist"}

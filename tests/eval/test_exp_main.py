@@ -15,6 +15,7 @@ from copage.eval.experiments.main import EXPERIMENT
 from copage.llm import ChatRequest, ChatResponse, ScriptedModel, ScriptExhausted
 
 METHODS = ["full_context", "truncation", "search_tool", "bookmark_recall"]
+BUDGET = 450  # below the controlled conversations' size (~530 tokens): pages are evicted
 
 
 def respond(request: ChatRequest) -> ChatResponse | str:
@@ -44,7 +45,8 @@ def scripted(n: int) -> ScriptedModel:
 def ctx_for(out: Path, model: Any, **options: Any) -> BenchContext:
     return BenchContext(datasets=[load_dataset("controlled")], out=out, seed=1, model=model,
                         model_spec="scripted:answerer", probes=4, methods=METHODS,
-                        options={"cache": False, "concurrency": 2, "bootstrap_b": 500, **options})
+                        options={"cache": False, "concurrency": 2, "bootstrap_b": 500,
+                                 "budget": BUDGET, "budgets": (), **options})
 
 
 def lines(out: Path) -> list[dict[str, Any]]:
@@ -79,7 +81,11 @@ def test_model_run_writes_jsonl_and_scores(tmp_path: Path) -> None:
     assert len(with_model) == len(METHODS)
     bm = next(r for r in with_model if r["method"] == "bookmark_recall")
     assert bm["judge_scale5"] == 4.0 and bm["accuracy"] == 1.0 and bm["accuracy_ci_low"] < 1.0
-    assert bm["trigger_rate"] == 1.0 and 0.0 <= bm["right_page_rate"] <= 1.0
+    # every probe recalls p1 once: the right-page rate is the share of them whose evidence is there
+    needing = [r for r in br if r["needs_recall"]]
+    assert needing and bm["trigger_rate"] == 1.0
+    assert bm["right_page_rate"] == pytest.approx(
+        sum("p1" in r["needed_pages"] for r in needing) / len(needing))
     assert bm["prompt_tokens_mean"] > 0
     sig = [r for r in res.tables["significance"] if r["model"] == "scripted:answerer"]
     assert {r["metric"] for r in sig} >= {"locomo_f1", "judge_scale5", "accuracy"}

@@ -47,7 +47,17 @@ def test_judges_experiment_two_judges(tmp_path: Path) -> None:
     (pair,) = res.tables["agreement"]
     assert {pair["judge_a"], pair["judge_b"]} == {"lenient", "strict"}
     assert pair["n"] == 15 and pair["pearson"] > 0.5
-    assert -1.0 <= pair["krippendorff_alpha_ordinal"] <= 1.0
+    # the value, against the reference implementation (the ``krippendorff`` package)
+    import json
+
+    import krippendorff
+    import numpy as np
+
+    rows = [json.loads(x) for x in (tmp_path / "judges" / "probes.jsonl").read_text().splitlines()]
+    data = np.array([[r["judges"][j]["scale5"]["score"] for r in rows] for j in ("lenient", "strict")],
+                    dtype=float)
+    want = krippendorff.alpha(reliability_data=data, level_of_measurement="ordinal")
+    assert pair["krippendorff_alpha_ordinal"] == pytest.approx(want)
     assert {r["method_b"] for r in res.tables["significance"]} == {"full_context", "bm25"}
 
 

@@ -45,6 +45,6 @@ def test_main_with_real_model(server: LlamaServer, tmp_path: Path) -> None:
     for r in with_model:
         assert r["probes"] == 3 and r["prompt_tokens_mean"] > 0 and r["evidence_coverage"] is not None
     # a repeated run is served from the log: no new rows
-    smoke(model, tmp_path, spec=server.spec, probes=3, methods=METHODS, max_tokens=48,
+    smoke(model, tmp_path, spec=server.spec, probes=3, methods=METHODS, max_tokens=32,
           cache_path=str(tmp_path / "cache.sqlite"))
     assert len((tmp_path / "main" / "probes.jsonl").read_text().splitlines()) == len(lines)

@@ -55,7 +55,8 @@ EXPECTED = {"fixed_10": {"needs_recall": 4, "recall_precision": 2 / 4},
 MODEL_COLUMNS = {"model", "probes", "accuracy", "exact", "needs_recall", "trigger_rate",
                  "right_page_rate", "recall_precision", "model_prompt_tokens_mean"}
 FREE_COLUMNS = {"dataset", *CELL_KEYS, "hit_rate", "faults", "routing_top1", "bookmark_tokens_mean"}
-RECORD_KEYS = {"dataset", "model", *CELL_KEYS, "conversation", "probe", "fact_type", "category",
+RECORD_KEYS = {"dataset", "model", *CELL_KEYS, "seed", "config", "conversation", "probe",
+               "fact_type", "category",
                "needed", "evicted", "needs_recall", "triggered", "right_page", "recalls",
                "answer", "exact", "judge", "correct", "prompt_tokens", "model_calls", "cost_usd"}
 BOOKMARK = re.compile(r"\[(p\d+)[:\]]")

@@ -49,6 +49,9 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
                    help="seconds per model call attempt (default: 300, for slow local models)")
     p.add_argument("--probes", type=int, default=None, help="probes per dataset (seeded sample)")
     p.add_argument("--methods", default=None, help="comma list of methods for main/judges")
+    p.add_argument("--budget", type=int, default=None,
+                   help="prompt tokens per probe for every method of main/judges (default: "
+                   "2048); main also draws coverage at 1024, 2048, 4096 and 8192")
     p.add_argument("--seed", type=int, default=0, help="default: 0")
     p.add_argument("--out", default=None, help="run directory (default: runs/<timestamp>)")
     p.add_argument("--boundary", default=DEFAULT_BOUNDARIES, help=f"default: {DEFAULT_BOUNDARIES}")
@@ -106,10 +109,19 @@ def paging_settings(args: argparse.Namespace) -> Any:
                           tuple(_list(args.format)), args.placement, args.order)
 
 
+def make_model(spec: str, timeout: float) -> Any:
+    """The model of ``spec``; ``timeout`` goes to network adapters (a scripted model takes none)."""
+    from copage.llm import get_model, parse_spec
+
+    if parse_spec(spec).provider == "scripted":
+        return get_model(spec)
+    return get_model(spec, timeout=timeout)
+
+
 def build_context(args: argparse.Namespace) -> Any:
     """Datasets, models and settings of the run (everything checked before anything runs)."""
-    from copage.eval.datasets import load_dataset
     from copage.eval.experiments.base import BenchContext
+    from copage.eval.experiments.common import load_bench_dataset
     from copage.eval.progress import Progress
 
     paging = paging_settings(args)
@@ -117,19 +129,21 @@ def build_context(args: argparse.Namespace) -> Any:
     specs = dataset_specs(args.dataset, args.locomo)
     if args.probes is not None and args.probes < 1:
         raise ValueError(f"--probes must be >= 1, got {args.probes}")
+    if args.timeout <= 0:
+        raise ValueError(f"--timeout must be positive, got {args.timeout}")
     model = judges = None
     if args.model:
-        from copage.llm import get_model
-
-        model = get_model(args.model, timeout=args.timeout)
+        model = make_model(args.model, args.timeout)
     no_judge = args.judges is not None and args.judges.strip().lower() == "none"
     if args.judges and not no_judge:
-        from copage.llm import get_model
-
-        judges = {s: get_model(s, timeout=args.timeout) for s in _list(args.judges)}
+        judges = {s: make_model(s, args.timeout) for s in _list(args.judges)}
     out = Path(args.out) if args.out else Path("runs") / datetime.now().strftime("%Y%m%d-%H%M%S")
-    datasets = [load_dataset(s, seed=args.seed) for s in specs]
+    datasets = [load_bench_dataset(s, seed=args.seed) for s in specs]
     options: dict[str, Any] = {"cache": not args.no_cache, "no_judge": no_judge}
+    if args.budget is not None:
+        if args.budget < 1:
+            raise ValueError(f"--budget must be >= 1 token, got {args.budget}")
+        options["budget"] = args.budget
     if args.workers is not None:
         options["workers"] = args.workers
     if args.concurrency is not None:
@@ -149,6 +163,7 @@ def run(args: argparse.Namespace) -> int:
     """Run the experiments and write the report; prints where it is."""
     from copage.eval.experiments.runall import finished, run_experiments, settings_of
     from copage.eval.report import write_report
+    from copage.llm import ModelError
 
     ctx, names = build_context(args)
     ctx.out.mkdir(parents=True, exist_ok=True)
@@ -161,7 +176,12 @@ def run(args: argparse.Namespace) -> int:
     log(f"run directory {ctx.out}; datasets "
         + ", ".join(f"{d.name} ({len(d.conversations)} conversations, {d.probes} probes)"
                     for d in ctx.datasets) + f"; experiments {', '.join(names)}")
-    results = run_experiments(ctx, names, log=log)
+    try:
+        results = run_experiments(ctx, names, log=log)
+    except ModelError as e:
+        print(f"copage bench: model error: {e}\n(every probe answered so far is kept in "
+              f"{ctx.out}; run the same command again to resume)", file=sys.stderr)
+        return 1
     results += finished(ctx, exclude=names)  # earlier runs into the same --out
     intro = [(f"datasets: {', '.join(d.name for d in ctx.datasets)}; model: "
               f"{ctx.model_spec or 'none (LLM-free)'}; seed {ctx.seed}; probes cap {ctx.probes or 'none'}"),

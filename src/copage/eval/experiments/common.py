@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import random
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -15,8 +15,15 @@ from copage.llm.cache import CachedModel, ResponseCache
 from copage.llm.types import ChatModel
 
 _DEFAULT = PagingSettings()
-_SETTING_OPTIONS = ("full_window", "window", "top_k", "copage_policy", "copage_boundary",
-                    "copage_keywords", "max_recalls", "max_tokens", "speculative_threshold")
+_SETTING_OPTIONS = ("budget", "full_window", "window", "top_k", "recall_reserve", "copage_policy",
+                    "copage_boundary", "copage_keywords", "max_recalls", "max_tokens",
+                    "speculative_threshold")
+
+
+def mean(xs: Iterable[float | None]) -> float | None:
+    """Mean of the non-None values (None when there are none)."""
+    vals = [x for x in xs if x is not None]
+    return sum(vals) / len(vals) if vals else None
 
 
 def has_sessions(dataset: Dataset) -> bool:
@@ -25,30 +32,29 @@ def has_sessions(dataset: Dataset) -> bool:
 
 
 def settings_for(dataset: Dataset, ctx: BenchContext) -> MethodSettings:
-    """Method settings for one dataset.
+    """Method settings for one dataset (the same token budget for every method).
 
-    Boundary: ``ctx.options["boundary"]`` or a non-default ``--boundary``; else
-    ``session`` on files with sessions (resident: the last session and
-    ``extra_resident`` (3) more); else ``fixed_5`` with 2 resident pages on the
-    ``controlled`` preset (the paper's section 4: early pages compressed to 3-5
-    bookmarks); else ``fixed_10`` with ``k`` (5) resident pages.
+    Boundary (units and pages): ``ctx.options["boundary"]`` or a non-default
+    ``--boundary``; else ``session`` on files with sessions; else ``fixed_5`` on
+    the ``controlled`` preset (the paper's section 4: its 20-35 turns in a few
+    pages); else ``fixed_10``. Budget: ``ctx.options["budget"]`` (default
+    :data:`copage.eval.methods.DEFAULT_BUDGET`).
     """
     opts = ctx.options
     paging = ctx.paging
     override = opts.get("boundary") or (
         paging.boundary[0] if tuple(paging.boundary) != tuple(_DEFAULT.boundary) else None)
-    k = int(paging.k[0]) if paging.k else 5
     if override:
-        boundary, resident = str(override), k
+        boundary = str(override)
     elif has_sessions(dataset):
-        boundary, resident = "session", 1 + int(opts.get("extra_resident", 3))
+        boundary = "session"
     elif dataset.name == "controlled":
-        boundary, resident = "fixed_5", 2
+        boundary = "fixed_5"
     else:
-        boundary, resident = "fixed_10", k
+        boundary = "fixed_10"
     policy = paging.policy[0] if tuple(paging.policy) != tuple(_DEFAULT.policy) else "lru"
     base = MethodSettings(
-        boundary=boundary, resident_pages=resident, policy=policy,
+        boundary=boundary, policy=policy,
         keywords=paging.keywords[0] if paging.keywords else "heuristic",
         format=paging.format[0] if paging.format else "minimal",
     )
@@ -93,3 +99,46 @@ def judges_for(ctx: BenchContext, model: ChatModel | None) -> tuple[dict[str, Ch
 def is_synthetic(dataset: Dataset) -> bool:
     """True for generated presets (exact match is scored on them)."""
     return any(c.id.startswith("synth-") for c in dataset.conversations)
+
+
+def _raw_samples(spec: str, seed: int) -> list[Any]:
+    """The samples of a preset (generated) or a LoCoMo-format file, as JSON values."""
+    import json
+
+    from copage.eval.datasets import preset_names
+
+    if spec in preset_names():
+        from copage.eval.synthetic import generate_preset
+
+        return list(generate_preset(spec, seed=seed))
+    try:
+        data = json.loads(Path(spec).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return []  # load_dataset has said what is wrong with it
+    return data if isinstance(data, list) else []
+
+
+def load_bench_dataset(spec: str, *, seed: int = 0) -> Dataset:
+    """:func:`copage.eval.datasets.load_dataset`, keeping each probe's ``answer_forms``.
+
+    The synthetic generator lists the accepted surface forms of every answer
+    ("April 6", "April 6th"; "$1,200", "twelve hundred bucks"); they go to
+    ``Probe.meta["answer_forms"]`` so exact match accepts any of them.
+    """
+    from copage.eval.datasets import load_dataset
+
+    ds = load_dataset(spec, seed=seed)
+    forms: dict[str, tuple[str, ...]] = {}
+    for sample in _raw_samples(spec, seed):
+        if not isinstance(sample, dict):
+            continue
+        for k, q in enumerate(sample.get("qa") or ()):
+            got = q.get("answer_forms") if isinstance(q, dict) else None
+            if isinstance(got, list) and got:
+                forms[f"{sample.get('sample_id')}/q{k}"] = tuple(str(f) for f in got)
+    if not forms:
+        return ds
+    convs = tuple(replace(c, probes=tuple(
+        replace(p, meta={**p.meta, "answer_forms": forms[p.id]}) if p.id in forms else p
+        for p in c.probes)) for c in ds.conversations)
+    return replace(ds, conversations=convs)

@@ -7,7 +7,7 @@ boundary (the unit of its memo and Belady cache) over worker processes.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import replace
 from multiprocessing import get_context
@@ -15,7 +15,12 @@ from typing import Any
 
 from copage.eval.datasets.model import Dataset
 from copage.eval.experiments.base import BenchContext
+from copage.eval.experiments.common import mean, sample_probes
 from copage.eval.simulate import Cell, simulate
+
+__all__ = ["COPAGE_POLICIES", "PAPER_BOUNDARIES", "PAPER_POLICIES", "breakdown", "capped",
+           "cells_for", "datasets_of", "fixed_cell", "for_dataset", "group_key", "mean",
+           "probe_outcomes", "run_grid", "study", "workers"]
 
 PAPER_POLICIES: tuple[str, ...] = ("fifo", "lru", "lfu", "belady")
 """The policies the paper averages over (Tables 7-8, 10)."""
@@ -30,8 +35,6 @@ def capped(dataset: Dataset, probes: int | None, seed: int) -> Dataset:
     """``dataset`` with at most ``probes`` probes (a seeded sample, the same as ``main``'s)."""
     if probes is None or probes >= dataset.probes:
         return dataset
-    from copage.eval.experiments.common import sample_probes
-
     keep = {p.id for _, p in sample_probes(dataset, probes, seed)}
     convs = tuple(replace(c, probes=tuple(p for p in c.probes if p.id in keep))
                   for c in dataset.conversations)
@@ -69,12 +72,6 @@ def run_grid(dataset: Dataset, cells: Sequence[Cell], n_workers: int = 1) -> lis
     for (_, group), rows in zip(parts, results, strict=True):
         by_cell.update({c: r for c, r in zip(group, rows, strict=True)})
     return [by_cell[c] for c in cells]
-
-
-def mean(xs: Iterable[float | None]) -> float | None:
-    """Mean of the non-None values (None when there are none)."""
-    vals = [x for x in xs if x is not None]
-    return sum(vals) / len(vals) if vals else None
 
 
 def cells_for(ctx: BenchContext, *, boundary: Sequence[str] | None = None,

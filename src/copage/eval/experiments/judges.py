@@ -95,9 +95,13 @@ class JudgesExperiment:
             notes.append("fewer than two judges: no agreement statistics")
         out = ctx.out / self.name
         log = ProbeLog(out / "probes.jsonl")
-        run_tasks_sync(tasks, model, log, judges=judges, model_name=name,
-                       concurrency=int(ctx.options.get("concurrency", 4)),
-                                   judge_max_tokens=int(ctx.options.get("judge_max_tokens", 200)))
+        stats = run_tasks_sync(tasks, model, log, judges=judges, model_name=name,
+                               concurrency=int(ctx.options.get("concurrency", 4)),
+                               judge_max_tokens=int(ctx.options.get("judge_max_tokens", 200)),
+                               progress=ctx.progress, label="judges (model)")
+        notes.append(f"model run: {stats.written} probes answered, {stats.skipped} already in "
+                     f"{log.path.name} for these settings, {stats.rejudged} judged again (a "
+                     f"requested judge's verdict was missing), {stats.errors} answer errors")
         wanted = {row_key(base_row(t, name)) for t in tasks}
         rows = [r for r in log if row_key(r) in wanted]
         tables = judge_tables(rows, list(judges), B=int(ctx.options.get("bootstrap_b", 10_000)),

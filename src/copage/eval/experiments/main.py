@@ -1,16 +1,20 @@
-"""``main``: the six methods and copage's variants (paper Tables 4-5).
+"""``main``: the six methods and copage's variants (paper Tables 4-5), at one token budget.
 
-LLM-free, every method: evidence coverage (all / any evidence turn inside the
-prompt, bookmark methods after the reference reader's one recall) and prompt
-tokens. With a model: answers (``out/main/probes.jsonl``, resumable), LoCoMo F1,
-exact match on synthetic data, the judges, recall metrics, breakdowns by
+LLM-free, every method at ``budget`` tokens (``docs/benchmark-methods.md``):
+evidence coverage (all / any evidence group inside the prompt, tool methods after
+their reference reader's one call, which never sees the gold evidence), prompt
+tokens, how much of the budget was spent and why not more; and the same at
+:data:`BUDGETS` (the coverage-vs-tokens curves). With a model: answers
+(``out/main/probes.jsonl``, resumable, keyed by the settings' fingerprint), LoCoMo
+F1, exact match on synthetic data, the judges, recall metrics, breakdowns by
 category and fact type, paired bootstrap and McNemar against ``bookmark_recall``,
 and the failure analysis.
 """
 
 from __future__ import annotations
 
-import json
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
@@ -22,24 +26,56 @@ from copage.eval.experiments.common import (
     sample_probes,
     settings_for,
 )
-from copage.eval.methods import COPAGE_VARIANTS, PAPER_METHODS, coverage, get_method, method_names
+from copage.eval.jsonsafe import dumps
+from copage.eval.methods import (
+    COPAGE_VARIANTS,
+    DEFAULT_BUDGET,
+    PAPER_METHODS,
+    coverage,
+    evidence_groups,
+    get_method,
+    method_names,
+)
+from copage.eval.methods.templates import config_id
 from copage.eval.runner import ProbeLog, ProbeTask, base_row, failures, row_key, run_tasks_sync
 from copage.eval.runner.aggregate import GROUP, significance, table
 from copage.eval.scoring import CATEGORY_NOTE
 
 DEFAULT_METHODS: tuple[str, ...] = PAPER_METHODS + COPAGE_VARIANTS
+BUDGETS: tuple[int, ...] = (1024, 2048, 4096, 8192)
+"""The budgets of the coverage-vs-tokens curves (``main``'s ``budget_curves`` table)."""
+
+HEADLINE_NOTE = (
+    "evidence_coverage (every evidence group inside the prompt) is the headline: it is the "
+    "condition under which the answer can be read off the prompt, and multi-hop LoCoMo "
+    "questions need all their evidence turns; evidence_coverage_any (at least one group) is "
+    "the lenient bound beside it. On synthetic data a planted fact's statements and the "
+    "assistant's acknowledgements of them form one group, so the two coincide there."
+)
+SPEND = 0.9
+"""A method whose prompts average less than this share of the budget says why."""
 
 
-def build_tasks(ctx: BenchContext, methods: list[str]) -> tuple[list[ProbeTask], list[dict[str, Any]], list[str]]:
-    """Prepare every (dataset, method, conversation); LLM-free rows; notes on settings."""
+def build_tasks(ctx: BenchContext, methods: list[str], budget: int | None = None,
+                tick: Callable[[], None] | None = None,
+                ) -> tuple[list[ProbeTask], list[dict[str, Any]], list[str]]:
+    """Prepare every (dataset, method, conversation); LLM-free rows; notes on settings.
+
+    ``budget`` overrides the context's token budget (the curves); ``tick`` is called
+    after each (dataset, method).
+    """
     tasks: list[ProbeTask] = []
     free: list[dict[str, Any]] = []
     notes: list[str] = []
     for ds in ctx.datasets:
         settings = settings_for(ds, ctx)
-        notes.append(f"{ds.name}: boundary={settings.boundary}, resident_pages="
-                     f"{settings.resident_pages}, policy={settings.policy}, window="
-                     f"{settings.window}, full_window={settings.full_window}, top_k={settings.top_k}")
+        if budget is not None:
+            settings = replace(settings, budget=budget)
+        notes.append(f"{ds.name}: budget={settings.budget} tokens, boundary={settings.boundary}, "
+                     f"policy={settings.policy}, keywords={settings.keywords}, "
+                     f"window={settings.window}, full_window={settings.full_window}, "
+                     f"top_k={settings.top_k}")
+        config = config_id(asdict(settings))
         pairs = sample_probes(ds, ctx.probes, ctx.seed)
         # Group by conversation (stable): consecutive calls then share their prompt
         # prefix, which a local server's prompt cache reuses. Results do not change.
@@ -54,14 +90,48 @@ def build_tasks(ctx: BenchContext, methods: list[str]) -> tuple[list[ProbeTask],
                     prepared[conv.id] = method.prepare(conv, settings)
                 prep = prepared[conv.id]
                 built = prep.build(probe)
-                task = ProbeTask(ds.name, name, prep, probe, synthetic, built, method.uses_bookmarks)
+                groups = evidence_groups(conv, probe, acknowledgements=synthetic)
+                task = ProbeTask(ds.name, name, prep, probe, synthetic, built, method.uses_bookmarks,
+                                 groups, config)
                 tasks.append(task)
-                cov = coverage(probe, built.context_turn_ids)
-                free.append({**base_row(task, None), "evidence_coverage": cov.all,
-                             "evidence_coverage_any": cov.any, "prompt_tokens": built.prompt_tokens,
+                cov = coverage(groups, built.context_turn_ids)
+                free.append({**base_row(task, None), "budget": settings.budget,
+                             "evidence_coverage": cov.all, "evidence_coverage_any": cov.any,
+                             "prompt_tokens": built.prompt_tokens, "limit": built.limit,
                              "needed": list(built.needed), "evicted_needed": list(built.evicted_needed),
                              "routed": built.routed, "routing": built.routing})
+            if tick is not None:
+                tick()
     return tasks, free, notes
+
+
+def spend_notes(rows: Sequence[dict[str, Any]]) -> list[str]:
+    """One line per (dataset, method, budget) whose prompts stay well below the budget, or
+    go over it: why."""
+    out = []
+    for r in rows:
+        spent = r.get("budget_spent")
+        if r.get("over_budget"):
+            out.append(f"{r['dataset']}/{r['method']} at {r['budget']} tokens: cannot stay within "
+                       f"the budget on {r['over_budget']} of {r['probes']} probes (up to "
+                       f"{r.get('prompt_tokens_max')} tokens; {r.get('limit_main')}); its rows count "
+                       "the tokens it really used")
+        elif spent is not None and spent < SPEND:
+            why = r.get("limit_main") or "its rule stops before the budget"
+            out.append(f"{r['dataset']}/{r['method']} at {r['budget']} tokens: spends "
+                       f"{spent:.0%} of the budget ({why})")
+    return out
+
+
+def budget_curves(ctx: BenchContext, methods: list[str], budgets: Sequence[int],
+                  done: dict[int, list[dict[str, Any]]],
+                  tick: Callable[[], None] | None = None) -> list[dict[str, Any]]:
+    """Coverage and tokens per (dataset, method, budget): the coverage-vs-tokens curves."""
+    rows: list[dict[str, Any]] = []
+    for b in sorted(budgets):
+        free = done[b] if b in done else build_tasks(ctx, methods, b, tick)[1]
+        rows += table(free, ("dataset", "method", "budget"))
+    return rows
 
 
 class MainExperiment:
@@ -69,17 +139,32 @@ class MainExperiment:
 
     name = "main"
     needs_model = False
-    description = "six methods + copage variants: evidence coverage, tokens; with a model, scores"
+    description = "six methods + copage variants at one token budget: coverage, tokens, curves; " \
+                  "with a model, scores"
 
     def run(self, ctx: BenchContext) -> ExperimentResult:
-        """Run the LLM-free part, and the model part when ``ctx.model`` is set."""
+        """Run the LLM-free part (and its budget curves), and the model part when ``ctx.model`` is set."""
         methods = method_names(",".join(ctx.methods)) if ctx.methods else list(DEFAULT_METHODS)
         out = ctx.out / self.name
         out.mkdir(parents=True, exist_ok=True)
-        tasks, free, notes = build_tasks(ctx, methods)
+        budget = int(ctx.options.get("budget", DEFAULT_BUDGET))
+        budgets = list(dict.fromkeys([budget, *ctx.options.get("budgets", BUDGETS)]))
+        prog = ctx.progress
+        bar = prog.start("main (LLM-free)", len(budgets) * len(ctx.datasets) * len(methods)) \
+            if prog is not None else None
+
+        def tick() -> None:
+            if prog is not None and bar is not None:
+                prog.advance(bar)
+
+        tasks, free, notes = build_tasks(ctx, methods, budget, tick)
         with (out / "llm_free.jsonl").open("w", encoding="utf-8") as f:
             for r in free:
-                f.write(json.dumps(r, sort_keys=True) + "\n")
+                f.write(dumps(r, sort_keys=True) + "\n")
+        curves_done = {budget: free}
+        curves = budget_curves(ctx, methods, budgets, curves_done, tick)
+        if prog is not None and bar is not None:
+            prog.finish(bar)
         rows: list[dict[str, Any]] = list(free)
         if ctx.model is not None:
             model = cached(ctx.model, ctx.options)
@@ -89,17 +174,24 @@ class MainExperiment:
             log = ProbeLog(out / "probes.jsonl")
             stats = run_tasks_sync(tasks, model, log, judges=judges, model_name=name,
                                    concurrency=int(ctx.options.get("concurrency", 4)),
-                                   judge_max_tokens=int(ctx.options.get("judge_max_tokens", 200)))
+                                   judge_max_tokens=int(ctx.options.get("judge_max_tokens", 200)),
+                                   progress=prog, label="main (model)")
             notes.append(f"model run: {stats.written} probes answered, {stats.skipped} already "
-                         f"in {log.path.name}, {stats.errors} answer errors")
+                         f"in {log.path.name} for these settings, {stats.rejudged} judged again "
+                         f"(a requested judge's verdict was missing), {stats.errors} answer errors")
             wanted = {row_key(base_row(t, name)) for t in tasks}
             rows += [r for r in log if row_key(r) in wanted]
+        notes.append(HEADLINE_NOTE)
         notes.append(CATEGORY_NOTE)
+        methods_table = table(rows, GROUP)
+        notes += spend_notes([r for r in curves if r.get("budget") != budget])
+        notes += spend_notes([{**r, "budget": budget} for r in methods_table if r.get("model") is None])
         sig = significance(rows, B=int(ctx.options.get("bootstrap_b", 10_000)), seed=ctx.seed)
         notes += sorted({f"{r['dataset']}/{r['method_b']}: {w}" for r in sig
                          for w in (r.get("conversation_warning"), r.get("probe_warning")) if w})
         tables = {
-            "methods": table(rows, GROUP),
+            "methods": methods_table,
+            "budget_curves": curves,
             "by_category": table(rows, (*GROUP, "category", "category_name")),
             "by_fact_type": table([r for r in rows if r.get("fact_type")], (*GROUP, "fact_type")),
             "significance": sig,
@@ -119,9 +211,9 @@ def smoke(model: Any, out: Path, *, spec: str | None = None, dataset: str = "con
     The answering model is also the judge; options (``max_tokens``, ``cache_path``,
     ``concurrency``, ...) go to :class:`BenchContext`'s ``options``.
     """
-    from copage.eval.datasets import load_dataset
+    from copage.eval.experiments.common import load_bench_dataset
 
-    ctx = BenchContext(datasets=[load_dataset(dataset)], out=out, model=model, model_spec=spec,
+    ctx = BenchContext(datasets=[load_bench_dataset(dataset)], out=out, model=model, model_spec=spec,
                        probes=probes, methods=list(methods),
-                       options={"concurrency": 1, "bootstrap_b": 1000, **options})
+                       options={"concurrency": 1, "bootstrap_b": 1000, "budgets": (), **options})
     return EXPERIMENT.run(ctx)

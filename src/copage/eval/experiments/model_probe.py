@@ -6,9 +6,13 @@ cell's settings gets the conversation's turns; probes are asked with
 in ``copage simulate``) in the same schedule as the simulation. Each probe's
 record (needed and evicted pages, recalls, answer, exact gold-string match, the
 binary judge's verdict, prompt tokens summed over all calls) is appended to
-``out/<experiment>/model_probes.jsonl`` as it is made; a conversation whose
-probes are all there is not run again, so an interrupted run resumes and the
-response cache makes a repeated run free.
+``out/<experiment>/model_probes.jsonl`` (the shared :class:`~copage.eval.runner.log.JsonlLog`)
+as it is made. Rows are keyed by the cell, the seed, ``config`` (the fingerprint of
+the prompt templates and judge prompts) and the probe. A conversation is done when
+every one of its probes has a row for these settings; otherwise it is asked again
+from its first turn (its probes depend on one another through the pages recalls
+bring in) and its new rows replace the old ones. An interrupted run resumes, and
+the response cache makes a repeated run free.
 
 Belady needs the future access sequence, which depends on the model's recalls:
 its cells are left out of model runs (noted) and reported LLM-free only.
@@ -16,37 +20,31 @@ its cells are left out of model runs (noted) and reported LLM-free only.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator, Sequence
-from pathlib import Path
 from typing import Any
 
 from copage.eval.datasets.model import Conversation, Dataset, Probe
 from copage.eval.experiments.base import BenchContext
-from copage.eval.experiments.common import cached, judges_for
-from copage.eval.experiments.grid import mean
+from copage.eval.experiments.common import cached, judges_for, mean
+from copage.eval.methods.templates import config_id, judge_template_id
+from copage.eval.runner.judging import exact_any
+from copage.eval.runner.log import JsonlLog
 from copage.eval.simulate import Cell, schedule
 
 CELL_KEYS = ("boundary", "policy", "k", "keywords", "format", "placement", "order")
+RECORD_KEY = ("dataset", "model", *CELL_KEYS, "seed", "config", "conversation", "probe")
+"""The key of a paging probe record."""
 
 
 def cell_dict(cell: Cell) -> dict[str, Any]:
-    """The cell's settings by ``CELL_KEYS``."""
-    return {k: getattr(cell, k) for k in CELL_KEYS}
+    """The cell's settings by ``CELL_KEYS``, and its seed."""
+    return {**{k: getattr(cell, k) for k in CELL_KEYS}, "seed": cell.seed}
 
 
-def _read(path: Path) -> Iterator[dict[str, Any]]:
-    if not path.exists():
-        return
-    for line in path.read_text(encoding="utf-8").splitlines():
-        try:
-            yield json.loads(line)
-        except ValueError:
-            continue  # a line cut by an interrupted run
-
-
-def _unit(r: dict[str, Any]) -> tuple[Any, ...]:
-    return (r["dataset"], r["model"], *(r[k] for k in CELL_KEYS), r["conversation"])
+def records_config(judge: str | None) -> str:
+    """``config`` of paging records: the prompt templates, and the judge (its name and its
+    prompts) when one judges."""
+    return config_id({"judge": judge, "judge_prompts": judge_template_id() if judge else None})
 
 
 def judge_binary(judges: dict[str, Any], probe: Probe, answer: str) -> float | None:
@@ -85,62 +83,63 @@ def run_conversation_model(conv: Conversation, cell: Cell, model: Any) -> Iterat
         yield probe, chat.ask_probe_sync(probe.question, needed, keep_pages=True)
 
 
+def record(base: dict[str, Any], probe: Probe, rec: Any, judged: float | None) -> dict[str, Any]:
+    """One probe's record: recall outcome, answer, exact match (any answer form), verdict."""
+    rep = rec.report
+    em = exact_any(rec.answer, probe) if probe.answer else None
+    exact = None if em is None else float(em)
+    return {**base, "probe": probe.id, "fact_type": probe.fact_type,
+            "category": probe.category, "needed": list(rec.needed),
+            "evicted": list(rec.evicted), "needs_recall": rec.needs_recall,
+            "triggered": rec.triggered, "right_page": rec.right_page,
+            "recalls": [[c.page, c.ok] for c in rec.recalls],
+            "answer": rec.answer, "exact": exact, "judge": judged,
+            "correct": judged if judged is not None else exact,
+            "prompt_tokens": rep.total_prompt_tokens if rep else None,
+            "model_calls": rep.model_calls if rep else None,
+            "cost_usd": rep.cost_usd if rep else None}
+
+
 def probe_records(ctx: BenchContext, name: str, datasets: Sequence[Dataset],
                   cells: Sequence[Cell]) -> tuple[list[dict[str, Any]], list[str]]:
     """Run (or resume) every non-Belady cell with the model; all records of these cells."""
-    from copage.eval.scoring import exact_match
-
     assert ctx.model is not None
     model = cached(ctx.model, ctx.options)
     judges, notes = judges_for(ctx, model)
     mname = ctx.model_spec or getattr(ctx.model, "spec", "model")
-    path = ctx.out / name / "model_probes.jsonl"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    done: dict[tuple[Any, ...], int] = {}
-    for r in _read(path):
-        done[_unit(r)] = done.get(_unit(r), 0) + 1
+    log = JsonlLog(ctx.out / name / "model_probes.jsonl", RECORD_KEY)
+    config = records_config(next(iter(judges), None))
     run_cells_ = [c for c in cells if c.policy != "belady"]
     if len(run_cells_) < len(cells):
         notes.append("belady cells are LLM-free only (the oracle needs the model's future recalls)")
     units = [(ds, c, conv) for ds in datasets for c in run_cells_ for conv in ds.conversations if conv.probes]
+
+    def base_of(ds: Dataset, cell: Cell, conv: Conversation) -> dict[str, Any]:
+        return {"dataset": ds.name, "model": mname, **cell_dict(cell), "config": config,
+                "conversation": conv.id}
+
+    todo = [u for u in units
+            if not all(log.has({**base_of(*u), "probe": p.id}) for p in u[2].probes)]
     prog = ctx.progress
-    bar = prog.start(f"{name} (model)", len(units)) if prog is not None else None
-    with path.open("a", encoding="utf-8") as log:
-        for ds, cell, conv in units:
-            base = {"dataset": ds.name, "model": mname, **cell_dict(cell), "conversation": conv.id}
-            calls = 0
-            cost = None
-            if done.get(_unit(base), 0) < len(conv.probes):
-                for probe, rec in run_conversation_model(conv, cell, model):
-                    rep = rec.report
-                    correct_j = judge_binary(judges, probe, rec.answer)
-                    em = exact_match(rec.answer, probe.answer) if probe.answer else None
-                    row = {**base, "probe": probe.id, "fact_type": probe.fact_type,
-                           "category": probe.category, "needed": list(rec.needed),
-                           "evicted": list(rec.evicted), "needs_recall": rec.needs_recall,
-                           "triggered": rec.triggered, "right_page": rec.right_page,
-                           "recalls": [[c.page, c.ok] for c in rec.recalls],
-                           "answer": rec.answer, "exact": None if em is None else float(em),
-                           "judge": correct_j,
-                           "correct": correct_j if correct_j is not None else (None if em is None else float(em)),
-                           "prompt_tokens": rep.total_prompt_tokens if rep else None,
-                           "model_calls": rep.model_calls if rep else None,
-                           "cost_usd": rep.cost_usd if rep else None}
-                    calls += row["model_calls"] or 0
-                    if row["cost_usd"] is not None:
-                        cost = (cost or 0.0) + row["cost_usd"]
-                    log.write(json.dumps(row, sort_keys=True) + "\n")
-                    log.flush()
+    bar = prog.start(f"{name} (model)", sum(len(u[2].probes) for u in todo)) \
+        if prog is not None else None
+    for ds, cell, conv in todo:
+        base = base_of(ds, cell, conv)
+        for probe, rec in run_conversation_model(conv, cell, model):
+            row = record(base, probe, rec, judge_binary(judges, probe, rec.answer))
+            log.append(row)
             if prog is not None and bar is not None:
-                prog.advance(bar, calls=calls, cost=cost)
+                prog.advance(bar, calls=(row["model_calls"] or 0) + (1 if judges else 0),
+                             cost=row["cost_usd"])
     if prog is not None and bar is not None:
         prog.finish(bar)
-    wanted = {(ds.name, mname, *(getattr(c, k) for k in CELL_KEYS)) for ds in datasets for c in run_cells_}
-    latest: dict[tuple[Any, ...], dict[str, Any]] = {}
-    for r in _read(path):
-        if _unit(r)[:-1] in wanted:
-            latest[(*_unit(r), r["probe"])] = r  # a rerun conversation replaces its old rows
-    return list(latest.values()), notes
+    wanted = {(ds.name, mname, *(str(getattr(c, k)) for k in CELL_KEYS), str(c.seed), config)
+              for ds in datasets for c in run_cells_}
+    recs = [r for r in log if tuple(str(r.get(k)) for k in RECORD_KEY[:-2]) in wanted]
+    if todo:
+        notes.append(f"{name} model run: {len(todo)} of {len(units)} conversations asked, the others "
+                     f"resumed from {log.path.name}")
+    return recs, notes
 
 
 def run_cells(ctx: BenchContext, name: str, datasets: Sequence[Dataset],

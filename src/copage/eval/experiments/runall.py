@@ -16,6 +16,7 @@ from typing import Any
 
 from copage.eval.experiments.base import BenchContext, ExperimentResult
 from copage.eval.experiments.registry import ORDER, Unavailable, get_experiment
+from copage.eval.jsonsafe import clean, dumps
 
 DEFAULT_SKIP = ("topology",)
 """Left out of the default list: ``paging`` already includes the topology rows."""
@@ -49,9 +50,10 @@ def _load(path: Path, fingerprint: Mapping[str, Any]) -> ExperimentResult | None
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
-    if data.get("settings") != json.loads(json.dumps(fingerprint, default=str)):
+    if data.get("settings") != clean(fingerprint):
         return None
-    return ExperimentResult(data["name"], data["tables"], [], data["notes"])
+    figures = [path.parent / f for f in data.get("figures", []) if (path.parent / f).exists()]
+    return ExperimentResult(data["name"], data["tables"], figures, data["notes"])
 
 
 def run_experiments(ctx: BenchContext, names: Sequence[str], *,
@@ -84,10 +86,18 @@ def run_experiments(ctx: BenchContext, names: Sequence[str], *,
         if isinstance(exp, Unavailable):
             continue  # not stored: it runs once the module is installed
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps({"name": name, "settings": fingerprint, "tables": result.tables,
-                                    "notes": result.notes, "seconds": elapsed},
-                                   indent=1, default=str), encoding="utf-8")
+        figures = [_relative(f, path.parent) for f in result.figures]
+        path.write_text(dumps({"name": name, "settings": fingerprint, "tables": result.tables,
+                               "notes": result.notes, "figures": figures, "seconds": elapsed},
+                              indent=1), encoding="utf-8")
     return results
+
+
+def _relative(figure: Path, folder: Path) -> str:
+    try:
+        return str(Path(figure).resolve().relative_to(folder.resolve()))
+    except ValueError:
+        return str(Path(figure).resolve())
 
 
 def finished(ctx: BenchContext, exclude: Sequence[str] = ()) -> list[ExperimentResult]:

@@ -1,12 +1,17 @@
 """The benchmark's methods (paper section 4) and copage's variants, by name.
 
+Every method fills one prompt of at most ``MethodSettings.budget`` tokens:
+
 ============================  ==============================================================
-``full_context``              the most recent ``full_window`` (60) turns
+``full_context``              the most recent turns that fit
 ``truncation``                the last ``window`` (20) turns
-``bm25``                      last 20 turns + top-3 evicted units by BM25 against the question
-``word_overlap``              last 20 turns + top-3 evicted units by word overlap
-``search_tool``               last 20 turns + a ``memory_search(query)`` tool (BM25 top-3)
-``bookmark_recall``           copage as in the paper: resident pages, bookmarks, ``recall``
+``bm25``                      last 20 turns (at most half the budget) + evicted units that
+                              match the question by BM25, best first, while they fit
+``word_overlap``              the same ranked by word overlap
+``search_tool``               the bm25 window + a ``memory_search(query)`` tool (BM25 units
+                              that fit in what is left of the budget)
+``bookmark_recall``           copage as in the paper: resident pages within the budget,
+                              bookmarks, ``recall(page)``
 ``bookmark_recall+query``     ... and ``recall`` also takes a free-text ``query``
 ``bookmark_recall+speculative`` ... and the best-matching evicted page is paged in first
 ``bookmark_recall+copage``    copage's own policy/boundary/keywords (adaptive, segment,
@@ -14,13 +19,16 @@
 ============================  ==============================================================
 
 Units (retrieval candidates, pages) are sessions (``boundary="session"``) or pages
-of the boundary strategy.
+of the boundary strategy. Each method's rule and its LLM-free reference reader are
+in ``docs/benchmark-methods.md``.
 """
 
 from __future__ import annotations
 
 from copage.core.registry import Registry
 from copage.eval.methods.base import (
+    ABSTAIN_ANSWER,
+    DEFAULT_BUDGET,
     INSTRUCTION,
     CallRecord,
     Method,
@@ -35,7 +43,7 @@ from copage.eval.methods.base import (
 from copage.eval.methods.bookmark import BookmarkMethod, Variant
 from copage.eval.methods.calls import Recorder
 from copage.eval.methods.search import SearchToolMethod
-from copage.eval.methods.units import Coverage, Unit, coverage, split_units
+from copage.eval.methods.units import Coverage, Unit, coverage, evidence_groups, split_units
 from copage.eval.methods.window import WindowMethod
 
 PAPER_METHODS: tuple[str, ...] = (
@@ -56,7 +64,7 @@ _ALL: dict[str, Method] = {
     "search_tool": SearchToolMethod(),
     "bookmark_recall": BookmarkMethod("bookmark_recall", "bookmarks + recall(page) (the paper)"),
     "bookmark_recall+query": BookmarkMethod(
-        "bookmark_recall+query", "bookmarks + recall(page or query)", Variant(by_query=True)),
+        "bookmark_recall+query", "bookmarks + recall(page or query)", Variant(recall="query")),
     "bookmark_recall+speculative": BookmarkMethod(
         "bookmark_recall+speculative", "bookmarks + recall + speculative page-in",
         Variant(speculative=True)),
@@ -86,9 +94,9 @@ def method_names(spec: str | None = None) -> list[str]:
 
 
 __all__ = [
-    "COMPETITIVE", "COPAGE_VARIANTS", "INSTRUCTION", "METHODS", "PAPER_METHODS", "BookmarkMethod",
+    "ABSTAIN_ANSWER", "COMPETITIVE", "COPAGE_VARIANTS", "DEFAULT_BUDGET", "INSTRUCTION", "METHODS", "PAPER_METHODS", "BookmarkMethod",
     "CallRecord", "Coverage", "Method", "MethodAnswer", "MethodPrompt", "MethodSettings",
     "PreparedConversation", "RecallInfo", "Recorder", "SearchToolMethod", "Unit", "Variant",
-    "WindowMethod", "coverage", "get_method", "message_tokens", "method_names", "request_tokens",
+    "WindowMethod", "coverage", "evidence_groups", "get_method", "message_tokens", "method_names", "request_tokens",
     "split_units",
 ]

@@ -20,24 +20,41 @@ from copage.eval.datasets.model import Conversation, Probe
 from copage.llm.messages import text_of
 from copage.llm.types import ChatModel, ChatRequest
 
+ABSTAIN_ANSWER = "Not mentioned in the conversation"
+"""LoCoMo's own wording for "no answer" (its category-5 option, which its scorer credits)."""
+
 INSTRUCTION = (
     "You answer questions about the conversation below, using only what it says. "
-    "Answer in a short phrase (a few words, or a date). If the conversation does "
-    "not contain the answer, say that the information is not available."
+    "Write the answer in the form of a short phrase, with exact words from the "
+    "conversation whenever possible. If the conversation does not contain the answer, "
+    f"reply: {ABSTAIN_ANSWER}."
 )
+"""The answering instruction of every method (LoCoMo's QA prompt, and its abstention)."""
+
+DEFAULT_BUDGET = 2048
+"""Prompt tokens every method may use per probe unless ``--budget`` says otherwise."""
 
 
 @dataclass(frozen=True, slots=True)
 class MethodSettings:
     """Settings of every method (one value per dataset; see :mod:`copage.eval.methods`).
 
+    Every method fills one prompt of at most ``budget`` tokens by its own rule
+    (``docs/benchmark-methods.md``); the caps below are off (None) by default so
+    that the budget alone decides.
+
     Attributes:
-        full_window: turns kept by ``full_context`` (the paper: 60).
+        budget: prompt tokens per probe, counted by one offline tokenizer over the
+            whole request (instruction, tool schema, conversation text, question,
+            and the reference reader's tool call and result).
+        full_window: optional cap on the turns of ``full_context`` (the paper: 60).
         window: recent turns kept by ``truncation`` and the retrieval baselines (20).
-        top_k: units added by ``bm25``/``word_overlap``, returned by ``memory_search`` (3).
+        top_k: optional cap on the units added by ``bm25``/``word_overlap`` and
+            returned by ``memory_search`` (the paper: 3).
         boundary: how units (retrieval candidates, pages) are cut: ``session`` or
             any boundary name of ``copage simulate``.
-        resident_pages: closed pages kept resident by the bookmark methods.
+        recall_reserve: tokens the bookmark methods keep free for one recalled page
+            (None: the largest page of the conversation, so one recall always fits).
         policy, keywords, format: the bookmark methods' paging settings.
         copage_policy, copage_boundary, copage_keywords: ``bookmark_recall+copage``.
         max_recalls: tool calls served per probe (recall or memory_search).
@@ -45,11 +62,12 @@ class MethodSettings:
         temperature, max_tokens: every answering call.
     """
 
-    full_window: int = 60
+    budget: int = DEFAULT_BUDGET
+    full_window: int | None = None
     window: int = 20
-    top_k: int = 3
+    top_k: int | None = None
     boundary: str = "fixed_10"
-    resident_pages: int = 5
+    recall_reserve: int | None = None
     policy: str = "lru"
     keywords: str = "heuristic"
     format: str = "minimal"
@@ -62,10 +80,16 @@ class MethodSettings:
     max_tokens: int | None = 200
 
     def __post_init__(self) -> None:
-        for name in ("full_window", "window", "top_k", "resident_pages", "max_recalls"):
+        for name in ("budget", "full_window", "window", "top_k", "max_recalls"):
             value = getattr(self, name)
-            if not isinstance(value, int) or value < 1:
+            if value is None and name in ("full_window", "top_k"):
+                continue
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ValueError(f"method setting {name} must be an int >= 1, got {value!r}")
+        if self.recall_reserve is not None and (
+                not isinstance(self.recall_reserve, int) or self.recall_reserve < 0):
+            raise ValueError(f"method setting recall_reserve must be an int >= 0 or None, "
+                             f"got {self.recall_reserve!r}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,8 +102,11 @@ class MethodPrompt:
         prompt_tokens: its token count (one offline tokenizer).
         needed: pages (or units) holding the probe's evidence.
         evicted_needed: needed pages that were not in the first prompt.
-        routed: the page the reference reader recalled (bookmark methods), if any.
-        routing: its routing credit (``copage.eval.routing``), None without a fault.
+        routed: what the reference reader fetched (a page, or units), if anything.
+        routing: routing credit of the bookmarks (``copage.eval.routing``) when a
+            needed page is evicted; measured after the reader decided, never used by it.
+        limit: why the prompt is well below the budget when it is (the method's rule
+            stopped it), e.g. ``"whole conversation fits"``; None otherwise.
     """
 
     messages: list[dict[str, Any]]
@@ -90,6 +117,7 @@ class MethodPrompt:
     evicted_needed: tuple[str, ...] = ()
     routed: str | None = None
     routing: float | None = None
+    limit: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,30 +1,47 @@
-"""Bookmark + recall (copage, paper section 3) and copage's own variants.
+"""Bookmark + recall (copage, paper section 3) and copage's own variants, at a token budget.
 
-The conversation is paged with a :class:`~copage.memory.PagedMemory`; evicted pages
-appear as bookmarks and the model gets the ``recall`` tool (through
-:class:`~copage.session.PagedChat`, probes asked with ``keep_pages=False`` so
-each probe starts from the state after the whole conversation).
+The conversation is paged with a :class:`~copage.memory.PagedMemory` whose resident
+pages are bounded in *tokens*: the budget less the fixed part of the prompt (the
+instruction, the recall preamble and tool schema, the bookmarks of every page, the
+longest question) and less a reserve for one recalled page (``recall_reserve``;
+by default the largest page, so one recall always fits). When the whole
+conversation fits in the budget, every page stays resident (nothing to recall). Evicted pages appear as
+bookmarks and the model gets the ``recall`` tool (through
+:class:`~copage.session.PagedChat`, probes asked with ``keep_pages=False`` so each
+probe starts from the state after the whole conversation).
 
-LLM-free *reference reader*: when a needed page is evicted, it recalls once the
-page whose bookmark ranks first by BM25 against the question, with
-:func:`copage.eval.routing.route` (the code path of ``copage simulate``'s
-``routing_top1``); prompt tokens are counted after that page-in exactly as
-``copage simulate`` counts them (:meth:`Pager.prompt_tokens`).
+LLM-free view of a probe, with no look at the gold evidence:
+
+1. ``speculative`` variants: the system's speculative page-in
+   (:class:`~copage.session.Speculator`, the code of a real run) pages in the
+   evicted page whose full text matches the question well enough, always.
+2. The first prompt is built from that state.
+3. The reference reader of the variant's recall kind (:mod:`.readers`) decides
+   on one tool call from the question and the bookmarks; the system executes it
+   read-only (the recalled page's text is appended as a tool result, as the
+   recall loop does) and the prompt tokens are those of that second call.
+
+``routing`` (the credit of the bookmarks when a needed page is evicted) is
+measured afterwards for the report; the reader never sees it.
 """
 
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
+import copy
+import hashlib
+import json
+from dataclasses import dataclass, replace
 from typing import Any
 
 from copage.core import prompt
-from copage.core.cache import PageCache
+from copage.core.boundaries import get_boundary
 from copage.core.config import PagerConfig
+from copage.core.evicted_index import EvictedIndex
 from copage.core.pager import Pager
-from copage.core.policies import get_policy
+from copage.core.paginate import paginate
 from copage.core.tokens import default_tokenizer
-from copage.core.types import PageId
+from copage.core.types import PageId, page_id
 from copage.eval.datasets.model import Conversation, Probe
 from copage.eval.methods.base import (
     INSTRUCTION,
@@ -32,26 +49,52 @@ from copage.eval.methods.base import (
     MethodPrompt,
     MethodSettings,
     RecallInfo,
+    message_tokens,
+    question_message,
 )
 from copage.eval.methods.calls import Recorder
+from copage.eval.methods.readers import get_reader
 from copage.eval.routing import route
 from copage.llm.messages import tool_message
 from copage.llm.types import ChatModel
 from copage.memory import PagedMemory
 from copage.session import PagedChat, Speculator
 
+ALL_RESIDENT = "every page resident"
+NO_RECALL = "no bookmark matches: recall reserve unused"
+OVER = "over budget: the pager keeps one page resident, and it does not fit"
+
 
 @dataclass(frozen=True, slots=True)
 class Variant:
-    """Which copage features a bookmark method uses."""
+    """Which copage features a bookmark method uses.
 
-    by_query: bool = False
+    Attributes:
+        recall: the recall kind, ``page`` (the paper) or ``query`` (``recall(query)``
+            allowed too); it names the reference reader (:mod:`.readers`). A future
+            recall mode of :class:`PagedChat` is a new value here, with its reader.
+        speculative: speculative page-in before each probe.
+        copage: copage's own policy/boundary/keywords instead of the paper's.
+    """
+
+    recall: str = "page"
     speculative: bool = False
     copage: bool = False
 
+    @property
+    def by_query(self) -> bool:
+        """True when ``recall(query=...)`` is offered."""
+        return self.recall == "query"
 
-def pager_config(settings: MethodSettings, variant: Variant) -> PagerConfig:
-    """The paging settings of a variant."""
+    def chat_options(self, settings: MethodSettings) -> dict[str, Any]:
+        """Keyword arguments of :class:`PagedChat` for a model run of this variant."""
+        return {"max_recalls_per_turn": settings.max_recalls, "speculative": self.speculative,
+                "speculative_threshold": settings.speculative_threshold,
+                "temperature": settings.temperature, "max_tokens": settings.max_tokens}
+
+
+def pager_config(settings: MethodSettings, variant: Variant, resident_tokens: int = 10**9) -> PagerConfig:
+    """The paging settings of a variant, with ``resident_tokens`` for the resident pages."""
     if variant.copage:
         boundary, policy, keywords = (settings.copage_boundary, settings.copage_policy,
                                       settings.copage_keywords)
@@ -60,108 +103,245 @@ def pager_config(settings: MethodSettings, variant: Variant) -> PagerConfig:
     if policy == "belady":
         raise ValueError("the bookmark methods cannot use the belady oracle policy "
                          "(it needs the future); use the paging experiment for it")
-    return PagerConfig(boundary=boundary, policy=policy, resident_pages=settings.resident_pages,
+    return PagerConfig(boundary=boundary, policy=policy, resident_tokens=max(1, resident_tokens),
                        keywords=keywords, bookmark_format=settings.format,
                        recall_by_query=variant.by_query)
 
 
+def build_pager(conversation: Conversation, config: PagerConfig) -> Pager:
+    """The pager of :func:`build_memory` without a store (the same pages, bookmarks and
+    resident set, tested), for the LLM-free view; bookmarks are made once at the end."""
+    conv, cfg = _fingerprint(conversation, config)
+    key = (conv, cfg, str(config.resident_tokens))
+    if key not in _PAGERS:
+        # Page cuts and keywords do not depend on the budget or the policy: made once
+        # per conversation (as copage simulate does), then every budget replays the turns.
+        cuts = (conv, config.boundary, repr(sorted(config.boundary_options.items())))
+        if cuts not in _SPANS:
+            _SPANS[cuts] = paginate(conversation.turns,
+                                    get_boundary(config.boundary, **dict(config.boundary_options)))
+        pager = Pager(config, defer_bookmarks=True, spans=_SPANS[cuts])
+        pager.set_system(INSTRUCTION)
+        for t in conversation.turns:
+            pager.add(t)
+        pager.close_open_page()
+        words = (*cuts, config.keywords, repr(sorted(config.keyword_options.items())),
+                 str(config.n_keywords), config.tokenizer)
+        if words not in _KEYWORDS:
+            _KEYWORDS[words] = pager.batch_keywords()
+        pager.refresh_all_bookmarks(_KEYWORDS[words])
+        for memo in (_PAGERS, _SPANS, _KEYWORDS):
+            if len(memo) >= 256:
+                memo.pop(next(iter(memo)))
+        _PAGERS[key] = pager
+    return _PAGERS[key]
+
+
+def copy_pager(pager: Pager) -> Pager:
+    """An independent copy of ``pager`` (its tokenizer, which cannot be copied, is shared)."""
+    return copy.deepcopy(pager, {id(pager.tokenizer): pager.tokenizer})
+
+
+def build_memory(conversation: Conversation, config: PagerConfig) -> PagedMemory:
+    """An in-memory paged conversation holding every turn (last page closed, bookmarks fresh)."""
+    memory = PagedMemory(store="memory://", config=config)
+    with memory.transaction() as mem:
+        mem.add("system", INSTRUCTION)
+        for t in conversation.turns:
+            meta: dict[str, Any] = {"id": t.id, **dict(t.meta)}
+            for key in ("speaker", "timestamp", "session"):
+                if getattr(t, key) is not None:
+                    meta[key] = getattr(t, key)
+            mem.add(t.role, t.text, **meta)
+        mem.pager.close_open_page()
+        mem.pager.refresh_all_bookmarks()  # placement end, as copage simulate does
+    return memory
+
+
+def _call(pid: str, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    return {"role": "assistant", "content": None, "tool_calls": [
+        {"id": f"ref_{pid}", "type": "function",
+         "function": {"name": tool, "arguments": json.dumps(arguments)}}]}
+
+
+@dataclass(frozen=True, slots=True)
+class Overhead:
+    """What a conversation's prompt costs besides its resident pages (one measurement)."""
+
+    fixed: int  # system text with every page evicted + tool schema
+    recall: int  # the largest recall: call + page block
+    whole: int  # the prompt with every page resident (no bookmark), question not included
+
+
+_OVERHEAD: dict[tuple[str, str], Overhead] = {}
+_PAGERS: dict[tuple[str, ...], Pager] = {}  # read-only use only: the LLM-free view copies
+_SPANS: dict[tuple[str, ...], Any] = {}
+_KEYWORDS: dict[tuple[str, ...], Any] = {}
+
+
+def _fingerprint(conversation: Conversation, config: PagerConfig) -> tuple[str, str]:
+    h = hashlib.sha256()
+    for t in conversation.turns:
+        h.update(f"{t.id}\x00{t.role}\x00{t.text}\x00{t.session}\x00{t.timestamp}\x01".encode())
+    cfg = json.dumps(replace(config, resident_tokens=1).to_dict(), sort_keys=True, default=str)
+    return h.hexdigest(), cfg
+
+
+def measure(conversation: Conversation, config: PagerConfig) -> Overhead:
+    """The prompt's fixed part with every page evicted, and the largest recall (memoised)."""
+    key = _fingerprint(conversation, config)
+    if key not in _OVERHEAD:
+        pager = build_pager(conversation, replace(config, resident_tokens=10**9))
+        tok = pager.tokenizer
+        books = [pager.bookmark(p.id).text for p in pager.pages]
+        system = (INSTRUCTION + "\n\n" + prompt.preamble(config.tool_name, by_query=config.recall_by_query)
+                  + "\n\n" + prompt.bookmarks_block(books))
+        fixed = message_tokens([{"role": "system", "content": system}], pager.tools(), tok)
+        recall = max((message_tokens([_call(p.id, config.tool_name, {"page": p.id}),
+                                      tool_message("x", prompt.page_block(p.id, p.text))], [], tok)
+                      for p in pager.pages), default=0)
+        ctx = pager.context()
+        _OVERHEAD[key] = Overhead(fixed, recall, message_tokens(ctx.messages, ctx.tools, tok))
+    return _OVERHEAD[key]
+
+
+@dataclass(frozen=True, slots=True)
+class _State:
+    """What the model sees before its first call (after any speculative page-in)."""
+
+    messages: tuple[dict[str, Any], ...]
+    tools: tuple[dict[str, Any], ...]
+    tokens: int  # of messages + tools (the question not included)
+    visible: frozenset[str]
+    evicted: tuple[PageId, ...]
+    bookmarks: tuple[str, ...]
+    evicted_text: tuple[str, ...]
+
+
 class BookmarkConversation:
-    """A conversation paged once; probes are asked from the state after its last turn."""
+    """A conversation paged once at the budget; probes are asked from the state after its last turn."""
 
     def __init__(self, conversation: Conversation, settings: MethodSettings, variant: Variant) -> None:
         self.conversation, self.settings, self.variant = conversation, settings, variant
-        self.memory = PagedMemory(store="memory://", config=pager_config(settings, variant))
-        with self.memory.transaction() as mem:
-            mem.add("system", INSTRUCTION)
-            for t in conversation.turns:
-                meta: dict[str, Any] = {"id": t.id, **dict(t.meta)}
-                for key in ("speaker", "timestamp", "session"):
-                    if getattr(t, key) is not None:
-                        meta[key] = getattr(t, key)
-                mem.add(t.role, t.text, **meta)
-            mem.pager.close_open_page()
-            mem.pager.refresh_all_bookmarks()  # placement end, as copage simulate does
-        self.page_of = {tid: p.index for p in self.memory.pager.pages for tid in p.turn_ids}
-        self.tokenizer = default_tokenizer()
+        self.reader = get_reader(variant.recall)
+        config = pager_config(settings, variant)
+        over = measure(conversation, config)
+        reserve = settings.recall_reserve if settings.recall_reserve is not None else over.recall
+        count = default_tokenizer().count
+        self.question_tokens = max((count(p.question) for p in conversation.probes), default=0)
+        if over.whole + self.question_tokens <= settings.budget:
+            room = 10**9  # the whole conversation fits: nothing is evicted, no recall to reserve for
+        else:
+            room = settings.budget - over.fixed - self.question_tokens - reserve
+        self.config = pager_config(settings, variant, room)
+        self.pager = build_pager(conversation, self.config)
+        for _ in range(3):  # session heads make messages a little longer than pages: shrink
+            excess = self._snapshot(self.pager).tokens + self.question_tokens + reserve \
+                - settings.budget
+            if excess <= 0 or room <= 1:
+                break
+            room -= excess
+            self.config = pager_config(settings, variant, room)
+            self.pager = build_pager(conversation, self.config)
+        self.tokenizer = self.pager.tokenizer
+        self.page_of = {tid: p.index for p in self.pager.pages for tid in p.turn_ids}
         self.lock = asyncio.Lock()
         self.speculator = Speculator(settings.speculative_threshold)
+        self._states: dict[PageId | None, _State] = {}
+        self._memory: PagedMemory | None = None
 
     @property
-    def pager(self) -> Pager:
-        return self.memory.pager
+    def memory(self) -> PagedMemory:
+        """The stored conversation a model run uses (built on first use)."""
+        if self._memory is None:
+            self._memory = build_memory(self.conversation, self.config)
+        return self._memory
 
     def needed(self, probe: Probe) -> tuple[PageId, ...]:
-        """Pages holding the probe's evidence."""
+        """Pages holding the probe's evidence (for the report's recall metrics only)."""
         idx = sorted({self.page_of[e] for e in probe.evidence if e in self.page_of})
         return tuple(self.pager.pages[i].id for i in idx)
 
-    def build(self, probe: Probe) -> MethodPrompt:
-        """The reference reader's prompt: context, then one recall of the BM25-routed page."""
-        pager = self.pager
-        needed = self.needed(probe)
-        resident = set(pager.resident)
-        missing = [p for p in needed if p not in resident]
-        ctx = pager.context(probe.question)
+    # ------------------------------------------------------------------ states
+    def _snapshot(self, pager: Pager) -> _State:
+        ctx = pager.context()
         visible = {t.id for p in pager.resident for t in pager.pages[int(p[1:]) - 1].turns}
         visible.update(t.id for t in pager.open_turns)
-        paged: list[PageId] = []
-        if self.variant.speculative and missing:
-            best, score = self.speculator.score(pager, probe.question)
+        evicted = tuple(pager.evicted)
+        return _State(tuple(ctx.messages), tuple(ctx.tools),
+                      message_tokens(ctx.messages, ctx.tools, pager.tokenizer), frozenset(visible),
+                      evicted, tuple(pager.bookmark(p).text for p in evicted),
+                      tuple(pager.pages[int(p[1:]) - 1].text for p in evicted))
+
+    def state(self, speculated: PageId | None) -> _State:
+        """The state after paging in ``speculated`` (None: as built), memoised; the built
+        pager itself is never changed (a copy takes the page-in)."""
+        if speculated not in self._states:
+            if speculated is None:
+                self._states[None] = self._snapshot(self.pager)
+            else:
+                pager = copy_pager(self.pager)
+                pager.access(speculated, kind="speculative")
+                self._states[speculated] = self._snapshot(pager)
+        return self._states[speculated]
+
+    # ------------------------------------------------------------------ the LLM-free view
+    def _resolve(self, state: _State, args: dict[str, Any], question: str) -> PageId | None:
+        """The page a recall with ``args`` pages in (read-only), None if none."""
+        if "page" in args:
+            pid = str(args["page"])
+            return pid if pid in state.evicted else None
+        index = EvictedIndex()
+        for pid, text in zip(state.evicted, state.evicted_text, strict=True):
+            index.add(int(pid[1:]) - 1, text)
+        best, _, _ = index.best(str(args.get("query", question)))
+        return page_id(best) if best is not None else None
+
+    def build(self, probe: Probe) -> MethodPrompt:
+        """The prompt a model would see after the reference reader's one tool call."""
+        question = probe.question
+        speculated: PageId | None = None
+        if self.variant.speculative:
+            best, score = self.speculator.score(self.pager, question)
             if best is not None and score >= self.settings.speculative_threshold:
-                paged.append(best)
-        routed: PageId | None = None
+                speculated = best
+        state = self.state(speculated)
+        needed = self.needed(probe)
+        missing = tuple(p for p in needed if p in state.evicted)
+        evicted_before = tuple(p for p in needed if p in self.pager.evicted)
         credit: float | None = None
-        if any(p not in paged for p in missing):
-            evicted = [p for p in pager.evicted if p not in paged]
-            want = {i for i, p in enumerate(evicted) if p in needed}
-            r = route(probe.question, [pager.bookmark(p).text for p in evicted], want)
-            credit = r.credit
-            if r.best >= 0:
-                routed = evicted[r.best]
-                paged.append(routed)
-        messages = list(ctx.messages)
-        for n, pid in enumerate(paged):
-            page = pager.pages[int(pid[1:]) - 1]
-            visible.update(page.turn_ids)
-            call = {"id": f"ref_{n}", "type": "function", "function": {
-                "name": pager.config.tool_name, "arguments": f'{{"page": "{pid}"}}'}}
-            messages += [{"role": "assistant", "content": None, "tool_calls": [call]},
-                         tool_message(f"ref_{n}", prompt.page_block(pid, page.text))]
-        tokens = self._tokens_after(probe.question, paged, needed)
-        return MethodPrompt(messages, list(ctx.tools), frozenset(visible), tokens, needed,
-                            tuple(missing), routed, credit)
+        if missing:  # measured for the report, after the reader decided
+            want = {i for i, p in enumerate(state.evicted) if p in needed}
+            credit = route(question, list(state.bookmarks), want).credit
+        messages = [*state.messages, question_message(probe)]
+        extra = [question_message(probe)]
+        visible = set(state.visible)
+        args = self.reader(question, list(zip(state.evicted, state.bookmarks, strict=True)))
+        recalled = self._resolve(state, args, question) if args is not None else None
+        tool = self.pager.config.tool_name
+        if args is not None:
+            call = _call("1", tool, args)
+            if recalled is not None:
+                page = self.pager.pages[int(recalled[1:]) - 1]
+                visible.update(page.turn_ids)
+                result = tool_message("ref_1", prompt.page_block(recalled, page.text))
+            else:
+                result = tool_message("ref_1", "error: no evicted page matches.")
+            messages += [call, result]
+            extra += [call, result]
+        tokens = state.tokens + message_tokens(extra, [], self.tokenizer)
+        limit = ALL_RESIDENT if not state.evicted else (NO_RECALL if recalled is None else None)
+        if tokens > self.settings.budget:
+            limit = OVER
+        return MethodPrompt(messages, list(state.tools), frozenset(visible), tokens, needed,
+                            evicted_before, recalled, credit, limit)
 
-    def _tokens_after(self, question: str, paged: list[PageId], needed: tuple[PageId, ...]) -> int:
-        """``Pager.prompt_tokens`` after paging in ``paged``, on a copy of the cache."""
-        pager = self.pager
-        n = pager.prompt_tokens(question)
-        if not paged:
-            return n
-        cfg = pager.config
-        cache = PageCache.restore(
-            get_policy(cfg.policy, **dict(cfg.policy_options)), pager.cache.snapshot(),
-            size_of=lambda pid: pager.pages[int(pid[1:]) - 1].tokens,
-        )
-        for page in pager.pages:
-            cache.set_page_text(page.id, page.text)
-        cache.set_query(question)
-        for pid in paged:
-            access = cache.access(pid, protect=needed)
-            if not access.hit:
-                n += pager.pages[int(pid[1:]) - 1].tokens - pager.bookmark(pid).tokens
-            for victim in access.evicted:
-                n += pager.bookmark(victim).tokens - pager.pages[int(victim[1:]) - 1].tokens
-        return n
-
+    # ------------------------------------------------------------------ a model run
     async def answer(self, probe: Probe, model: ChatModel) -> MethodAnswer:
         """Ask through :class:`PagedChat` (recall loop); the page-ins are rolled back."""
         rec = Recorder(model, self.tokenizer)
         async with self.lock:
-            chat = PagedChat(self.memory, rec, max_recalls_per_turn=self.settings.max_recalls,
-                             speculative=self.variant.speculative,
-                             speculative_threshold=self.settings.speculative_threshold,
-                             temperature=self.settings.temperature,
-                             max_tokens=self.settings.max_tokens)
+            chat = PagedChat(self.memory, rec, **self.variant.chat_options(self.settings))
             record = await chat.ask_probe(probe.question, self.needed(probe), keep_pages=False)
         infos = tuple(RecallInfo(r.tool, r.arguments, r.status, r.page) for r in record.recalls)
         return MethodAnswer(record.answer, tuple(rec.calls), record.needed, record.evicted,
@@ -178,5 +358,5 @@ class BookmarkMethod:
     uses_bookmarks: bool = True
 
     def prepare(self, conversation: Conversation, settings: MethodSettings) -> BookmarkConversation:
-        """Page the whole conversation."""
+        """Page the whole conversation at the budget."""
         return BookmarkConversation(conversation, settings, self.variant)

@@ -2,9 +2,15 @@
 
 Paper section 4 (inspired by MemGPT, Packer et al. 2023): "model receives a
 free-form memory_search tool with no bookmarks; the backend ranks evicted
-sessions by BM25 and returns the top-3". The window is the last ``window`` turns;
-evicted units are those with turns before it. The LLM-free reference reader
-searches once with the question itself.
+sessions by BM25 and returns the top-3". The window is the one of ``bm25`` (the
+last ``window`` turns, at most half the budget); evicted units are those with
+turns before it. The backend returns the matching units, best first, that fit in
+what is left of the budget when the call is made (so every call stays within it).
+
+LLM-free reference reader: it searches once with the question itself. With the
+same backend, its offline coverage is that of ``bm25`` less what the tool call's
+own tokens take: by construction. What sets the two apart is the query a model
+writes, which only a model run measures.
 """
 
 from __future__ import annotations
@@ -22,7 +28,7 @@ from copage.eval.methods.base import (
     message_tokens,
 )
 from copage.eval.methods.calls import Recorder
-from copage.eval.methods.units import Unit, unit_text
+from copage.eval.methods.units import Unit
 from copage.eval.methods.window import WindowConversation, bm25_scorer
 from copage.llm.messages import assistant_message, tool_message
 from copage.llm.types import ChatModel, ChatRequest
@@ -47,35 +53,40 @@ def search_tool_schema() -> dict[str, Any]:
     }}
 
 
-class SearchConversation(WindowConversation):
-    """A conversation with the last ``window`` turns and a search backend over evicted units."""
+NO_MATCH = "No earlier part of the conversation matches."
+NO_ROOM = "No room left in the prompt for more earlier parts of the conversation."
 
-    def search(self, query: str) -> tuple[list[Unit], str]:
-        """Top units for ``query`` and the tool result text."""
-        found = self.retrieve(query)
+
+class SearchConversation(WindowConversation):
+    """A conversation with the recent window and a search backend over evicted units."""
+
+    def search(self, query: str, room: int) -> tuple[list[Unit], str, str | None]:
+        """Units matching ``query`` that fit in ``room`` tokens, the tool result text, and
+        why fewer were returned than matched (None: the room)."""
+        found, limit = self.pack(query, room)
         if not found:
-            return [], "No earlier part of the conversation matches."
-        return found, "\n\n".join(unit_text(self.turns, u, self.start) for u in found)
+            return [], (NO_ROOM if limit is None else NO_MATCH), limit
+        return found, self.blocks(found), limit
 
     def _first(self, probe: Probe) -> list[dict[str, Any]]:
-        msgs = self._messages(probe, [])
-        msgs[0] = {"role": "system", "content": INSTRUCTION + SEARCH_HINT}
-        return msgs
+        return self._messages(probe, [], self.start)
+
+    def _room(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> int:
+        return self.settings.budget - message_tokens(messages, tools, self.tokenizer)
 
     def build(self, probe: Probe) -> MethodPrompt:
         """The prompt after the reference reader's one search (query = the question)."""
-        msgs = self._first(probe)
         tools = [search_tool_schema()]
         window_ids = frozenset(t.id for t in self.turns[self.start :])
         needed, evicted = self._needed(probe, window_ids)
-        found, text = self.search(probe.question)
         call = {"id": "ref_1", "type": "function",
                 "function": {"name": TOOL_NAME, "arguments": json.dumps({"query": probe.question})}}
-        msgs = [*msgs, {"role": "assistant", "content": None, "tool_calls": [call]},
-                tool_message("ref_1", text)]
-        return MethodPrompt(msgs, tools, self._visible(found),
+        msgs = [*self._first(probe), {"role": "assistant", "content": None, "tool_calls": [call]}]
+        found, text, limit = self.search(probe.question, self._room(msgs, tools))
+        msgs.append(tool_message("ref_1", text))
+        return MethodPrompt(msgs, tools, self._visible(found, self.start),
                             message_tokens(msgs, tools, self.tokenizer), needed, evicted,
-                            routed=",".join(u.id for u in found) or None)
+                            routed=",".join(u.id for u in found) or None, limit=limit)
 
     async def answer(self, probe: Probe, model: ChatModel) -> MethodAnswer:
         """The tool loop: searches served until an answer or ``max_recalls`` searches."""
@@ -103,7 +114,7 @@ class SearchConversation(WindowConversation):
                     result, units = f"error: the only tool is {TOOL_NAME}(query).", []
                     status = "error"
                 else:
-                    units, result = self.search(query)
+                    units, result, _ = self.search(query, self._room(messages, list(tools)))
                     status = "ok"
                 infos.append(RecallInfo(call.name, call.arguments[:300], status,
                                         pages=tuple(u.id for u in units)))
@@ -131,4 +142,5 @@ class SearchToolMethod:
 
     def prepare(self, conversation: Conversation, settings: MethodSettings) -> SearchConversation:
         """Cut the window and the evicted units."""
-        return SearchConversation(conversation, settings, settings.window, bm25_scorer)
+        return SearchConversation(conversation, settings, bm25_scorer,
+                                  system=INSTRUCTION + SEARCH_HINT)

@@ -1,4 +1,18 @@
-"""Retrieval units (sessions or pages), windows and evidence coverage."""
+"""Retrieval units (sessions or pages), windows and evidence coverage.
+
+**Evidence groups.** A probe's evidence is a list of groups of turn ids; a group
+is visible when any of its turns is. On LoCoMo every evidence turn is a group of
+its own (a multi-hop answer needs them all). On synthetic data a planted fact is
+stated (and maybe restated) in the evidence turns, and each statement is answered
+by the assistant acknowledging it ("Noted: peanuts are off the table"): any one of
+these turns carries the fact, so they form one group.
+
+**Coverage.** ``all``: every group visible; ``any``: at least one group visible.
+``all`` is the headline: it is the condition under which the answer can be read
+off the prompt (for multi-hop LoCoMo questions, one evidence turn of two is not
+enough); ``any`` is printed beside it as the lenient bound. On synthetic data the
+two coincide (one group per probe).
+"""
 
 from __future__ import annotations
 
@@ -8,7 +22,9 @@ from dataclasses import dataclass
 from copage.core.boundaries import get_boundary
 from copage.core.paginate import paginate
 from copage.core.types import Turn, render_turns
-from copage.eval.datasets.model import Probe
+from copage.eval.datasets.model import Conversation, Probe
+
+EvidenceGroups = tuple[frozenset[str], ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,11 +83,37 @@ def unit_turn_ids(turns: Sequence[Turn], unit: Unit, start: int) -> list[str]:
     return [t.id for t in turns[unit.start : min(unit.end, start)]]
 
 
-def coverage(probe: Probe, visible: Collection[str]) -> Coverage:
-    """Whether all (and whether any) of the probe's evidence turns are visible."""
-    ev = [e for e in probe.evidence]
-    hits = [e in visible for e in ev]
-    return Coverage(bool(ev) and all(hits), any(hits))
+def evidence_groups(conversation: Conversation, probe: Probe, *,
+                    acknowledgements: bool = False) -> EvidenceGroups:
+    """The probe's evidence groups (module docstring).
+
+    ``acknowledgements`` (synthetic data): one group of the evidence turns and, for
+    each, the assistant turn right after it in the same session.
+    """
+    if not acknowledgements:
+        return tuple(frozenset({e}) for e in probe.evidence)
+    index = conversation.turn_index()
+    turns = conversation.turns
+    group: set[str] = set()
+    for e in probe.evidence:
+        group.add(e)
+        i = index.get(e)
+        if i is not None and i + 1 < len(turns):
+            nxt = turns[i + 1]
+            if nxt.role == "assistant" and nxt.session == turns[i].session:
+                group.add(nxt.id)
+    return (frozenset(group),) if group else ()
+
+
+def coverage(evidence: Probe | Sequence[Collection[str]], visible: Collection[str]) -> Coverage:
+    """Whether all (and whether any) evidence groups are visible.
+
+    ``evidence``: the groups, or a probe (each evidence turn its own group).
+    """
+    groups = [frozenset({e}) for e in evidence.evidence] if isinstance(evidence, Probe) \
+        else [frozenset(g) for g in evidence]
+    hits = [any(t in visible for t in g) for g in groups]
+    return Coverage(bool(groups) and all(hits), any(hits))
 
 
 def needed_units(probe: Probe, units: Sequence[Unit], index: dict[str, int]) -> tuple[int, ...]:

@@ -1,9 +1,16 @@
-"""The window baselines: full context (last 60 turns), truncation (last 20), and
-retrieval (BM25 or word overlap: top-k evicted units added to the last 20 turns).
+"""The window baselines, each filling one token budget by its own rule.
 
 Paper section 4: "Full context: all turns included (truncated to 60 turns)",
 "Truncation: last 20 turns only", "BM25 retrieval: evicted sessions retrieved by
 BM25 scoring against the query (top-3)", "Word-overlap retrieval ... (top-3)".
+Here every method gets the same prompt budget (``MethodSettings.budget``):
+
+* ``full_context``: the most recent turns that fit (optionally at most ``full_window``);
+* ``truncation``: the last ``window`` turns (fewer if they do not fit);
+* ``bm25`` / ``word_overlap``: the last ``window`` turns, at most half the budget,
+  then the evicted units that match the question (score > 0), best first, each
+  whole unit that still fits (optionally at most ``top_k``).
+
 BM25 is Okapi BM25 (Robertson & Zaragoza 2009) from :mod:`copage.core.retrieval`.
 """
 
@@ -24,7 +31,6 @@ from copage.eval.methods.base import (
     MethodAnswer,
     MethodPrompt,
     MethodSettings,
-    message_tokens,
     question_message,
 )
 from copage.eval.methods.calls import Recorder
@@ -35,12 +41,17 @@ from copage.eval.methods.units import (
     split_units,
     unit_text,
     unit_turn_ids,
-    window_start,
 )
 from copage.llm.types import ChatModel, ChatRequest
 
 Scorer = Callable[[Sequence[str]], list[float]]
 ScorerFactory = Callable[[Sequence[Sequence[str]]], Scorer]
+
+RETRIEVED_HEADER = "Earlier parts of the conversation (retrieved):"
+RECENT_SHARE = 0.5
+"""Retrieval methods keep their recent window within this share of the budget."""
+
+WHOLE = "whole conversation fits"
 
 
 def bm25_scorer(docs: Sequence[Sequence[str]]) -> Scorer:
@@ -56,51 +67,137 @@ def overlap_scorer(docs: Sequence[Sequence[str]]) -> Scorer:
 SCORERS: dict[str, ScorerFactory] = {"bm25": bm25_scorer, "word_overlap": overlap_scorer}
 
 
-def rank_units(question: str, scorer: Scorer, n: int, k: int) -> list[int]:
-    """Positions of the top ``k`` of ``n`` docs with a positive score (ties: earlier first)."""
+def rank_units(question: str, scorer: Scorer, n: int) -> list[int]:
+    """Positions of the ``n`` docs that match ``question`` (score > 0), best first (ties: earlier)."""
     if n == 0:
         return []
     scores = scorer(content_words(question))
-    order = sorted(range(n), key=lambda i: (-scores[i], i))
-    return [i for i in order[:k] if scores[i] > 0]
+    return [i for i in sorted(range(n), key=lambda i: (-scores[i], i)) if scores[i] > 0]
+
+
+class Turns:
+    """A conversation's turns as chat messages, with exact token counts of any recent window."""
+
+    def __init__(self, turns: Sequence[Turn]) -> None:
+        self.turns = tuple(turns)
+        self.tokenizer = default_tokenizer()
+        counts = [self.tokenizer.count(m.get("content") or "")
+                  for m in prompt.turn_messages(list(self.turns))]
+        self.suffix = [0] * (len(counts) + 1)
+        for i in range(len(counts) - 1, -1, -1):
+            self.suffix[i] = self.suffix[i + 1] + counts[i]
+        self._first: dict[int, int] = {}
+
+    def __len__(self) -> int:
+        return len(self.turns)
+
+    def tokens(self, start: int) -> int:
+        """Tokens of the messages of ``turns[start:]`` (the first one carries its session head)."""
+        if start >= len(self.turns):
+            return 0
+        if start not in self._first:
+            first = prompt.turn_messages([self.turns[start]])[0]
+            self._first[start] = self.tokenizer.count(first.get("content") or "")
+        return self._first[start] + self.suffix[start + 1]
+
+    def fit(self, limit: int, earliest: int = 0) -> int:
+        """The earliest start >= ``earliest`` whose window takes at most ``limit`` tokens."""
+        lo, hi = earliest, len(self.turns)
+        while lo < hi:  # window tokens fall as start grows
+            mid = (lo + hi) // 2
+            if self.tokens(mid) <= limit:
+                hi = mid
+            else:
+                lo = mid + 1
+        return lo
+
+    def messages(self, start: int) -> list[dict[str, Any]]:
+        """The chat messages of ``turns[start:]``."""
+        return prompt.turn_messages(list(self.turns[start:]))
 
 
 class WindowConversation:
-    """A conversation prepared for a window method (with or without retrieval)."""
+    """A conversation prepared for a window method (with or without retrieval).
 
-    def __init__(self, conversation: Conversation, settings: MethodSettings, window: int,
-                 scorer: ScorerFactory | None) -> None:
+    ``recent``: ``"full"`` (the budget and ``full_window`` bound the window) or
+    ``"window"`` (the last ``window`` turns; with retrieval also half the budget).
+    """
+
+    def __init__(self, conversation: Conversation, settings: MethodSettings,
+                 scorer: ScorerFactory | None, *, recent: str = "window",
+                 system: str = INSTRUCTION) -> None:
         self.conversation, self.settings = conversation, settings
         self.turns: tuple[Turn, ...] = conversation.turns
-        self.start = window_start(len(self.turns), window)
+        self.view = Turns(self.turns)
+        self.tokenizer = self.view.tokenizer
+        self.system = system
+        self.system_tokens = self.tokenizer.count(system)
+        self.recent = recent
         self.units = split_units(self.turns, settings.boundary)
+        self.index = conversation.turn_index()
+        n = len(self.turns)
+        self.scorer_factory = scorer
+        if recent == "full":
+            cap = settings.full_window
+            self.earliest = max(0, n - cap) if cap is not None else 0
+            self.start = self.earliest  # per probe: see _start
+        else:
+            self.earliest = max(0, n - settings.window)
+            limit = settings.budget * RECENT_SHARE if scorer else settings.budget
+            self.start = self.view.fit(int(limit) - self.system_tokens, self.earliest)
         self.candidates: list[Unit] = evicted_units(self.units, self.start) if scorer else []
         self.texts = [unit_text(self.turns, u, self.start) for u in self.candidates]
+        self.text_tokens = [self.tokenizer.count(t) for t in self.texts]
         self.scorer: Scorer | None = (
             scorer([content_words(t) for t in self.texts]) if scorer and self.texts else None
         )
-        self.index = conversation.turn_index()
-        self.tokenizer = default_tokenizer()
 
-    def retrieve(self, question: str) -> list[Unit]:
-        """The retrieved units for ``question``, in conversation order."""
+    # ------------------------------------------------------------------ pieces
+    def _start(self, probe: Probe) -> int:
+        """The window start for ``probe``: its question counts against the budget too."""
+        if self.recent != "full":
+            return self.start
+        room = self.settings.budget - self.system_tokens - self.tokenizer.count(probe.question)
+        return self.view.fit(room, self.earliest)
+
+    def pack(self, query: str, room: int) -> tuple[list[Unit], str | None]:
+        """Units matching ``query`` (best first) whose text fits in ``room`` tokens.
+
+        Returns the units in conversation order and why fewer were taken than
+        matched (None when only the room stopped it).
+        """
         if self.scorer is None:
-            return []
-        picked = rank_units(question, self.scorer, len(self.texts), self.settings.top_k)
-        return sorted((self.candidates[i] for i in picked), key=lambda u: u.index)
+            return [], (WHOLE if not self.candidates and self.start == 0 else "nothing to retrieve")
+        ranked = rank_units(query, self.scorer, len(self.texts))
+        picked: list[int] = []
+        used = 0
+        cap = self.settings.top_k
+        limit: str | None = None
+        for i in ranked:
+            if cap is not None and len(picked) >= cap:
+                limit = f"top_k={cap} cap"
+                break
+            cost = self.text_tokens[i] + 2  # the blank line joining blocks
+            if used + cost <= room:
+                picked.append(i)
+                used += cost
+        if limit is None and len(picked) == len(ranked):
+            limit = WHOLE if len(picked) == len(self.candidates) else "no more units match"
+        return sorted((self.candidates[i] for i in picked), key=lambda u: u.index), limit
 
-    def _messages(self, probe: Probe, retrieved: Sequence[Unit]) -> list[dict[str, Any]]:
-        system = INSTRUCTION
+    def blocks(self, units: Sequence[Unit]) -> str:
+        """The retrieved units' text, in conversation order."""
+        return "\n\n".join(unit_text(self.turns, u, self.start) for u in units)
+
+    def _messages(self, probe: Probe, retrieved: Sequence[Unit], start: int) -> list[dict[str, Any]]:
+        system = self.system
         if retrieved:
-            blocks = "\n\n".join(unit_text(self.turns, u, self.start) for u in retrieved)
-            system += "\n\nEarlier parts of the conversation (retrieved):\n" + blocks
-        msgs: list[dict[str, Any]] = [{"role": "system", "content": system}]
-        msgs.extend(prompt.turn_message(t) for t in self.turns[self.start :])
-        msgs.append(question_message(probe))
-        return msgs
+            system += f"\n\n{RETRIEVED_HEADER}\n" + self.blocks(retrieved)
+        return [{"role": "system", "content": system}, *self.view.messages(start),
+                question_message(probe)]
 
-    def _visible(self, retrieved: Sequence[Unit]) -> frozenset[str]:
-        ids = {t.id for t in self.turns[self.start :]}
+    def _visible(self, retrieved: Sequence[Unit], start: int) -> frozenset[str]:
+        ids = {t.id for t in self.turns[start:]}
         for u in retrieved:
             ids.update(unit_turn_ids(self.turns, u, self.start))
         return frozenset(ids)
@@ -113,14 +210,41 @@ class WindowConversation:
                                if self.units[i].start <= self.index.get(e, -1) < self.units[i].end))
         return ids, missing
 
+    def _count(self, messages: Sequence[dict[str, Any]]) -> int:
+        from copage.eval.methods.base import message_tokens
+
+        return message_tokens(messages, [], self.tokenizer)
+
+    # ------------------------------------------------------------------ the method
     def build(self, probe: Probe) -> MethodPrompt:
         """The prompt: instruction (+ retrieved units), the window, the question."""
-        retrieved = self.retrieve(probe.question)
-        msgs = self._messages(probe, retrieved)
-        window_ids = frozenset(t.id for t in self.turns[self.start :])
+        start = self._start(probe)
+        budget = self.settings.budget
+        retrieved: list[Unit] = []
+        limit: str | None = None
+        if self.scorer_factory is not None:
+            fixed = (self.system_tokens + self.view.tokens(start) + self.tokenizer.count(probe.question)
+                     + self.tokenizer.count(f"\n\n{RETRIEVED_HEADER}\n"))
+            retrieved, limit = self.pack(probe.question, budget - fixed)
+            msgs = self._messages(probe, retrieved, start)
+            tokens = self._count(msgs)
+            while retrieved and tokens > budget:  # joins may tokenise a little differently
+                retrieved.pop()
+                msgs = self._messages(probe, retrieved, start)
+                tokens = self._count(msgs)
+        else:
+            msgs = self._messages(probe, retrieved, start)
+            tokens = self._count(msgs)
+            if start == 0:
+                limit = WHOLE
+            elif start == self.earliest:
+                limit = (f"full_window={self.settings.full_window} cap" if self.recent == "full"
+                         else f"window of {self.settings.window} turns")
+        window_ids = frozenset(t.id for t in self.turns[start:])
         needed, evicted = self._needed(probe, window_ids)
-        return MethodPrompt(msgs, [], self._visible(retrieved),
-                            message_tokens(msgs, [], self.tokenizer), needed, evicted)
+        routed = ",".join(u.id for u in retrieved) or None
+        return MethodPrompt(msgs, [], self._visible(retrieved, start), tokens, needed, evicted,
+                            routed=routed, limit=limit)
 
     async def answer(self, probe: Probe, model: ChatModel) -> MethodAnswer:
         """One call, no tools."""
@@ -145,6 +269,6 @@ class WindowMethod:
 
     def prepare(self, conversation: Conversation, settings: MethodSettings) -> WindowConversation:
         """Cut windows and retrieval units for ``conversation``."""
-        window = settings.full_window if self.full else settings.window
         scorer = SCORERS[self.retrieval] if self.retrieval else None
-        return WindowConversation(conversation, settings, window, scorer)
+        return WindowConversation(conversation, settings, scorer,
+                                  recent="full" if self.full else "window")

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import csv
-import json
 from dataclasses import asdict
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from copage.eval.nll.run import NllResult
+from copage.eval.jsonsafe import dumps
+from copage.eval.nll.result import NllResult
 
 
 def _f(x: float | None) -> str:
@@ -97,7 +96,7 @@ def write_outputs(result: NllResult, out: Path, *, plot_png: bool = True) -> dic
         writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
         writer.writeheader()
         writer.writerows(rows)
-    files["json"].write_text(json.dumps(as_json(result), indent=1), encoding="utf-8")
+    files["json"].write_text(dumps(as_json(result), indent=1), encoding="utf-8")
     if plot_png:
         files["plot"] = out / "nll.png"
         plot(result, files["plot"])

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Coroutine, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -18,12 +18,15 @@ from copage.eval.nll.cases import CASES, NllCase
 from copage.eval.nll.metrics import (
     DEFAULT_WINDOW,
     CaseResult,
-    NllSummary,
     ReplyStats,
     reply_stats,
     rolling_mean,
     summarise,
 )
+from copage.eval.nll.report import write_outputs
+from copage.eval.nll.result import NllResult
+
+__all__ = ["DEFAULT_MAX_TOKENS", "NllError", "NllResult", "run_nll", "run_nll_async"]
 
 T = TypeVar("T")
 
@@ -35,34 +38,6 @@ NO_LOGPROB_PROVIDERS = ("anthropic:",)
 
 class NllError(ValueError):
     """The experiment cannot run with this model (e.g. it returns no logprobs)."""
-
-
-@dataclass(frozen=True, slots=True)
-class NllResult:
-    """Results of one run: the model, settings, per-case results, summary and files written."""
-
-    model: str
-    window: int
-    max_tokens: int
-    temperature: float
-    cases: tuple[CaseResult, ...]
-    summary: NllSummary
-    files: dict[str, Path] = field(default_factory=dict)
-
-    def rows(self) -> list[dict[str, Any]]:
-        """One flat row per case (the CSV table)."""
-        return [
-            {
-                "case": c.case, "kind": "control" if c.control else "experimental",
-                "fact_types": "+".join(c.fact_types) or "-",
-                "tokens_full": c.full.tokens, "tokens_gist": c.gist.tokens,
-                "mean_nll_full": c.full.mean, "mean_nll_gist": c.gist.mean,
-                "delta_mean_nll": c.delta_mean,
-                "max_window_full": c.full.max_window, "max_window_gist": c.gist.max_window,
-                "delta_max_window": c.delta_max, "model": self.model,
-            }
-            for c in self.cases
-        ]
 
 
 async def _answer(model: Any, case: NllCase, condition: str, max_tokens: int,
@@ -117,8 +92,6 @@ def run_nll(
     cases: Sequence[NllCase] = CASES, plot: bool = True, concurrency: int = 1,
 ) -> NllResult:
     """Run the experiment with ``model`` (a ChatModel) and write table, JSON and plot to ``out_dir``."""
-    from copage.eval.nll.report import write_outputs
-
     rolling_mean([0.0], window)  # validates window before any call
     if getattr(model, "complete", None) is None:
         raise NllError(f"model must be a ChatModel (with async complete()), got {model!r}")

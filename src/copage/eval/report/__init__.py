@@ -8,12 +8,13 @@ and ``tables/*.csv``, ``figures/*.png`` and a self-contained ``report.html``.
 
 from __future__ import annotations
 
-import json
+import shutil
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from copage.eval.experiments.base import ExperimentResult
+from copage.eval.jsonsafe import dumps
 from copage.eval.report.html import write_html
 from copage.eval.report.paper import paper_tables
 from copage.eval.report.plots import make_figures
@@ -36,12 +37,28 @@ def build_summary(results: Sequence[ExperimentResult], settings: Mapping[str, An
     }
 
 
+def experiment_figures(results: Sequence[ExperimentResult], folder: Path) -> list[Path]:
+    """Figures an experiment drew itself (``nll``'s rolling NLL), copied into ``folder``."""
+    folder.mkdir(parents=True, exist_ok=True)
+    out: list[Path] = []
+    for r in results:
+        for fig in r.figures:
+            src = Path(fig)
+            if not src.exists():
+                continue
+            dest = folder / (src.name if src.name.startswith(r.name) else f"{r.name}_{src.name}")
+            if src.resolve() != dest.resolve():
+                shutil.copyfile(src, dest)
+            out.append(dest)
+    return out
+
+
 def write_report(out: Path, results: Sequence[ExperimentResult], settings: Mapping[str, Any],
                  intro: Sequence[str] = ()) -> dict[str, Path]:
     """Write everything; returns the main paths (``summary``, ``html``, ``markdown``)."""
     out.mkdir(parents=True, exist_ok=True)
     summary = build_summary(results, settings)
-    (out / "summary.json").write_text(json.dumps(summary, indent=1, default=str), encoding="utf-8")
+    (out / "summary.json").write_text(dumps(summary, indent=1), encoding="utf-8")
     tables: dict[str, dict[str, list[Row]]] = {r.name: r.tables for r in results}
     folder = out / "tables"
     md_parts = ["# copage bench report\n", *[f"{line}\n" for line in intro]]
@@ -56,6 +73,7 @@ def write_report(out: Path, results: Sequence[ExperimentResult], settings: Mappi
             write_table(folder, f"{r.name}_{name}", rows)
             md_parts.append(markdown(rows, f"{r.name}: {name}"))
     figures = make_figures(tables, out / "figures")
+    figures += experiment_figures(results, out / "figures")
     md = out / "report.md"
     md.write_text("\n".join(md_parts), encoding="utf-8")
     sections = {r.name: (r.tables, r.notes) for r in results}

@@ -22,9 +22,25 @@ def pivot(rows: Sequence[Row], row_key: str, metrics: Sequence[str]) -> list[Row
     return list(out.values())
 
 
+def budget_pivot(rows: Sequence[Row]) -> list[Row]:
+    """One row per method; per dataset and budget: coverage (all / any) and mean prompt tokens."""
+    out: dict[Any, Row] = {}
+    order = {d: i for i, d in enumerate(dict.fromkeys(r["dataset"] for r in rows))}
+    for r in sorted(rows, key=lambda r: (order[r["dataset"]], int(r["budget"]))):
+        row = out.setdefault(r["method"], {"method": r["method"]})
+        head = f"{r['dataset']} {r['budget']}"
+        row[f"{head} all"] = r.get("evidence_coverage")
+        row[f"{head} any"] = r.get("evidence_coverage_any")
+        row[f"{head} tokens"] = r.get("prompt_tokens_mean")
+    return list(out.values())
+
+
 def paper_tables(tables: dict[str, dict[str, list[Row]]]) -> dict[str, list[Row]]:
     """Paper-style pivots of the experiments' tables (those that ran)."""
     out: dict[str, list[Row]] = {}
+    curves = [r for r in tables.get("main", {}).get("budget_curves") or [] if r.get("budget")]
+    if curves:
+        out["coverage_vs_budget"] = budget_pivot(curves)
     paging = tables.get("paging", {})
     if paging.get("boundaries"):
         out["table7_boundaries"] = pivot(paging["boundaries"], "boundary",

@@ -143,56 +143,81 @@ def formats_plot(tables: Tables, folder: Path) -> Path | None:
     return _save(fig, folder / "formats.png")
 
 
-def methods_plot(tables: Tables, folder: Path) -> Path | None:
-    """Method comparison with Wilson 95% intervals (accuracy with a model, else evidence coverage)."""
+def method_panels(rows: Sequence[Row]) -> list[tuple[str, str, list[tuple[str, float, float, float]]]]:
+    """The panels of :func:`methods_plot`: (label, metric, [(method, value, ci low, ci high)]).
+
+    One panel per dataset (and model): a model's rows show accuracy with its Wilson
+    interval over the *scored* probes (``accuracy_n``); LLM-free rows show evidence
+    coverage over all probes. Panels without a value are left out.
+    """
     from copage.eval.stats import wilson_interval
 
-    rows = tables.get("main", {}).get("methods") or []
-    if not rows:
+    panels = []
+    for lab in dict.fromkeys(_label(r) for r in rows):
+        sel = [r for r in rows if _label(r) == lab]
+        metric, n_key = (("accuracy", "accuracy_n") if any(r.get("accuracy") is not None for r in sel)
+                         else ("evidence_coverage", "probes"))
+        bars = []
+        for r in sel:
+            v, n = r.get(metric), int(r.get(n_key) or 0)
+            if v is None or not n:
+                continue
+            ci = wilson_interval(round(float(v) * n), n)
+            bars.append((str(r["method"]), float(v), ci.low, ci.high))
+        if bars:
+            panels.append((lab, metric, bars))
+    return panels
+
+
+def methods_plot(tables: Tables, folder: Path) -> Path | None:
+    """Method comparison with Wilson 95% intervals (accuracy with a model, else evidence coverage)."""
+    panels = method_panels(tables.get("main", {}).get("methods") or [])
+    if not panels:
         return None
-    metric = "accuracy" if any(r.get("accuracy") is not None for r in rows) else "evidence_coverage"
     plt = _plt()
-    labels = list(dict.fromkeys(_label(r) for r in rows))
-    fig, axes = plt.subplots(len(labels), 1, figsize=(8, 2.6 * len(labels)), squeeze=False)
-    for ax, lab in zip(axes[:, 0], labels, strict=True):
-        sel = [r for r in rows if _label(r) == lab and r.get(metric) is not None]
-        vals = [float(r[metric]) for r in sel]
-        los, his = [], []
-        for r, v in zip(sel, vals, strict=True):
-            n = int(r.get("probes") or 0)
-            if n:
-                ci = wilson_interval(round(v * n), n)
-                los.append(v - ci.low)
-                his.append(ci.high - v)
-            else:
-                los.append(0.0)
-                his.append(0.0)
-        ax.barh([r["method"] for r in sel], vals, xerr=[los, his], capsize=3, color="tab:green")
+    fig, axes = plt.subplots(len(panels), 1, figsize=(8, 2.6 * len(panels)), squeeze=False)
+    for ax, (lab, metric, bars) in zip(axes[:, 0], panels, strict=True):
+        vals = [b[1] for b in bars]
+        ax.barh([b[0] for b in bars], vals, xerr=[[v - b[2] for v, b in zip(vals, bars, strict=True)],
+                                                   [b[3] - v for v, b in zip(vals, bars, strict=True)]],
+                capsize=3, color="tab:green")
         ax.set_xlim(0, 1.0)
         ax.invert_yaxis()
         ax.set_title(f"{lab}: {metric} (Wilson 95% CI)", fontsize=10)
     return _save(fig, folder / "methods.png")
 
 
-def nll_plot(tables: Tables, folder: Path) -> Path | None:
-    """NLL curves when ``nll`` ran: rows with ``series``, ``x``, ``y`` in any of its tables."""
-    nll = tables.get("nll", {})
-    rows = [r for t in nll.values() for r in t if {"series", "x", "y"} <= set(r)]
+def budget_plot(tables: Tables, folder: Path) -> Path | None:
+    """Coverage against prompt tokens per method, one point per budget (``main``'s curves)."""
+    rows = [r for r in tables.get("main", {}).get("budget_curves") or []
+            if r.get("prompt_tokens_mean") is not None and r.get("evidence_coverage") is not None]
     if not rows:
         return None
     plt = _plt()
-    fig, ax = plt.subplots(figsize=(6, 4))
-    for s in dict.fromkeys(r["series"] for r in rows):
-        sel = [r for r in rows if r["series"] == s]
-        ax.plot([r["x"] for r in sel], [r["y"] for r in sel], label=str(s))
-    ax.set_xlabel("x")
-    ax.set_ylabel("NLL")
-    ax.legend(fontsize=8)
-    return _save(fig, folder / "nll.png")
+    datasets = list(dict.fromkeys(str(r["dataset"]) for r in rows))
+    fig, axes = plt.subplots(1, len(datasets), figsize=(6.2 * len(datasets), 4.6), squeeze=False)
+    for ax, ds in zip(axes[0], datasets, strict=True):
+        sel = [r for r in rows if r["dataset"] == ds]
+        for i, method in enumerate(dict.fromkeys(str(r["method"]) for r in sel)):
+            pts = sorted((r for r in sel if r["method"] == method), key=lambda r: r["budget"])
+            line = "-" if i < 10 else "--"
+            ax.plot([r["prompt_tokens_mean"] for r in pts], [r["evidence_coverage"] for r in pts],
+                    line, marker="o", markersize=4, label=method)
+        for b in sorted({int(r["budget"]) for r in sel}):
+            ax.axvline(b, color="grey", linewidth=0.5, linestyle=":")
+        ax.set_xscale("log", base=2)
+        ax.set_ylim(0, 1.02)
+        ax.set_xlabel("mean prompt tokens (dotted: budgets)")
+        ax.set_ylabel("evidence coverage (all evidence groups)")
+        ax.set_title(f"{ds}: coverage vs tokens at budgets "
+                     + ", ".join(str(b) for b in sorted({int(r['budget']) for r in sel})), fontsize=10)
+        ax.legend(fontsize=7)
+    return _save(fig, folder / "budget_curves.png")
 
 
 FIGURES: tuple[Callable[[Tables, Path], Path | None], ...] = (
-    methods_plot, boundary_plot, policy_plot, topology_plot, formats_plot, nll_plot)
+    methods_plot, budget_plot, boundary_plot, policy_plot, topology_plot, formats_plot)
+"""Figures drawn from tables; an experiment's own figures (``nll``) come with its result."""
 
 
 def make_figures(tables: Tables, folder: Path) -> list[Path]:

@@ -8,7 +8,7 @@ judges per probe first. Recall metrics use :mod:`copage.session.metrics`.
 from __future__ import annotations
 
 import math
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
@@ -81,7 +81,19 @@ def summarise(rows: Sequence[Row]) -> Row:
                                        if r.get("evidence_coverage_any") is not None),
     }
     if rows and "answer" not in rows[0]:
-        out["prompt_tokens_mean"] = _mean(r.get("prompt_tokens") for r in rows)
+        tokens = [int(r["prompt_tokens"]) for r in rows if r.get("prompt_tokens") is not None]
+        out["prompt_tokens_mean"] = _mean(tokens)
+        out["prompt_tokens_max"] = max(tokens) if tokens else None
+        budgets = {int(r["budget"]) for r in rows if r.get("budget")}
+        if len(budgets) == 1 and tokens:
+            budget = next(iter(budgets))
+            out["budget"] = budget
+            out["budget_spent"] = sum(tokens) / len(tokens) / budget
+            out["over_budget"] = sum(1 for t in tokens if t > budget)
+            limits = Counter(str(r["limit"]) for r in rows if r.get("limit"))
+            if limits:
+                why, n = limits.most_common(1)[0]
+                out["limit_main"] = f"{why}: {n} of {len(rows)} probes"
         routed = [r["routing"] for r in rows if r.get("routing") is not None]
         if routed:
             out["routing_top1"] = _mean(routed)

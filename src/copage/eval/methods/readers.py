@@ -1,0 +1,58 @@
+"""Reference readers: the LLM-free stand-in for a model's tool use, one rule per recall kind.
+
+A reader sees what the model sees (the question and the bookmarks of the evicted
+pages, in prompt order) and nothing else: no gold evidence, no page text. It
+returns the arguments of the one tool call it makes, or None for no call. The
+system then executes the call as it would for a model (see
+:mod:`copage.eval.methods.bookmark`). Rules (also in ``docs/benchmark-methods.md``):
+
+* ``page`` (``recall(page)``): rank the bookmarks by Okapi BM25 against the
+  question (IDF over these bookmarks, :func:`copage.eval.routing.bm25_candidates`,
+  the scorer of ``copage simulate``'s ``routing_top1``); recall the first when it
+  shares at least one content word with the question (score > 0; ties: the
+  earlier page), else make no call.
+* ``query`` (``recall(query)``): call ``recall(query=<the question>)``; the pager
+  resolves the query to the evicted page whose full text matches best.
+
+A new way of recalling (a ``recall_mode`` of :class:`copage.session.PagedChat`)
+is added by registering its reader here under the same name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from copage.core.registry import Registry
+from copage.eval.routing import bm25_candidates
+
+Bookmarks = Sequence[tuple[str, str]]
+"""(page id, bookmark text) of the evicted pages, in the order the prompt lists them."""
+
+Reader = Callable[[str, Bookmarks], dict[str, Any] | None]
+
+
+def page_reader(question: str, bookmarks: Bookmarks) -> dict[str, Any] | None:
+    """``{"page": id}`` of the best-matching bookmark, or None when none shares a word."""
+    if not bookmarks:
+        return None
+    scores = bm25_candidates(question, [text for _, text in bookmarks])
+    top = max(scores)
+    if top <= 0:
+        return None
+    return {"page": bookmarks[scores.index(top)][0]}
+
+
+def query_reader(question: str, bookmarks: Bookmarks) -> dict[str, Any] | None:
+    """``{"query": question}`` whenever a page is evicted."""
+    return {"query": question} if bookmarks else None
+
+
+READERS: Registry[Reader] = Registry("reader")
+READERS.register("page", lambda: page_reader)
+READERS.register("query", lambda: query_reader)
+
+
+def get_reader(name: str) -> Reader:
+    """The reader of recall kind ``name``; raises ``UnknownNameError`` listing the valid ones."""
+    return READERS.create(name)

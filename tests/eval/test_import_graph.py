@@ -1,0 +1,98 @@
+"""Dependencies point one way: no import circles in ``copage.eval``; the library never imports it.
+
+Every ``import`` statement counts, also those inside functions (a lazy import is
+still a dependency, only deferred).
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+import copage
+
+SRC = Path(copage.__file__).resolve().parent
+
+
+def _module(path: Path) -> str:
+    rel = path.relative_to(SRC.parent).with_suffix("")
+    parts = list(rel.parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+MODULES = {_module(p): p for p in SRC.rglob("*.py")}
+
+
+def _imports(path: Path) -> Iterator[str]:
+    mod = _module(path)
+    package = mod if path.name == "__init__.py" else mod.rsplit(".", 1)[0]
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            yield from (a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                base = ".".join(package.split(".")[: len(package.split(".")) - node.level + 1]
+                                + ([base] if base else []))
+            for a in node.names:  # ``from pkg import submodule`` imports the submodule
+                yield f"{base}.{a.name}" if f"{base}.{a.name}" in MODULES else base
+
+
+def graph(prefix: str) -> dict[str, set[str]]:
+    """Import edges between the modules under ``prefix``."""
+    return {m: {i for i in _imports(p) if i in MODULES and i.startswith(prefix) and i != m}
+            for m, p in MODULES.items() if m.startswith(prefix)}
+
+
+def cycles(edges: dict[str, set[str]]) -> list[set[str]]:
+    """Strongly connected components with more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    out: list[set[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in edges.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = set()
+            while True:
+                w = stack.pop()
+                comp.add(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(comp)
+
+    for v in sorted(edges):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def test_no_import_circles_among_the_experiments_and_nll() -> None:
+    found = cycles(graph("copage.eval"))
+    for pair in (("copage.eval.experiments.grid", "copage.eval.experiments.model_probe"),
+                 ("copage.eval.nll.report", "copage.eval.nll.run")):
+        assert not [c for c in found if set(pair) <= c], (pair, found)
+    mine = [c for c in found if any(m.startswith(("copage.eval.experiments", "copage.eval.nll",
+                                                  "copage.eval.methods", "copage.eval.runner",
+                                                  "copage.eval.report")) for m in c)]
+    assert mine == []
+
+
+def test_the_library_never_imports_the_benchmark() -> None:
+    offenders = {m: sorted(i for i in _imports(p) if i.startswith("copage.eval"))
+                 for m, p in MODULES.items()
+                 if m.startswith(("copage.llmkeywords", "copage.core", "copage.session",
+                                  "copage.llm", "copage.stores"))}
+    assert {m: v for m, v in offenders.items() if v} == {}
