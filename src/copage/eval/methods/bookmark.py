@@ -37,9 +37,10 @@ from typing import Any
 from copage.core import prompt
 from copage.core.boundaries import get_boundary
 from copage.core.config import PagerConfig
-from copage.core.evicted_index import EvictedIndex
 from copage.core.pager import Pager
 from copage.core.paginate import paginate
+from copage.core.retrieval import BM25Index
+from copage.core.text import content_words
 from copage.core.tokens import default_tokenizer
 from copage.core.types import PageId, page_id
 from copage.eval.datasets.model import Conversation, Probe
@@ -291,11 +292,11 @@ class BookmarkConversation:
         if "page" in args:
             pid = str(args["page"])
             return pid if pid in state.evicted else None
-        index = EvictedIndex()
+        index: BM25Index[int] = BM25Index()
         for pid, text in zip(state.evicted, state.evicted_text, strict=True):
-            index.add(int(pid[1:]) - 1, text)
-        best, _, _ = index.best(str(args.get("query", question)))
-        return page_id(best) if best is not None else None
+            index.add(int(pid[1:]) - 1, content_words(text))
+        best = index.best(sorted(set(content_words(str(args.get("query", question))))))
+        return page_id(best.key) if best.key is not None else None
 
     def build(self, probe: Probe) -> MethodPrompt:
         """The prompt a model would see after the reference reader's one tool call."""
