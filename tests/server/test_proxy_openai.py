@@ -160,7 +160,7 @@ def test_models_health_metrics(proxy: Proxy) -> None:
     import httpx
 
     assert httpx.get(proxy.url + "/healthz").json() == {"status": "ok"}
-    text = httpx.get(proxy.url + "/metrics").text
+    text = httpx.get(proxy.url + "/metrics", headers={"authorization": f"Bearer {KEY_A}"}).text
     assert 'copage_requests_total{endpoint="chat",status="200"} 1' in text
     assert "copage_upstream_latency_seconds_count 1" in text
     assert "copage_prompt_tokens_full_total" in text

@@ -77,7 +77,7 @@ def test_keys_never_logged(proxy: Proxy, caplog: pytest.LogCaptureFixture, capfd
                    headers={"authorization": f"Bearer {KEY_A}"},
                    json={"model": "m", "messages": [{"role": "user", "content": "x"}]})
     assert r.status_code == 401
-    async def broken(*args: Any) -> Any:
+    async def broken(*args: Any, **kw: Any) -> Any:
         raise RuntimeError(f"internal failure near {UPSTREAM_KEY} and {KEY_A}")
 
     proxy.state.service.chat = broken
