@@ -51,7 +51,10 @@ class HttpChatModel:
         self, model: str, *, base_url: str, transport: Callable[[], Transport],
         api_key: str, retries: int = 0, rng: random.Random | None = None,
     ) -> None:
-        self.model, self.base_url = model, base_url.rstrip("/")
+        from copage.server.upstream import endpoint
+
+        self.model, self.base_url = model, base_url
+        self.url = endpoint(base_url, "chat/completions")
         self._transport = transport
         self.__key = api_key
         self._headers = {"authorization": f"Bearer {api_key}",
@@ -78,8 +81,7 @@ class HttpChatModel:
         return await call_with_retries(lambda: self._once(content), self.retry)
 
     async def _once(self, content: bytes) -> ChatResponse:
-        r = await self._transport().post(f"{self.base_url}/chat/completions", content,
-                                         self._headers)
+        r = await self._transport().post(self.url, content, self._headers)
         if r.status != 200:
             raise error_for_status(PROVIDER, r.status, self._message(r),
                                    parse_retry_after(r.headers))

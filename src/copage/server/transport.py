@@ -89,7 +89,8 @@ class LoopbackTransport:
 
     async def post(self, url: str, content: bytes, headers: Mapping[str, str]) -> RawResponse:
         """POST ``content``; a dropped idle connection is retried once on a new one."""
-        path = urlsplit(url).path or "/"
+        parts = urlsplit(url)
+        path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
         head = [f"POST {path} HTTP/1.1", f"host: {self.netloc}",
                 f"content-length: {len(content)}"]
         head += [f"{k}: {v}" for k, v in headers.items() if k.lower() != "content-length"]
