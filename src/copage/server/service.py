@@ -489,17 +489,23 @@ class ProxyService:
         # header mode
         if not turns and mem.pager.system is None:
             return call.messages, head
+        n = len(call.raw)
+        context = rq is not None and n > int(rq.get("k") or 0)  # more than the last request
         seen = self.recent.get(tenant, cid)
         if seen is not None and seen.head == head:
             start = continues(seen, call.raw)
             if start is not None:
                 self._check_key(rq, ask)
                 return call.convert(start), head
-            if rq is not None and tuple(call.raw) == seen.raw:
-                return self._again(mem, rq, call, ask) or _fork(self._branch(mem, rq, call))
+            if rq is not None and tuple(call.raw) == seen.raw:  # the last request again
+                out = self._again(mem, rq, call, ask)
+                if out is not None:
+                    return out
+                if context:  # a regenerate
+                    raise _Fork(self._branch(mem, rq, call))
+                return call.messages, head  # only new messages: the same ones again
         msgs = call.messages
         heads = chain(msgs)
-        n = len(msgs)
         for i in range(n - 1, 0, -1):  # exact continuation: the history, then new messages
             if heads[i] == head:
                 self._check_key(rq, ask)
@@ -507,17 +513,15 @@ class ProxyService:
         if heads[n] == head:
             raise bad_request("no new message: the conversation already ends with these "
                               "messages", "no_new_messages", "messages")
-        if rq is not None and heads[n] == rq.get("prev"):  # the last turn's request again
-            return self._again(mem, rq, call, ask) or _fork(self._branch(mem, rq, call))
         overlap = _overlap(msgs, turns)
         if overlap is not None:  # a suffix of the transcript, then new messages
             self._check_key(rq, ask)
             return msgs[overlap:], head
-        if rq is not None and _asks_again(msgs, turns, rq):
-            out = self._again(mem, rq, call, ask)
+        if rq is not None and (heads[n] == rq.get("prev") or _asks_again(msgs, turns, rq)):
+            out = self._again(mem, rq, call, ask)  # the last turn's request again
             if out is not None:
                 return out
-            if int(rq.get("k") or 0) != n:  # with earlier messages: a regenerate
+            if context:  # with earlier messages: a regenerate
                 raise _Fork(self._branch(mem, rq, call))
             # only the new messages, the same as last time, and not a retry: new messages
         if any(m.role == "assistant" for m in msgs):
