@@ -83,6 +83,8 @@ class FakeUpstream:
         self.received: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
         self.paths: list[str] = []
+        #: Numbers of the requests whose streamed reply has been sent to its end.
+        self.streamed: list[int] = []
         self._n = 0
         self._lock = threading.Lock()
         self._httpd = _Server(("127.0.0.1", port), _handler(self))
@@ -190,6 +192,7 @@ def _handler(server: FakeUpstream) -> type[BaseHTTPRequestHandler]:
             try:
                 if status == 200 and body.get("stream"):
                     self._stream(stream_events(body, reply, n), reply.chunk_delay)
+                    server.streamed.append(n)
                 else:
                     self._send(status, payload)
             except (BrokenPipeError, ConnectionResetError):

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import time
 from collections import OrderedDict
+from collections.abc import AsyncIterator
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 
 from copage.llm.errors import ModelError, UpstreamError, error_for_status, redact
-from copage.llm.types import ChatModel, ChatRequest, ChatResponse
+from copage.llm.types import ChatModel, ChatRequest, ChatResponse, StreamEvent
+from copage.llm.types import stream as stream_reply
 from copage.server.errors import bad_request
 from copage.server.http_model import HttpChatModel
 from copage.server.transport import Transport, transport_for
@@ -100,6 +102,11 @@ class Upstream:
         t0 = time.perf_counter()
         response = await model.complete(request)
         return response, time.perf_counter() - t0
+
+    def stream(self, model: ChatModel, request: ChatRequest) -> AsyncIterator[StreamEvent]:
+        """Stream one upstream call: the model's own streaming, or its whole reply as one
+        chunk for a model that cannot stream (:func:`copage.llm.types.stream`)."""
+        return stream_reply(model, request)
 
     async def models(self) -> dict[str, Any]:
         """``GET /v1/models``: the upstream's list, or the fixed model."""
