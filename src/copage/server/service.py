@@ -100,6 +100,14 @@ class TurnResult:
     stats: dict[str, Any] = field(default_factory=dict)
 
 
+@dataclass(frozen=True, slots=True)
+class _Hint:
+    """Header mode: the request continues ``seen`` at ``start``, or (None) repeats it."""
+
+    seen: Seen
+    start: int | None
+
+
 class _Stale(Exception):
     """The recognised conversation moved on before its lock was taken: look again."""
 
@@ -245,8 +253,12 @@ class ProxyService:
         deadline = loop.time() + self.lock_timeout
         header = conversation_id is not None
         guess: Guess | None = None
+        hint: _Hint | None = None
         if not header and small:
             guess = self.recent.locate(tenant, call.raw)
+        elif header and small:
+            assert conversation_id is not None
+            hint = self._hint(tenant, conversation_id, call)
         override: tuple[Message, ...] | None = None
         for attempt in range(4):
             if header and override is None:
@@ -257,13 +269,13 @@ class ProxyService:
                     guess = (Guess("new") if attempt >= 3 or override is not None
                              else await self._locate_slow(tenant, call))
                 cid = guess.conversation_id or new_conversation_id()
-            cheap = small and (override is None) and self._cheap(tenant, cid, call, guess)
+            cheap = small and (override is None) and self._cheap(call, guess, hint)
             async with AsyncExitStack() as stack:
                 await stack.enter_async_context(self._guard((tenant, cid), deadline))
                 lock = await self._acquire(tenant, cid, deadline)
                 try:
                     prep = await self._prepare(lock, tenant, cid, call, ask, guess, override,
-                                               cheap)
+                                               cheap, hint)
                 except _Stale:
                     if guess is not None and guess.fast:
                         self.recent.discard(tenant, guess.conversation_id)
@@ -287,15 +299,22 @@ class ProxyService:
                 return
         raise RuntimeError("unreachable: the last attempt starts a new conversation")
 
-    def _cheap(self, tenant: str, cid: str, call: ChatCall, guess: Guess | None) -> bool:
+    def _hint(self, tenant: str, cid: str, call: ChatCall) -> _Hint | None:
+        """Header mode: how the request relates to this worker's memory of the
+        conversation's last request (checked against the stored head under the lock)."""
+        seen = self.recent.get(tenant, cid)
+        if seen is None:
+            return None
+        start = continues(seen, call.raw)
+        if start is not None:
+            return _Hint(seen, start)
+        return _Hint(seen, None) if tuple(call.raw) == seen.raw else None
+
+    def _cheap(self, call: ChatCall, guess: Guess | None, hint: _Hint | None) -> bool:
         """Whether preparing this turn is cheap enough for the event loop."""
         if guess is not None:
             return guess.fast or (guess.kind == "new" and len(call.raw) <= SMALL)
-        if len(call.raw) <= SMALL:
-            return True
-        seen = self.recent.get(tenant, cid)
-        return seen is not None and (continues(seen, call.raw) is not None
-                                     or tuple(call.raw) == seen.raw)
+        return len(call.raw) <= SMALL or hint is not None
 
     async def _locate_slow(self, tenant: str, call: ChatCall) -> Guess:
         """Transparent mode without this worker's memory: hash the request, ask the index."""
@@ -324,8 +343,9 @@ class ProxyService:
 
     async def _prepare(self, lock: AbstractContextManager[Any], tenant: str, cid: str,
                        call: ChatCall, ask: Ask, guess: Guess | None,
-                       override: tuple[Message, ...] | None, cheap: bool) -> _Prep:
-        args = (lock, tenant, cid, call, ask, guess, override)
+                       override: tuple[Message, ...] | None, cheap: bool,
+                       hint: _Hint | None = None) -> _Prep:
+        args = (lock, tenant, cid, call, ask, guess, override, hint)
         if self.inline and cheap:
             prep = self._prepare_inline(*args)
             if prep is not None:
@@ -394,7 +414,8 @@ class ProxyService:
     # ------------------------------------------- store (thread pool or inline)
     def _prepare_inline(self, lock: AbstractContextManager[Any], tenant: str, cid: str,
                         call: ChatCall, ask: Ask, guess: Guess | None,
-                        override: tuple[Message, ...] | None) -> _Prep | None:
+                        override: tuple[Message, ...] | None, hint: _Hint | None
+                        ) -> _Prep | None:
         """Fast path on the event loop: conversation cached or new (None: use the pool)."""
         # A cold load (O(turns)) goes to the thread pool instead.
         try:
@@ -405,11 +426,12 @@ class ProxyService:
             raise
         if cold:
             return None
-        return self._prepare_locked(lock, tenant, cid, call, ask, guess, override)
+        return self._prepare_locked(lock, tenant, cid, call, ask, guess, override, hint)
 
     def _prepare_locked(
         self, lock: AbstractContextManager[Any], tenant: str, cid: str, call: ChatCall,
         ask: Ask, guess: Guess | None, override: tuple[Message, ...] | None,
+        hint: _Hint | None = None,
     ) -> _Prep:
         """Load (or create) the conversation and add the new messages; ``lock`` is held.
 
@@ -434,7 +456,7 @@ class ProxyService:
                 mem = PagedMemory(store=self.store, conversation_id=cid, tenant=tenant,
                                   config=config)
                 created = True
-            plan = self._plan(mem, tenant, cid, call, ask, guess, override)
+            plan = self._plan(mem, tenant, cid, call, ask, guess, override, hint)
             if isinstance(plan, Outcome):
                 return _Prep(mem, None, lock, created, _head(mem), {}, {}, replay=plan)
             new, h = plan
@@ -463,8 +485,8 @@ class ProxyService:
             raise
 
     def _plan(self, mem: PagedMemory, tenant: str, cid: str, call: ChatCall, ask: Ask,
-              guess: Guess | None, override: tuple[Message, ...] | None
-              ) -> tuple[tuple[Message, ...], str] | Outcome:
+              guess: Guess | None, override: tuple[Message, ...] | None,
+              hint: _Hint | None = None) -> tuple[tuple[Message, ...], str] | Outcome:
         """The new messages and the chain before them, or the replayed answer of a retry.
 
         Raises ``_Stale`` (the guess no longer holds), ``_Fork`` (a regenerate: start
@@ -491,13 +513,13 @@ class ProxyService:
             return call.messages, head
         n = len(call.raw)
         context = rq is not None and n > int(rq.get("k") or 0)  # more than the last request
-        seen = self.recent.get(tenant, cid)
-        if seen is not None and seen.head == head:
-            start = continues(seen, call.raw)
-            if start is not None:
+        if hint is None and len(call.raw) <= SMALL:
+            hint = self._hint(tenant, cid, call)
+        if hint is not None and hint.seen.head == head:
+            if hint.start is not None:
                 self._check_key(rq, ask)
-                return call.convert(start), head
-            if rq is not None and tuple(call.raw) == seen.raw:  # the last request again
+                return call.convert(hint.start), head
+            if rq is not None:  # the last request again
                 out = self._again(mem, rq, call, ask)
                 if out is not None:
                     return out
