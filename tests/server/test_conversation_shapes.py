@@ -201,3 +201,47 @@ def test_langchain_tool_round_trip_stays_in_one_conversation(proxy: Proxy) -> No
     assert [r for r, _ in _roles_texts(proxy, ids.pop())] == [
         "user", "assistant", "tool", "assistant", "user", "assistant"]
     assert sent["messages"][-1]["content"] == "What is the WEATHER in Paris?"
+
+
+# ------------------------------------------------- cost per turn: new messages only
+@pytest.mark.parametrize("mode", ["header", "transparent"])
+def test_a_resent_history_is_neither_parsed_nor_validated_again(
+    proxy: Proxy, monkeypatch: pytest.MonkeyPatch, mode: str,
+) -> None:
+    """Per turn, the messages validated and parsed do not grow with the conversation."""
+    import copage.server.body as body
+    import copage.server.recognise as recognise
+    import copage.server.request as request
+
+    validated: list[int] = []
+    full_parses: list[int] = []
+    real_message, real_all = request._message, body.Messages.all
+
+    def counting(m: Any, i: int) -> Any:
+        validated.append(i)
+        return real_message(m, i)
+
+    def counting_all(self: body.Messages) -> list[Any]:
+        if self._all is None:
+            full_parses.append(len(self))
+        return real_all(self)
+
+    monkeypatch.setattr(request, "_message", counting)
+    monkeypatch.setattr(recognise, "_message", counting)
+    monkeypatch.setattr(body.Messages, "all", counting_all)
+    c = proxy.client()
+    cid = "cost" if mode == "header" else None
+    hist: list[dict[str, Any]] = []
+    per_turn = []
+    ids = set()
+    for t in range(40):
+        hist.append(_u(f"question {t}"))
+        validated.clear()
+        full_parses.clear()
+        answer, conv, _ = _send(c, hist, cid)
+        per_turn.append((len(validated), len(full_parses)))
+        ids.add(conv)
+        hist.append({"role": "assistant", "content": answer, "refusal": None})
+    assert len(ids) == 1
+    assert all(v <= 3 and f == 0 for v, f in per_turn[2:]), per_turn
+    assert len(_roles_texts(proxy, ids.pop())) == 80

@@ -26,12 +26,13 @@ from starlette.staticfiles import StaticFiles
 from copage.llm.errors import ModelError
 from copage.server import inspector, responses
 from copage.server.auth import KeyRing
+from copage.server.body import BodyError, decode, match_known, parse_body
 from copage.server.errors import ProxyError, from_model_error
 from copage.server.guard import BrowserGuard
 from copage.server.logs import Redactor, install_redaction
 from copage.server.metrics import Metrics
 from copage.server.recognise import Ask
-from copage.server.request import check_conversation_id, parse_call, parse_json
+from copage.server.request import check_conversation_id, parse_call
 from copage.server.service import ProxyService
 from copage.server.settings import ServeSettings
 from copage.server.transcript import TranscriptIndex, index_for
@@ -129,15 +130,21 @@ async def chat_completions(request: Request) -> Response:
     s = state.settings
     tenant = _tenant(request)
     raw = await _body(request, s.max_body_bytes)
-    small = len(raw) <= INLINE_BODY
-    if small:
-        data = parse_json(raw)
-    else:  # a large body: parse it off the event loop
-        data = await state.service._run(parse_json, raw)
-    call = parse_call(data, max_messages=s.max_messages, max_tools=s.max_tools)
     header = request.headers.get(CONV_HEADER)
     cid = check_conversation_id(header.strip()) if header is not None else None
-    result = await state.service.chat(tenant, call, cid, _ask(request), small=small)
+    try:
+        text = decode(raw)
+        # A body that resends a history this worker saw: its messages are not parsed again.
+        known = state.service.known(tenant, cid, text)
+        match = match_known(text, known) if known else None
+        small = len(text) - (len(match.prefix) if match else 0) <= INLINE_BODY
+        body = parse_body(text, match) if small else await state.service._run(
+            parse_body, text, match)  # a large body: parsed off the event loop
+    except BodyError as e:
+        raise ProxyError(400, str(e), code="invalid_json") from None
+    call = parse_call(body.data, max_messages=s.max_messages, max_tools=s.max_tools)
+    via = known.get(body.continues) if body.continues is not None else None
+    result = await state.service.chat(tenant, call, cid, _ask(request), small=small, via=via)
     headers = {CONV_HEADER: result.conversation_id,
                "X-Copage-Stats": json.dumps(result.stats, separators=(",", ":"))}
     env = responses.Envelope.new(result.outcome.model or call.model or "")

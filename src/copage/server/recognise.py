@@ -15,18 +15,18 @@ up to the question). Anything else that does not fit is unrelated (409 in header
 mode, a new conversation in transparent mode): never silently stored twice.
 
 Finding the shape must cost in proportion to the new messages only. Each worker
-keeps, per conversation it served, the raw messages of the last request
-(:class:`Seen`); a client that resends its history sends those same dicts again,
-and one ``==`` between two tuples of dicts (C code, no hashing, no validation)
-proves the prefix; only the echoed answer and the new messages are looked at in
-Python. Without such a match (another worker served the last turn, a restart, an
-edited history) the slow path validates and hashes the whole request, off the
-event loop.
+keeps, per conversation it served, the body of the last request up to the end of
+its last message (:class:`Seen`, a :class:`~copage.server.body.Known` prefix); a
+client that resends its history sends those same bytes again, so one
+``str.startswith`` proves the prefix and :mod:`copage.server.body` does not even
+parse the messages inside it; only the echoed answer and the new messages are
+looked at in Python. Without such a match (another worker served the last turn,
+a restart, an edited history) the slow path validates and hashes the whole
+request, off the event loop.
 """
 
 from __future__ import annotations
 
-import json
 import threading
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from copage.core.types import Turn
+from copage.server.body import BUCKET, Known, Messages
 from copage.server.request import ChatCall, Message, _message
 from copage.server.transcript import GENESIS
 
@@ -64,7 +65,7 @@ class Guess:
 class Seen:
     """A worker's memory of a conversation's last committed request."""
 
-    raw: tuple[Any, ...]
+    known: Known  # the request's body up to the end of its last message
     answer: list[Any]  # canonical form of the stored answer
     head: str  # chain after the answer (the conversation's head)
     prev: str  # chain through the request (before the answer)
@@ -95,18 +96,16 @@ def canonical_raw(m: Any, i: int) -> list[Any] | None:
         return None
 
 
-def _key(m: Any) -> str:
-    return json.dumps(m, sort_keys=True, separators=(",", ":"), default=str)
-
-
 class Recent:
-    """Per-worker LRU of :class:`Seen` by (tenant, conversation), with a locator by the
-    request's length and last message (thread-safe; ``size`` 0 disables it)."""
+    """Per-worker LRU of :class:`Seen` by (tenant, conversation), bounded in entries and
+    in the bytes of the prefixes it keeps, with the prefixes grouped by their first
+    characters (thread-safe; ``size`` 0 disables it)."""
 
-    def __init__(self, size: int) -> None:
-        self.size = size
+    def __init__(self, size: int, max_chars: int = 256 * 1024 * 1024) -> None:
+        self.size, self.max_chars = size, max_chars
         self._items: OrderedDict[tuple[str, str], Seen] = OrderedDict()
-        self._where: dict[tuple[str, int, str], str] = {}
+        self._buckets: dict[tuple[str, str], set[str]] = {}
+        self._chars = 0
         self._mutex = threading.Lock()
 
     def get(self, tenant: str, cid: str) -> Seen | None:
@@ -114,52 +113,51 @@ class Recent:
             return self._items.get((tenant, cid))
 
     def put(self, tenant: str, cid: str, seen: Seen) -> None:
-        if self.size == 0 or not seen.raw:
+        if self.size == 0 or len(seen.known.prefix) > self.max_chars:
+            self.discard(tenant, cid)
             return
-        where = (tenant, len(seen.raw), _key(seen.raw[-1]))
         with self._mutex:
             self._drop(tenant, cid)
             self._items[(tenant, cid)] = seen
-            self._where[where] = cid
-            while len(self._items) > self.size:
-                (t, c), _ = self._items.popitem(last=False)
+            self._buckets.setdefault((tenant, seen.known.prefix[:BUCKET]), set()).add(cid)
+            self._chars += len(seen.known.prefix)
+            while len(self._items) > self.size or self._chars > self.max_chars:
+                t, c = next(iter(self._items))
                 self._drop(t, c)
 
     def discard(self, tenant: str, cid: str) -> None:
         with self._mutex:
             self._drop(tenant, cid)
-            self._items.pop((tenant, cid), None)
 
     def _drop(self, tenant: str, cid: str) -> None:
-        old = self._items.get((tenant, cid))
-        if old is not None and old.raw:
-            where = (tenant, len(old.raw), _key(old.raw[-1]))
-            if self._where.get(where) == cid:
-                del self._where[where]
+        old = self._items.pop((tenant, cid), None)
+        if old is not None:
+            self._chars -= len(old.known.prefix)
+            key = (tenant, old.known.prefix[:BUCKET])
+            group = self._buckets.get(key)
+            if group is not None:
+                group.discard(cid)
+                if not group:
+                    del self._buckets[key]
 
-    def _at(self, tenant: str, raw: Sequence[Any], n: int) -> tuple[str, Seen] | None:
-        if n <= 0:
-            return None
+    def candidates(self, tenant: str, text: str) -> dict[Known, str]:
+        """The prefixes (and their conversations) a body starting like ``text`` may continue."""
         with self._mutex:
-            cid = self._where.get((tenant, n, _key(raw[n - 1])))
-            seen = self._items.get((tenant, cid)) if cid else None
-        return (cid, seen) if cid and seen else None
+            cids = list(self._buckets.get((tenant, text[:BUCKET]), ()))
+            return {self._items[(tenant, c)].known: c for c in cids}
 
-    def locate(self, tenant: str, raw: Sequence[Any]) -> Guess | None:
-        """A transparent-mode guess from this worker's memory alone, or None."""
-        n = len(raw)
-        found = self._at(tenant, raw, n)
-        if found and tuple(raw) == found[1].raw:
-            return Guess("retry", found[0], prev=found[1].prev, fast=True)
-        p = last_assistant(raw)
-        if p is None:
+    def locate(self, tenant: str, messages: Sequence[Any], cid: str | None) -> Guess | None:
+        """A transparent-mode guess from the prefix the body continued, or None."""
+        if not isinstance(messages, Messages) or messages.matched is None or cid is None:
             return None
-        found = self._at(tenant, raw, p)
-        if found:
-            cid, seen = found
-            start = continues(seen, raw)
-            if start is not None:
-                return Guess("continue", cid, start=start, head=seen.head, fast=True)
+        seen = self.get(tenant, cid)
+        if seen is None or seen.known is not messages.matched:
+            return None
+        if len(messages) == seen.known.count:
+            return Guess("retry", cid, prev=seen.prev, fast=True)
+        start = continues(seen, messages)
+        if start is not None:
+            return Guess("continue", cid, start=start, head=seen.head, fast=True)
         return None
 
 
@@ -172,14 +170,21 @@ def last_assistant(raw: Sequence[Any]) -> int | None:
     return None
 
 
-def continues(seen: Seen, raw: Sequence[Any]) -> int | None:
-    """Where the new messages start if ``raw`` is the last request + the answer + more."""
-    size = len(seen.raw)
-    if len(raw) <= size + 1 or tuple(raw[:size]) != seen.raw:
+def continues(seen: Seen, messages: Sequence[Any]) -> int | None:
+    """Where the new messages start if ``messages`` is the last request + the answer + more."""
+    size = seen.known.count
+    if not (isinstance(messages, Messages) and messages.matched is seen.known
+            and len(messages) > size + 1):
         return None
-    if canonical_raw(raw[size], size) != seen.answer:
+    if canonical_raw(messages[size], size) != seen.answer:
         return None
     return size + 1
+
+
+def repeats(seen: Seen, messages: Sequence[Any]) -> bool:
+    """Whether ``messages`` is exactly the last request's."""
+    return (isinstance(messages, Messages) and messages.matched is seen.known
+            and len(messages) == seen.known.count)
 
 
 # ----------------------------------------------------------------- retries

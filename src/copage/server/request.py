@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
+from copage.server.body import BodyError, Messages, decode, parse_body
 from copage.server.errors import bad_request
 
 ROLES = {"system": "system", "developer": "system", "user": "user", "assistant": "assistant",
@@ -69,7 +70,7 @@ class ChatCall:
     """
 
     model: str | None
-    raw: tuple[Any, ...]
+    raw: Messages
     tools: tuple[Mapping[str, Any], ...] = ()
     tool_choice: Any = None
     stream: bool = False
@@ -105,27 +106,13 @@ class ChatCall:
         return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
 
-def _no_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not valid JSON (numbers must be finite)")
-
-
-#: One decoder for every body (built once: ``json.loads(raw, parse_constant=...)``
-#: would build a decoder per call, which doubled the parse time of a large body).
-_STRICT = json.JSONDecoder(parse_constant=_no_constant)
-
-
 def parse_json(raw: bytes) -> dict[str, Any]:
     """The body as a JSON object, or a 400 (also for ``NaN`` / ``Infinity``, which
     Python's parser accepts but JSON does not, and no upstream would)."""
     try:
-        data = _STRICT.decode(raw.decode(json.detect_encoding(raw), "surrogatepass"))
-    except (ValueError, UnicodeDecodeError) as e:
-        raise bad_request(f"the request body is not valid JSON ({e})", "invalid_json") from None
-    except RecursionError:
-        raise bad_request("the request body is nested too deeply", "invalid_json") from None
-    if not isinstance(data, dict):
-        raise bad_request("the request body must be a JSON object", "invalid_json")
-    return data
+        return parse_body(decode(raw)).data
+    except BodyError as e:
+        raise bad_request(str(e), "invalid_json") from None
 
 
 def check_conversation_id(value: str) -> str:
@@ -245,7 +232,9 @@ def parse_call(data: Mapping[str, Any], *, max_messages: int = 0, max_tools: int
     if model is not None and not isinstance(model, str):
         raise bad_request("model must be a string", param="model")
     msgs = data.get("messages")
-    if not isinstance(msgs, list) or not msgs:
+    if isinstance(msgs, list):
+        msgs = Messages.of(msgs)
+    if not isinstance(msgs, Messages) or not len(msgs):
         raise bad_request("messages must be a non-empty list", param="messages")
     if max_messages and len(msgs) > max_messages:
         raise bad_request(f"at most {max_messages} messages per request", "too_many_messages",
@@ -267,7 +256,7 @@ def parse_call(data: Mapping[str, Any], *, max_messages: int = 0, max_tools: int
     max_tokens = _number(data, "max_tokens", int)
     extra = {k: data[k] for k in PASSTHROUGH if data.get(k) is not None}
     return ChatCall(
-        model=model, raw=tuple(msgs),
+        model=model, raw=msgs,
         tools=_tools(data.get("tools"), max_tools), tool_choice=choice, stream=bool(stream),
         include_usage=bool(opts.get("include_usage")),
         temperature=_number(data, "temperature", float), max_tokens=max_tokens, extra=extra,

@@ -46,6 +46,7 @@ from typing import Any, TypeVar
 from copage.core.config import PagerConfig
 from copage.core.types import ToolCall
 from copage.memory import PagedMemory, new_conversation_id
+from copage.server.body import Known, Messages
 from copage.server.errors import ProxyError, bad_request
 from copage.server.loop import Outcome, run_loop
 from copage.server.memcache import DEFAULT_SIZE, MemoryCache
@@ -60,6 +61,7 @@ from copage.server.recognise import (
     continues,
     is_retry,
     last_assistant,
+    repeats,
     request_info,
 )
 from copage.server.request import ChatCall, Message
@@ -87,7 +89,7 @@ class _Prep:
     before: dict[str, Any]
     mid: dict[str, Any]
     new: tuple[Message, ...] = ()
-    raw: tuple[Any, ...] = ()
+    raw: Sequence[Any] = ()
     replay: Outcome | None = None
 
 
@@ -218,13 +220,25 @@ class ProxyService:
                           headers={"retry-after": "1"})
 
     # ------------------------------------------------------------------ turns
+    def known(self, tenant: str, conversation_id: str | None, text: str) -> dict[Known, str]:
+        """The earlier requests' prefixes a body may continue, and their conversations
+        (see :mod:`copage.server.body`): the named conversation's, or, without a name,
+        those of this worker's recent conversations that start like ``text``."""
+        if conversation_id is not None:
+            seen = self.recent.get(tenant, conversation_id)
+            return {seen.known: conversation_id} if seen is not None else {}
+        return self.recent.candidates(tenant, text)
+
     async def chat(self, tenant: str, call: ChatCall, conversation_id: str | None,
-                   ask: Ask | None = None, *, small: bool = True) -> TurnResult:
+                   ask: Ask | None = None, *, small: bool = True, via: str | None = None,
+                   ) -> TurnResult:
         """One turn: ``conversation_id`` from the header, or recognised from the messages.
 
-        ``small`` is False for a large body: everything then runs in the pool.
+        ``small`` is False for a large request: its store work then runs in the pool.
+        ``via`` names the conversation whose last request's prefix the body continued.
         """
-        async with self.open_turn(tenant, call, conversation_id, ask, small=small) as turn:
+        async with self.open_turn(tenant, call, conversation_id, ask, small=small,
+                                  via=via) as turn:
             if turn.replay is not None:
                 return await turn.commit(turn.replay)
             try:
@@ -238,7 +252,7 @@ class ProxyService:
 
     @asynccontextmanager
     async def open_turn(self, tenant: str, call: ChatCall, conversation_id: str | None,
-                        ask: Ask | None = None, *, small: bool = True
+                        ask: Ask | None = None, *, small: bool = True, via: str | None = None,
                         ) -> AsyncIterator[OpenTurn]:
         """Find, lock and prepare the turn's conversation; roll back unless committed.
 
@@ -254,9 +268,9 @@ class ProxyService:
         header = conversation_id is not None
         guess: Guess | None = None
         hint: _Hint | None = None
-        if not header and small:
-            guess = self.recent.locate(tenant, call.raw)
-        elif header and small:
+        if not header:
+            guess = self.recent.locate(tenant, call.raw, via)
+        else:
             assert conversation_id is not None
             hint = self._hint(tenant, conversation_id, call)
         override: tuple[Message, ...] | None = None
@@ -269,7 +283,7 @@ class ProxyService:
                     guess = (Guess("new") if attempt >= 3 or override is not None
                              else await self._locate_slow(tenant, call))
                 cid = guess.conversation_id or new_conversation_id()
-            cheap = small and (override is None) and self._cheap(call, guess, hint)
+            cheap = override is None and self._cheap(call, guess, hint, small)
             async with AsyncExitStack() as stack:
                 await stack.enter_async_context(self._guard((tenant, cid), deadline))
                 lock = await self._acquire(tenant, cid, deadline)
@@ -308,10 +322,13 @@ class ProxyService:
         start = continues(seen, call.raw)
         if start is not None:
             return _Hint(seen, start)
-        return _Hint(seen, None) if tuple(call.raw) == seen.raw else None
+        return _Hint(seen, None) if repeats(seen, call.raw) else None
 
-    def _cheap(self, call: ChatCall, guess: Guess | None, hint: _Hint | None) -> bool:
+    def _cheap(self, call: ChatCall, guess: Guess | None, hint: _Hint | None,
+               small: bool) -> bool:
         """Whether preparing this turn is cheap enough for the event loop."""
+        if not small:
+            return False
         if guess is not None:
             return guess.fast or (guess.kind == "new" and len(call.raw) <= SMALL)
         return len(call.raw) <= SMALL or hint is not None
@@ -638,8 +655,9 @@ class ProxyService:
                             type(e).__name__)
             try:
                 self.cache.put(prep.mem)  # only now: a failed turn never leaves it cached
-                if prep.raw:
-                    self.recent.put(tenant, cid, Seen(prep.raw, answer.canonical(), head,
+                known = prep.raw.known_prefix() if isinstance(prep.raw, Messages) else None
+                if known is not None:
+                    self.recent.put(tenant, cid, Seen(known, answer.canonical(), head,
                                                       prep.head))
                 else:
                     self.recent.discard(tenant, cid)
