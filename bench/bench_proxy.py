@@ -190,12 +190,15 @@ def full_history(proxy: str, upstream: str, *, header: bool, at: list[int], wind
                          f"(the code word is w{t}) and how it relates to the earlier ones"})
             body = {"model": model, "messages": hist}
             target = next((a for a in at if a <= t < a + window), None)
-            t0 = time.perf_counter()
-            r = http.post(f"{upstream}/chat/completions", json=body)
-            d = time.perf_counter() - t0
-            t0 = time.perf_counter()
-            r2 = http.post(f"{proxy}/v1/chat/completions", json=body, headers=headers)
-            p = time.perf_counter() - t0
+            # direct and proxied in alternating order, so a load change hits both alike
+            for side in ("direct", "proxied") if t % 2 else ("proxied", "direct"):
+                t0 = time.perf_counter()
+                if side == "direct":
+                    r = http.post(f"{upstream}/chat/completions", json=body)
+                    d = time.perf_counter() - t0
+                else:
+                    r2 = http.post(f"{proxy}/v1/chat/completions", json=body, headers=headers)
+                    p = time.perf_counter() - t0
             if r.status_code != 200 or r2.status_code != 200:
                 raise RuntimeError(f"turn {t}: {r.status_code}/{r2.status_code} {r2.text[:300]}")
             if target is not None:
@@ -301,7 +304,7 @@ def main() -> int:
     ap.add_argument("--shape", choices=["one", "full"], default="one",
                     help="one message per request (header mode) or the whole history")
     ap.add_argument("--at", default="10,200,800", help="--shape full: turns measured")
-    ap.add_argument("--window", type=int, default=20, help="--shape full: turns per point")
+    ap.add_argument("--window", type=int, default=50, help="--shape full: turns per point")
     ap.add_argument("--modes", default="header,transparent", help="--shape full")
     ap.add_argument("--litellm", help="--shape full: LiteLLM's litellm executable")
     ap.add_argument("--server-impl", choices=["auto", "asyncio"], default="auto",
