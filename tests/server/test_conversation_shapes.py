@@ -209,9 +209,7 @@ def test_a_resent_history_is_neither_parsed_nor_validated_again(
     proxy: Proxy, monkeypatch: pytest.MonkeyPatch, mode: str,
 ) -> None:
     """Per turn, the messages validated and parsed do not grow with the conversation."""
-    import copage.server.body as body
-    import copage.server.recognise as recognise
-    import copage.server.request as request
+    from copage.server import body, recognise, request
 
     validated: list[int] = []
     full_parses: list[int] = []

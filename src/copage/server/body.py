@@ -244,8 +244,12 @@ def _messages(text: str, i: int, match: Known | None) -> tuple[Messages | Any, i
             i = _ws(text, i + 1)
         elif text[i:i + 1] != "]":
             raise StopIteration(i)
-    else:
-        i = _ws(text, i + 1)
+    else:  # no known prefix: the whole list in one C call
+        value, end = _SCAN(text, i)
+        j = end - 1  # the closing "]"; the last message ends before the blanks ahead of it
+        while j > start and text[j - 1] in " \t\n\r":
+            j -= 1
+        return Messages(text, start, 0, value), end, (j if value else 0)
     if text[i:i + 1] == "]":
         return Messages(text, start, known, tail), i + 1, last_end
     while True:
