@@ -14,7 +14,8 @@ messages and every answer) on every turn, to the proxy and, right before, the
 same body directly to the upstream. The added latency (proxied minus direct, per
 turn pair) is reported for the turns ``T .. T+window-1`` for each T of
 ``--at`` (10, 200, 800), in header mode (``X-Copage-Conversation``) and in
-transparent mode (no header), for each store; ``--litellm PATH`` runs LiteLLM's
+transparent mode (no header), for each store (``sqlite-full``: SQLite with
+``synchronous=FULL``, an fsync per commit as PostgreSQL does); ``--litellm PATH`` runs LiteLLM's
 proxy (``PATH`` is its ``litellm`` executable, installed in its own venv; no
 database, no callbacks) in front of the same upstream with the same client.
 
@@ -249,7 +250,8 @@ def run_full(args: argparse.Namespace, upstream: str, tmp: str) -> list[dict[str
             health = f"http://127.0.0.1:{port}/health/liveliness"
         else:
             store = (f"sqlite://{tmp}/full-{store_kind}-{mode}.db" if store_kind == "sqlite"
-                     else f"{args.postgres}?schema={schema}")
+                     else f"sqlite://{tmp}/full-{store_kind}-{mode}.db?synchronous=FULL"
+                     if store_kind == "sqlite-full" else f"{args.postgres}?schema={schema}")
             proc = subprocess.Popen(
                 [sys.executable, __file__, "--serve-proxy", args.server_impl, "serve",
                  "--upstream", upstream, "--store", store, "--port", str(port),
