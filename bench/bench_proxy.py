@@ -18,12 +18,14 @@ transparent mode (no header), for each store (``sqlite-full``: SQLite with
 ``synchronous=FULL``, an fsync per commit as PostgreSQL does); ``--litellm PATH`` runs LiteLLM's
 proxy (``PATH`` is its ``litellm`` executable, installed in its own venv; no
 database, no callbacks) in front of the same upstream with the same client.
+Every system runs once per round, ``--repeat`` rounds; each reported figure is
+the median over the rounds (the machine is shared: load changes hit all systems).
 
     python bench/bench_proxy.py [--conversations 200] [--turns 20] [--clients 50]
         [--postgres postgresql://postgres@127.0.0.1:5432/test] [--json out.json]
     python bench/bench_proxy.py --shape full [--at 10,200,800] [--window 20]
         [--modes header,transparent] [--stores sqlite,postgres]
-        [--litellm /opt/litellm-venv/bin/litellm] [--server-impl auto|asyncio]
+        [--litellm /opt/litellm-venv/bin/litellm] [--server-impl auto|asyncio] [--repeat 3]
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ import asyncio
 import json
 import os
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -242,7 +245,10 @@ def run_full(args: argparse.Namespace, upstream: str, tmp: str) -> list[dict[str
         for mode in args.modes.split(",")]
     if args.litellm:
         systems.append(("litellm", "-", "-"))
-    for system, store_kind, mode in systems:
+    # every system once per round, rounds repeated: a load change on the shared machine
+    # then hits every system, and the median over rounds damps it
+    runs = [(r, *sys_) for r in range(args.repeat) for sys_ in systems]
+    for rep, system, store_kind, mode in runs:
         port = free_port()
         schema = f"copage_bench_{uuid.uuid4().hex[:8]}"
         if system == "litellm":
@@ -271,15 +277,16 @@ def run_full(args: argparse.Namespace, upstream: str, tmp: str) -> list[dict[str
 
                 with psycopg.connect(args.postgres, autocommit=True) as c:
                     c.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
-        row = {"system": system, "store": store_kind, "mode": mode,
+        row = {"system": system, "store": store_kind, "mode": mode, "round": rep,
                "server_impl": args.server_impl if system == "copage" else "-", "turns": res}
         results.append(row)
         print(json.dumps(row), flush=True)
-    lite = next((r for r in results if r["system"] == "litellm"), None)
+    table = _median_rounds(results, at)
+    lite = next((r for r in table if r["system"] == "litellm"), None)
     print(f"\n| system | store | mode | turn | direct p50 | added p50 | added p99 | "
           f"{'ratio to LiteLLM (p50) |' if lite else ''}")
     print("|---|---|---|---|---|---|---|" + ("---|" if lite else ""))
-    for r in results:
+    for r in table:
         for t in at:
             x = r["turns"][str(t)]
             ratio = (f" {x['paired_added_p50_ms'] / lite['turns'][str(t)]['paired_added_p50_ms']:.2f} |"
@@ -288,6 +295,22 @@ def run_full(args: argparse.Namespace, upstream: str, tmp: str) -> list[dict[str
                   f"{x['direct_p50_ms']:.1f} ms | {x['paired_added_p50_ms']:.1f} ms | "
                   f"{x['paired_added_p99_ms']:.1f} ms |{ratio}")
     return results
+
+
+def _median_rounds(results: list[dict[str, Any]], at: list[int]) -> list[dict[str, Any]]:
+    """One row per system: each figure the median over the rounds."""
+    out: list[dict[str, Any]] = []
+    keys = ("direct_p50_ms", "paired_added_p50_ms", "paired_added_p99_ms")
+    for row in results:
+        if any((o["system"], o["store"], o["mode"]) == (row["system"], row["store"], row["mode"])
+               for o in out):
+            continue
+        same = [r for r in results if (r["system"], r["store"], r["mode"])
+                == (row["system"], row["store"], row["mode"])]
+        turns = {str(t): {k: statistics.median(r["turns"][str(t)][k] for r in same)
+                          for k in keys} for t in at}
+        out.append({**row, "rounds": len(same), "turns": turns})
+    return out
 
 
 def main() -> int:
@@ -309,6 +332,8 @@ def main() -> int:
     ap.add_argument("--window", type=int, default=50, help="--shape full: turns per point")
     ap.add_argument("--modes", default="header,transparent", help="--shape full")
     ap.add_argument("--litellm", help="--shape full: LiteLLM's litellm executable")
+    ap.add_argument("--repeat", type=int, default=3,
+                    help="--shape full: rounds over every system (figures: median of rounds)")
     ap.add_argument("--server-impl", choices=["auto", "asyncio"], default="auto",
                     help="uvicorn loop/parser: auto (uvloop+httptools if installed) or asyncio")
     ap.add_argument("--upstream-server", type=int, help=argparse.SUPPRESS)
