@@ -8,8 +8,24 @@ turn, so both latency distributions come from the same run. Then, for turns
 without a recall, one client sends requests one after another (direct and proxied
 alternating) to measure the added latency without load.
 
+``--shape full`` measures instead what an OpenAI client does: one keep-alive
+client holding one conversation that resends the whole history (its own
+messages and every answer) on every turn, to the proxy and, right before, the
+same body directly to the upstream. The added latency (proxied minus direct, per
+turn pair) is reported for the turns ``T .. T+window-1`` for each T of
+``--at`` (10, 200, 800), in header mode (``X-Copage-Conversation``) and in
+transparent mode (no header), for each store (``sqlite-full``: SQLite with
+``synchronous=FULL``, an fsync per commit as PostgreSQL does); ``--litellm PATH`` runs LiteLLM's
+proxy (``PATH`` is its ``litellm`` executable, installed in its own venv; no
+database, no callbacks) in front of the same upstream with the same client.
+Every system runs once per round, ``--repeat`` rounds; each reported figure is
+the median over the rounds (the machine is shared: load changes hit all systems).
+
     python bench/bench_proxy.py [--conversations 200] [--turns 20] [--clients 50]
         [--postgres postgresql://postgres@127.0.0.1:5432/test] [--json out.json]
+    python bench/bench_proxy.py --shape full [--at 10,200,800] [--window 20]
+        [--modes header,transparent] [--stores sqlite,postgres]
+        [--litellm /opt/litellm-venv/bin/litellm] [--server-impl auto|asyncio] [--repeat 3]
 """
 
 from __future__ import annotations
@@ -19,6 +35,7 @@ import asyncio
 import json
 import os
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -30,6 +47,20 @@ import httpx
 
 PAGING = ("--boundary", "fixed_4", "-k", "2")
 DEADLINE_S = 900.0  # the whole run stops by itself after this
+#: LiteLLM refuses to start without a master key (it then needs no database).
+LITELLM_KEY = "sk-bench-" + "0" * 32
+
+
+def proxy_main(argv: list[str], impl: str) -> None:
+    """``copage serve`` with uvicorn's event loop and HTTP parser chosen (run in its own
+    process): ``auto`` (uvloop and httptools when installed) or ``asyncio`` (h11)."""
+    from copage.cli.main import main as cli
+
+    if impl == "asyncio":
+        from copage.server import run
+
+        run.UVICORN_IMPL = {"loop": "asyncio", "http": "h11"}
+    sys.exit(cli(argv))
 
 
 def upstream_main(port: int) -> None:
@@ -146,7 +177,146 @@ def sequential(proxy: str, upstream: str, n: int) -> dict[str, Any]:
     return {"requests": n, **summary(direct, proxied)}
 
 
+def full_history(proxy: str, upstream: str, *, header: bool, at: list[int], window: int,
+                 model: str = "fake", auth: str | None = None) -> dict[str, Any]:
+    """One client, one conversation resending its whole history (see module docstring)."""
+    cid = f"full-{uuid.uuid4().hex[:8]}"
+    headers = {"X-Copage-Conversation": cid} if header else {}
+    if auth:
+        headers["authorization"] = f"Bearer {auth}"
+    hist: list[dict[str, Any]] = []
+    rows: dict[int, dict[str, list[float]]] = {t: {"direct": [], "proxied": []} for t in at}
+    last = max(at) + window
+    bodies = 0
+    with httpx.Client(timeout=60) as http:
+        for t in range(1, last):
+            hist.append({"role": "user", "content": f"turn {t}: tell me about item {t} "
+                         f"(the code word is w{t}) and how it relates to the earlier ones"})
+            body = {"model": model, "messages": hist}
+            target = next((a for a in at if a <= t < a + window), None)
+            # direct and proxied in alternating order, so a load change hits both alike
+            for side in ("direct", "proxied") if t % 2 else ("proxied", "direct"):
+                t0 = time.perf_counter()
+                if side == "direct":
+                    r = http.post(f"{upstream}/chat/completions", json=body)
+                    d = time.perf_counter() - t0
+                else:
+                    r2 = http.post(f"{proxy}/v1/chat/completions", json=body, headers=headers)
+                    p = time.perf_counter() - t0
+            if r.status_code != 200 or r2.status_code != 200:
+                raise RuntimeError(f"turn {t}: {r.status_code}/{r2.status_code} {r2.text[:300]}")
+            if target is not None:
+                rows[target]["direct"].append(d)
+                rows[target]["proxied"].append(p)
+                bodies = len(json.dumps(body))
+            hist.append(r2.json()["choices"][0]["message"])
+    out: dict[str, Any] = {}
+    for t, xs in rows.items():
+        added = sorted(p - d for p, d in zip(xs["proxied"], xs["direct"], strict=True))
+        out[str(t)] = {**summary(xs["direct"], xs["proxied"]),
+                       "paired_added_p50_ms": added[len(added) // 2] * 1000,
+                       "paired_added_p99_ms": added[min(len(added) - 1,
+                                                        int(0.99 * len(added)))] * 1000}
+    out["last_body_bytes"] = bodies
+    return out
+
+
+def start_litellm(exe: str, upstream: str, port: int, tmp: str) -> subprocess.Popen[bytes]:
+    """LiteLLM's proxy in front of ``upstream`` (no database, no callbacks)."""
+    cfg = os.path.join(tmp, "litellm.yaml")
+    with open(cfg, "w") as f:
+        f.write("model_list:\n  - model_name: fake\n    litellm_params:\n"
+                f"      model: openai/fake-model\n      api_base: {upstream}\n"
+                "      api_key: sk-none\n"
+                "litellm_settings:\n  telemetry: false\n  drop_params: true\n"
+                f"general_settings:\n  master_key: {LITELLM_KEY}\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("DATABASE_URL", "LITELLM"))}
+    env["LITELLM_LOG"] = "ERROR"
+    return subprocess.Popen([exe, "--config", cfg, "--port", str(port), "--host", "127.0.0.1",
+                             "--num_workers", "1"], env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+
+
+def run_full(args: argparse.Namespace, upstream: str, tmp: str) -> list[dict[str, Any]]:
+    at = [int(x) for x in args.at.split(",")]
+    results: list[dict[str, Any]] = []
+    systems: list[tuple[str, str, str]] = [
+        ("copage", store, mode) for store in args.stores.split(",")
+        for mode in args.modes.split(",")]
+    if args.litellm:
+        systems.append(("litellm", "-", "-"))
+    # every system once per round, rounds repeated: a load change on the shared machine
+    # then hits every system, and the median over rounds damps it
+    runs = [(r, *sys_) for r in range(args.repeat) for sys_ in systems]
+    for rep, system, store_kind, mode in runs:
+        port = free_port()
+        schema = f"copage_bench_{uuid.uuid4().hex[:8]}"
+        if system == "litellm":
+            proc = start_litellm(args.litellm, upstream, port, tmp)
+            health = f"http://127.0.0.1:{port}/health/liveliness"
+        else:
+            store = (f"sqlite://{tmp}/full-{store_kind}-{mode}.db" if store_kind == "sqlite"
+                     else f"sqlite://{tmp}/full-{store_kind}-{mode}.db?synchronous=FULL"
+                     if store_kind == "sqlite-full" else f"{args.postgres}?schema={schema}")
+            proc = subprocess.Popen(
+                [sys.executable, __file__, "--serve-proxy", args.server_impl, "serve",
+                 "--upstream", upstream, "--store", store, "--port", str(port),
+                 "--log-level", "warning", *PAGING],
+                env={**os.environ, "COPAGE_KEYS": ""}, stderr=subprocess.DEVNULL)
+            health = f"http://127.0.0.1:{port}/healthz"
+        try:
+            wait_up(health, proc, timeout=120)
+            res = full_history(f"http://127.0.0.1:{port}", upstream, header=mode == "header",
+                               at=at, window=args.window,
+                               auth=LITELLM_KEY if system == "litellm" else None)
+        finally:
+            proc.terminate()
+            proc.wait(30)
+            if store_kind == "postgres":
+                import psycopg
+
+                with psycopg.connect(args.postgres, autocommit=True) as c:
+                    c.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+        row = {"system": system, "store": store_kind, "mode": mode, "round": rep,
+               "server_impl": args.server_impl if system == "copage" else "-", "turns": res}
+        results.append(row)
+        print(json.dumps(row), flush=True)
+    table = _median_rounds(results, at)
+    lite = next((r for r in table if r["system"] == "litellm"), None)
+    print(f"\n| system | store | mode | turn | direct p50 | added p50 | added p99 | "
+          f"{'ratio to LiteLLM (p50) |' if lite else ''}")
+    print("|---|---|---|---|---|---|---|" + ("---|" if lite else ""))
+    for r in table:
+        for t in at:
+            x = r["turns"][str(t)]
+            ratio = (f" {x['paired_added_p50_ms'] / lite['turns'][str(t)]['paired_added_p50_ms']:.2f} |"
+                     if lite else "")
+            print(f"| {r['system']} | {r['store']} | {r['mode']} | {t} | "
+                  f"{x['direct_p50_ms']:.1f} ms | {x['paired_added_p50_ms']:.1f} ms | "
+                  f"{x['paired_added_p99_ms']:.1f} ms |{ratio}")
+    return results
+
+
+def _median_rounds(results: list[dict[str, Any]], at: list[int]) -> list[dict[str, Any]]:
+    """One row per system: each figure the median over the rounds."""
+    out: list[dict[str, Any]] = []
+    keys = ("direct_p50_ms", "paired_added_p50_ms", "paired_added_p99_ms")
+    for row in results:
+        if any((o["system"], o["store"], o["mode"]) == (row["system"], row["store"], row["mode"])
+               for o in out):
+            continue
+        same = [r for r in results if (r["system"], r["store"], r["mode"])
+                == (row["system"], row["store"], row["mode"])]
+        turns = {str(t): {k: statistics.median(r["turns"][str(t)][k] for r in same)
+                          for k in keys} for t in at}
+        out.append({**row, "rounds": len(same), "turns": turns})
+    return out
+
+
 def main() -> int:
+    if len(sys.argv) > 2 and sys.argv[1] == "--serve-proxy":
+        proxy_main(sys.argv[3:], sys.argv[2])
+        return 0
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--conversations", type=int, default=200)
     ap.add_argument("--turns", type=int, default=20)
@@ -156,6 +326,16 @@ def main() -> int:
     ap.add_argument("--workers", default="1,2")
     ap.add_argument("--stores", default="sqlite,postgres")
     ap.add_argument("--json", help="write results here")
+    ap.add_argument("--shape", choices=["one", "full"], default="one",
+                    help="one message per request (header mode) or the whole history")
+    ap.add_argument("--at", default="10,200,800", help="--shape full: turns measured")
+    ap.add_argument("--window", type=int, default=50, help="--shape full: turns per point")
+    ap.add_argument("--modes", default="header,transparent", help="--shape full")
+    ap.add_argument("--litellm", help="--shape full: LiteLLM's litellm executable")
+    ap.add_argument("--repeat", type=int, default=3,
+                    help="--shape full: rounds over every system (figures: median of rounds)")
+    ap.add_argument("--server-impl", choices=["auto", "asyncio"], default="auto",
+                    help="uvicorn loop/parser: auto (uvloop+httptools if installed) or asyncio")
     ap.add_argument("--upstream-server", type=int, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.upstream_server:
@@ -169,6 +349,12 @@ def main() -> int:
     try:
         wait_up(f"{upstream}/models", up_proc)
         tmp = tempfile.mkdtemp(prefix="copage-bench-")
+        if args.shape == "full":
+            full = run_full(args, upstream, tmp)
+            if args.json:
+                with open(args.json, "w") as f:
+                    json.dump(full, f, indent=1)
+            return 0
         for store_kind in args.stores.split(","):
             for workers in [int(w) for w in args.workers.split(",")]:
                 if time.monotonic() - started > DEADLINE_S:
@@ -179,7 +365,8 @@ def main() -> int:
                          else f"{args.postgres}?schema={schema}")
                 port = free_port()
                 proc = subprocess.Popen(
-                    [sys.executable, "-m", "copage.cli.main", "serve", "--upstream", upstream,
+                    [sys.executable, __file__, "--serve-proxy", args.server_impl, "serve",
+                     "--upstream", upstream,
                      "--store", store, "--port", str(port), "--workers", str(workers),
                      "--log-level", "warning", *PAGING],
                     env={**os.environ, "COPAGE_KEYS": ""}, stderr=subprocess.DEVNULL,

@@ -9,12 +9,11 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-import openai
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from proxy_helpers import KEY_A, KEYS, PG_URL, UPSTREAM_KEY, script
+from proxy_helpers import KEYS, PG_URL, UPSTREAM_KEY, Proxy, script
 
 from copage.core.config import PagerConfig
 from copage.server.app import create_app
@@ -28,21 +27,6 @@ PAGING = PagerConfig(boundary="fixed_2", resident_pages=1)
 def upstream() -> Iterator[FakeUpstream]:
     with FakeUpstream(script) as up:
         yield up
-
-
-class Proxy:
-    """A running proxy and helpers to build clients for it."""
-
-    def __init__(self, server: ServerThread, upstream: FakeUpstream) -> None:
-        self.server, self.upstream = server, upstream
-        self.url = server.url
-
-    def client(self, key: str = KEY_A, **kw: Any) -> openai.OpenAI:
-        return openai.OpenAI(base_url=self.url + "/v1", api_key=key, max_retries=0, **kw)
-
-    @property
-    def state(self) -> Any:
-        return self.server.server.config.app.state.proxy
 
 
 @pytest.fixture

@@ -12,8 +12,9 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import openai
 
-from copage.server.testing import Reply, echo
+from copage.server.testing import FakeUpstream, Reply, ServerThread, echo
 
 KEY_A = "sk-proxy-alice-0123456789"
 KEY_B = "sk-proxy-bob-9876543210"
@@ -47,19 +48,26 @@ def free_port() -> int:
 
 
 def spawn_worker(port: int, upstream: str, store: str, *extra: str,
-                 env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
-    """A real ``copage serve`` process on 127.0.0.1:port; waits for /healthz."""
+                 env: dict[str, str] | None = None, log_level: str | None = "warning",
+                 stderr: Any = subprocess.PIPE, stdout: Any = subprocess.DEVNULL,
+                 ) -> subprocess.Popen[bytes]:
+    """A real ``copage serve`` process on 127.0.0.1:port; waits for /healthz.
+
+    ``log_level`` None runs at the server's default level; ``stderr`` may be a file.
+    """
     full_env = {**os.environ, "COPAGE_KEYS": f"{KEY_A}=alice,{KEY_B}=bob",
                 "COPAGE_UPSTREAM_KEY": UPSTREAM_KEY, **(env or {})}
     proc = subprocess.Popen(
         [sys.executable, "-m", "copage.cli.main", "serve", "--upstream", upstream,
-         "--store", store, "--port", str(port), "--log-level", "warning", *extra],
-        env=full_env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+         "--store", store, "--port", str(port),
+         *(("--log-level", log_level) if log_level else ()), *extra],
+        env=full_env, stdout=stdout, stderr=stderr,
     )
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            raise RuntimeError(f"worker exited: {proc.stderr.read().decode()[-2000:]}")
+            text = proc.stderr.read().decode()[-2000:] if proc.stderr else ""
+            raise RuntimeError(f"worker exited: {text}")
         try:
             if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:
                 return proc
@@ -71,3 +79,18 @@ def spawn_worker(port: int, upstream: str, store: str, *extra: str,
 
 def stats(headers: Any) -> dict[str, Any]:
     return dict(json.loads(headers["x-copage-stats"]))
+
+
+class Proxy:
+    """A running proxy and helpers to build clients for it."""
+
+    def __init__(self, server: ServerThread, upstream: FakeUpstream) -> None:
+        self.server, self.upstream = server, upstream
+        self.url = server.url
+
+    def client(self, key: str = KEY_A, **kw: Any) -> openai.OpenAI:
+        return openai.OpenAI(base_url=self.url + "/v1", api_key=key, max_retries=0, **kw)
+
+    @property
+    def state(self) -> Any:
+        return self.server.server.config.app.state.proxy

@@ -10,8 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import Proxy
-from proxy_helpers import KEY_A, KEY_B, ROOT
+from proxy_helpers import KEY_A, KEY_B, ROOT, Proxy
 
 from copage.memory import PagedMemory
 

@@ -8,8 +8,7 @@ from typing import Any
 import httpx
 import openai
 import pytest
-from conftest import Proxy
-from proxy_helpers import KEY_A, KEY_B, UPSTREAM_KEY
+from proxy_helpers import KEY_A, KEY_B, UPSTREAM_KEY, Proxy
 
 from copage.server.testing import Reply
 

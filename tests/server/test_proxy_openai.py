@@ -6,8 +6,7 @@ import json
 from typing import Any
 
 import pytest
-from conftest import Proxy
-from proxy_helpers import KEY_A, UPSTREAM_KEY, stats
+from proxy_helpers import KEY_A, UPSTREAM_KEY, Proxy, stats
 
 FACTS = ["My sister Marta lives in Lisbon.", "I am allergic to peanuts.",
          "My budget is 450 dollars.", "The meeting moved to Thursday."]
@@ -160,7 +159,7 @@ def test_models_health_metrics(proxy: Proxy) -> None:
     import httpx
 
     assert httpx.get(proxy.url + "/healthz").json() == {"status": "ok"}
-    text = httpx.get(proxy.url + "/metrics").text
+    text = httpx.get(proxy.url + "/metrics", headers={"authorization": f"Bearer {KEY_A}"}).text
     assert 'copage_requests_total{endpoint="chat",status="200"} 1' in text
     assert "copage_upstream_latency_seconds_count 1" in text
     assert "copage_prompt_tokens_full_total" in text

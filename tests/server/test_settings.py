@@ -8,7 +8,7 @@ import pytest
 
 from copage.cli.main import main
 from copage.cli.serve import safe_url
-from copage.server.auth import KeyRing
+from copage.server.auth import KeyRing, digest
 from copage.server.settings import build_settings, load_keys_file, parse_keys
 
 
@@ -21,7 +21,7 @@ def test_precedence_flags_env_file(tmp_path: Path) -> None:
     s = build_settings({"host": "127.0.0.2"}, env)
     assert (s.upstream, s.port, s.host) == ("http://127.0.0.1:9/v1", 9100, "127.0.0.2")
     assert s.paging.boundary == "fixed_4" and s.paging.resident_pages == 2
-    assert dict(s.keys) == {"k-aaaaaaaa": "t1"} and s.upstream_key == "sk-up-123456789"
+    assert dict(s.keys) == {digest("k-aaaaaaaa"): "t1"} and s.upstream_key == "sk-up-123456789"
     assert "sk-up-123456789" not in repr(s) and "k-aaaaaaaa" not in repr(s)
     s2 = build_settings({"model": "scripted:x", "port": 9200}, env)
     assert s2.model == "scripted:x" and s2.upstream is None and s2.port == 9200

@@ -8,8 +8,7 @@ from typing import Any
 
 import httpx
 import pytest
-from conftest import Proxy
-from proxy_helpers import KEY_A, KEY_B, UPSTREAM_KEY
+from proxy_helpers import KEY_A, KEY_B, UPSTREAM_KEY, Proxy
 
 from copage.server.testing import Reply
 
@@ -77,7 +76,7 @@ def test_keys_never_logged(proxy: Proxy, caplog: pytest.LogCaptureFixture, capfd
                    headers={"authorization": f"Bearer {KEY_A}"},
                    json={"model": "m", "messages": [{"role": "user", "content": "x"}]})
     assert r.status_code == 401
-    async def broken(*args: Any) -> Any:
+    async def broken(*args: Any, **kw: Any) -> Any:
         raise RuntimeError(f"internal failure near {UPSTREAM_KEY} and {KEY_A}")
 
     proxy.state.service.chat = broken

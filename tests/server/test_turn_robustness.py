@@ -35,6 +35,7 @@ from copage.stores.sqlite import SQLiteStore
 
 PAGING = PagerConfig(boundary="fixed_2", resident_pages=1)
 AUTH = {"authorization": f"Bearer {KEY_A}"}
+JSON = {"content-type": "application/json"}
 HELLO = {"model": "m", "messages": [{"role": "user", "content": "hello"}]}
 
 
@@ -229,7 +230,7 @@ def test_rejected_first_request_creates_no_conversation(
 def test_deeply_nested_json_is_400(client: Callable[..., TestClient]) -> None:
     c = client()
     body = b'{"model":"m","messages":' + b"[" * 200_000 + b"]" * 200_000 + b"}"
-    r = c.post("/v1/chat/completions", content=body, headers=AUTH)
+    r = c.post("/v1/chat/completions", content=body, headers={**AUTH, **JSON})
     assert r.status_code == 400
     assert r.json()["error"]["code"] == "invalid_json"
 
@@ -237,7 +238,7 @@ def test_deeply_nested_json_is_400(client: Callable[..., TestClient]) -> None:
 def test_lone_surrogate_in_request_is_400(client: Callable[..., TestClient]) -> None:
     c = client()
     raw = b'{"model":"m","messages":[{"role":"user","content":"hi \\ud800 there"}]}'
-    r = c.post("/v1/chat/completions", content=raw, headers=AUTH)
+    r = c.post("/v1/chat/completions", content=raw, headers={**AUTH, **JSON})
     assert r.status_code == 400
     assert "surrogate" in r.json()["error"]["message"]
     assert c.app.state.proxy.store.list_conversations(tenant="alice") == []  # type: ignore[attr-defined]

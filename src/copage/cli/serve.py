@@ -9,14 +9,16 @@ import os
 import sys
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from copage.core.config import PagerConfig
 
 FLAGS = ("upstream", "model", "store", "host", "port", "config", "keys_file", "workers",
          "boundary", "policy", "resident_pages", "resident_tokens", "keywords", "n_keywords",
          "bookmark_format", "recall_by_query", "max_recalls", "max_body_bytes", "max_messages",
-         "upstream_timeout", "upstream_retries")
+         "upstream_timeout", "upstream_retries", "lock_timeout", "metrics", "cors")
+#: Query parameters shown in the startup line; every other value is masked.
+SHOWN_PARAMS = ("schema", "sslmode", "connect_timeout", "api-version")
 log = logging.getLogger("copage.server")
 
 
@@ -55,21 +57,35 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     lim.add_argument("--max-messages", dest="max_messages", type=int)
     lim.add_argument("--upstream-timeout", dest="upstream_timeout", type=float)
     lim.add_argument("--upstream-retries", dest="upstream_retries", type=int)
+    lim.add_argument("--lock-timeout", dest="lock_timeout", type=float,
+                     help="seconds a request waits for a busy conversation (default 30, then 409)")
+    sec = p.add_argument_group("access")
+    sec.add_argument("--metrics", choices=["key", "open", "off"],
+                     help="/metrics needs a proxy key (key, the default), none (open), or is off")
+    sec.add_argument("--cors", help="comma-separated browser origins allowed to call the API "
+                     "cross-origin, e.g. https://app.example (default: none)")
     p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
 
 
 def safe_url(url: str) -> str:
-    """``url`` without its password (for the startup log)."""
+    """``url`` without its password or query values other than :data:`SHOWN_PARAMS`
+    (``?api-key=`` and ``?password=`` are masked), for the startup log."""
     try:
         parts = urlsplit(url)
+        password = parts.password
+        query = parse_qsl(parts.query, keep_blank_values=True)
     except ValueError:
         return "<url>"
-    if not parts.password:
-        return url
-    host = parts.hostname or ""
-    user = f"{parts.username}:***@" if parts.username else "***@"
-    port = f":{parts.port}" if parts.port else ""
-    return urlunsplit(parts._replace(netloc=user + host + port))
+    base = url.split("?", 1)[0].split("#", 1)[0]
+    if password:
+        host = parts.hostname or ""
+        user = f"{parts.username}:***@" if parts.username else "***@"
+        port = f":{parts.port}" if parts.port else ""
+        base = urlunsplit(parts._replace(netloc=user + host + port, query="", fragment=""))
+    if query:
+        shown = [(k, v if k.lower() in SHOWN_PARAMS else "***") for k, v in query]
+        base += "?" + urlencode(shown, safe="*")
+    return base
 
 
 def _loopback(host: str) -> bool:

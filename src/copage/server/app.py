@@ -26,10 +26,13 @@ from starlette.staticfiles import StaticFiles
 from copage.llm.errors import ModelError
 from copage.server import inspector, responses
 from copage.server.auth import KeyRing
+from copage.server.body import BodyError, decode, match_known, parse_body
 from copage.server.errors import ProxyError, from_model_error
-from copage.server.logs import install_redaction
+from copage.server.guard import BrowserGuard
+from copage.server.logs import Redactor, install_redaction
 from copage.server.metrics import Metrics
-from copage.server.request import check_conversation_id, parse_call, parse_json
+from copage.server.recognise import Ask
+from copage.server.request import check_conversation_id, parse_call
 from copage.server.service import ProxyService
 from copage.server.settings import ServeSettings
 from copage.server.transcript import TranscriptIndex, index_for
@@ -39,6 +42,9 @@ from copage.stores.base import ConversationNotFound, PageStore, StoreError
 log = logging.getLogger("copage.server")
 STATIC = Path(__file__).parent / "static"
 CONV_HEADER = "X-Copage-Conversation"
+IDEMPOTENCY_HEADER = "Idempotency-Key"
+#: Bodies up to this size are parsed on the event loop; larger ones in the pool.
+INLINE_BODY = 256 * 1024
 Handler = Callable[[Request], Awaitable[Response]]
 
 
@@ -51,16 +57,17 @@ class ProxyState:
         self.keys = KeyRing(settings.keys)
         self.metrics = Metrics()
         self.executor = ThreadPoolExecutor(max_workers=64, thread_name_prefix="copage-store")
-        self.secrets = settings.secrets()
+        self.redact = Redactor(settings.secrets(), self.keys.digests)
         self.service = ProxyService(
             store=store, index=index, upstream=upstream, paging=settings.paging,
             metrics=self.metrics, executor=self.executor, max_recalls=settings.max_recalls,
             cache_size=settings.cache_conversations, lock_timeout=settings.lock_timeout,
+            idempotency_window=settings.idempotency_window,
         )
 
 
 def _error(e: ProxyError, state: ProxyState, headers: dict[str, str] | None = None) -> Response:
-    return JSONResponse(e.body(state.secrets), status_code=e.status,
+    return JSONResponse(e.body(state.redact), status_code=e.status,
                         headers={**e.headers, **(headers or {})})
 
 
@@ -122,11 +129,22 @@ async def chat_completions(request: Request) -> Response:
     state: ProxyState = request.app.state.proxy
     s = state.settings
     tenant = _tenant(request)
-    data = parse_json(await _body(request, s.max_body_bytes))
-    call = parse_call(data, max_messages=s.max_messages, max_tools=s.max_tools)
+    raw = await _body(request, s.max_body_bytes)
     header = request.headers.get(CONV_HEADER)
     cid = check_conversation_id(header.strip()) if header is not None else None
-    result = await state.service.chat(tenant, call, cid)
+    try:
+        text = decode(raw)
+        # A body that resends a history this worker saw: its messages are not parsed again.
+        known = state.service.known(tenant, cid, text)
+        match = match_known(text, known) if known else None
+        small = len(text) - (len(match.prefix) if match else 0) <= INLINE_BODY
+        body = parse_body(text, match) if small else await state.service._run(
+            parse_body, text, match)  # a large body: parsed off the event loop
+    except BodyError as e:
+        raise ProxyError(400, str(e), code="invalid_json") from None
+    call = parse_call(body.data, max_messages=s.max_messages, max_tools=s.max_tools)
+    via = known.get(body.continues) if body.continues is not None else None
+    result = await state.service.chat(tenant, call, cid, _ask(request), small=small, via=via)
     headers = {CONV_HEADER: result.conversation_id,
                "X-Copage-Stats": json.dumps(result.stats, separators=(",", ":"))}
     env = responses.Envelope.new(result.outcome.model or call.model or "")
@@ -149,8 +167,24 @@ async def healthz(request: Request) -> Response:
     return JSONResponse({"status": "ok"})
 
 
+def _ask(request: Request) -> Ask:
+    key = request.headers.get(IDEMPOTENCY_HEADER)
+    if key is not None and not 1 <= len(key.strip()) <= 255:
+        raise ProxyError(400, "Idempotency-Key must be 1-255 characters",
+                         code="invalid_idempotency_key")
+    count = request.headers.get("x-stainless-retry-count", "")
+    return Ask(key=key.strip() if key is not None else None,
+               retry_count=int(count) if count.isdigit() else None)
+
+
+@endpoint("metrics")
 async def metrics(request: Request) -> Response:
     state: ProxyState = request.app.state.proxy
+    mode = state.settings.metrics
+    if mode == "off":
+        raise ProxyError(404, f"no route {request.url.path}", code="not_found")
+    if mode == "key":
+        _tenant(request)
     return PlainTextResponse(state.metrics.render(), media_type="text/plain; version=0.0.4")
 
 
@@ -194,7 +228,7 @@ def create_app(
             timeout=settings.upstream_timeout, retries=settings.upstream_retries,
         )
         state = ProxyState(settings, st, index_for(st), up)
-        install_redaction(state.secrets)
+        install_redaction(state.redact)
         app.state.proxy = state
         try:
             yield
@@ -216,9 +250,18 @@ def create_app(
         Route("/ui/api/conversations/{cid}", ui_conversation, methods=["GET"]),
         Mount("/ui/static", StaticFiles(directory=STATIC), name="static"),
     ]
-    return Starlette(routes=routes, lifespan=lifespan, exception_handlers={
+    app = Starlette(routes=routes, lifespan=lifespan, exception_handlers={
         404: _not_found, 405: _not_allowed,
     })
+
+    def refused(reason: str) -> None:
+        state = getattr(app.state, "proxy", None)
+        if state is not None:
+            state.metrics.inc("copage_requests_refused_total", reason=reason)
+
+    app.add_middleware(BrowserGuard, loopback_only=not settings.keys,
+                       cors=settings.cors, refused=refused)
+    return app
 
 
 async def _not_found(request: Request, exc: Any) -> Response:
@@ -234,7 +277,9 @@ async def _not_allowed(request: Request, exc: Any) -> Response:
 
 
 def app_from_env() -> Starlette:
-    """Factory for ``uvicorn --factory`` workers: settings from ``COPAGE_SERVE_SETTINGS``."""
+    """Factory for ``uvicorn --factory`` workers: the command-line flags from
+    ``COPAGE_SERVE_FLAGS`` (JSON, set by ``copage serve --workers N``) merged with the
+    environment and config file as :func:`~copage.server.settings.build_settings` does."""
     import os
 
     from copage.server.settings import build_settings

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 from copage.llm.errors import (
@@ -30,9 +31,9 @@ class ProxyError(Exception):
         )
         self.headers = headers or {}
 
-    def body(self, secrets: list[str] | None = None) -> dict[str, Any]:
-        """The JSON body, with every known secret redacted from the message."""
-        return {"error": {"message": redact(self.message, *(secrets or [])), "type": self.type,
+    def body(self, clean: Callable[[str], str] = redact) -> dict[str, Any]:
+        """The JSON body, with every known secret redacted (by ``clean``) from the message."""
+        return {"error": {"message": clean(self.message), "type": self.type,
                           "code": self.code, "param": self.param}}
 
 

@@ -8,22 +8,39 @@ keep-alive client shared by every model name. Errors map exactly as the SDK adap
 5xx and connection failures -> UpstreamError, 429 -> RateLimited with its
 Retry-After, 401/403 -> AuthError, other 4xx -> RequestRejected, malformed
 replies -> BadResponse), with the key redacted from every message.
+
+:meth:`HttpChatModel.stream` asks the upstream to stream (``"stream": true`` and
+``stream_options.include_usage``), reads the server-sent events as they arrive
+and yields :class:`~copage.llm.types.StreamEvent` s: text and tool-call deltas,
+then ``done`` with the whole response, assembled by the same
+:class:`~copage.llm.openai_parse.Accumulator` as :meth:`HttpChatModel.complete`.
+Failures before the first event are retried like a non-streamed call; once
+events have been yielded nothing is retried (they cannot be taken back). An
+error event mid-stream, a stream that breaks or stalls for ``timeout`` seconds,
+or one that ends before the model finished, raise the same errors as above.
 """
 
 from __future__ import annotations
 
 import json
 import random
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
-from copage.llm.errors import BadResponse, error_for_status, redact, safe_url
+from copage.llm.errors import (
+    BadResponse,
+    UpstreamError,
+    error_for_status,
+    redact,
+    safe_url,
+)
 from copage.llm.guard import check_url
 from copage.llm.openai_model import chat_fields
 from copage.llm.openai_parse import Accumulator
 from copage.llm.retry import RetryPolicy, call_with_retries, parse_retry_after
-from copage.llm.types import ChatRequest, ChatResponse
-from copage.server.transport import RawResponse, Transport
+from copage.llm.types import ChatRequest, ChatResponse, StreamEvent
+from copage.server.sse import EventTooLarge, events
+from copage.server.transport import RawResponse, RawStream, Transport
 
 PROVIDER = "upstream"
 
@@ -51,7 +68,10 @@ class HttpChatModel:
         self, model: str, *, base_url: str, transport: Callable[[], Transport],
         api_key: str, retries: int = 0, rng: random.Random | None = None,
     ) -> None:
-        self.model, self.base_url = model, base_url.rstrip("/")
+        from copage.server.upstream import endpoint
+
+        self.model, self.base_url = model, base_url
+        self.url = endpoint(base_url, "chat/completions")
         self._transport = transport
         self.__key = api_key
         self._headers = {"authorization": f"Bearer {api_key}",
@@ -78,8 +98,7 @@ class HttpChatModel:
         return await call_with_retries(lambda: self._once(content), self.retry)
 
     async def _once(self, content: bytes) -> ChatResponse:
-        r = await self._transport().post(f"{self.base_url}/chat/completions", content,
-                                         self._headers)
+        r = await self._transport().post(self.url, content, self._headers)
         if r.status != 200:
             raise error_for_status(PROVIDER, r.status, self._message(r),
                                    parse_retry_after(r.headers))
@@ -93,6 +112,60 @@ class HttpChatModel:
         except (AttributeError, TypeError, ValueError, KeyError) as e:
             raise BadResponse(PROVIDER, f"malformed reply ({type(e).__name__})") from None
         return acc.response()
+
+    async def stream(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
+        """Stream the reply: deltas as they arrive, then ``done`` (see module docstring)."""
+        check_url(self.base_url, PROVIDER)
+        body = request_body(self.model, request)
+        body["stream"] = True
+        body["stream_options"] = {"include_usage": True}
+        content = json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode(
+            "utf-8", "surrogatepass")
+        raw = await call_with_retries(lambda: self._open(content), self.retry)
+        acc = Accumulator(PROVIDER, self.model)
+        finished = False
+        try:
+            async for data in events(raw.chunks()):
+                if data.strip() == "[DONE]":
+                    finished = True
+                    break
+                try:
+                    payload = json.loads(data)
+                except ValueError:
+                    raise BadResponse(PROVIDER, "a streamed event is not JSON") from None
+                if isinstance(payload, dict) and payload.get("error"):
+                    raise UpstreamError(PROVIDER, "the upstream failed mid-stream: "
+                                        + self._error_text(payload))
+                try:
+                    deltas = acc.feed(payload)
+                except (AttributeError, TypeError, ValueError, KeyError) as e:
+                    raise BadResponse(PROVIDER, f"malformed chunk ({type(e).__name__})") from None
+                for event in deltas:
+                    yield event
+        except EventTooLarge as e:
+            raise BadResponse(PROVIDER, str(e)) from None
+        finally:
+            await raw.aclose()
+        if not finished and acc.finish_reason is None:
+            raise UpstreamError(PROVIDER, "the upstream stream ended before the reply did")
+        yield StreamEvent("done", response=acc.response())
+
+    async def _open(self, content: bytes) -> RawStream:
+        raw = await self._transport().stream(self.url, content, self._headers)
+        if raw.status != 200:
+            try:
+                text = await raw.read(64 * 1024)
+            finally:
+                await raw.aclose()
+            error = RawResponse(raw.status, raw.headers, text)
+            raise error_for_status(PROVIDER, raw.status, self._message(error),
+                                   parse_retry_after(raw.headers))
+        return raw
+
+    def _error_text(self, data: dict[str, Any]) -> str:
+        inner = data.get("error")
+        msg = inner.get("message") if isinstance(inner, dict) else inner
+        return redact(str(msg), self.__key)[:300]
 
     def _message(self, r: RawResponse) -> str:
         msg = r.content[:2000].decode("utf-8", "replace")

@@ -24,6 +24,8 @@ COUNTERS = {
     "copage_upstream_completion_tokens_total": "Completion tokens reported by the upstream",
     "copage_lock_timeouts_total": "Turns refused because the conversation stayed locked",
     "copage_index_errors_total": "Transcript index updates that failed after a commit",
+    "copage_retries_replayed_total": "Retried requests answered from the store (no model call)",
+    "copage_requests_refused_total": "Requests refused by the browser guard, by reason",
 }
 
 

@@ -1,4 +1,13 @@
-"""Validating an OpenAI chat-completions request body into a :class:`ChatCall`."""
+"""Validating an OpenAI chat-completions request body into a :class:`ChatCall`.
+
+A client that resends its whole history sends every earlier message again on
+every turn; validating them all again would make a turn's cost grow with the
+conversation. So :func:`parse_call` checks the request's own fields and only
+that ``messages`` is a non-empty list; messages are validated when they are
+needed (:meth:`ChatCall.convert`): the new ones, or all of them on the slow path
+that must read the whole history. A message that was validated in an earlier
+request and comes back unchanged (compared with ``==``, in C) needs no check.
+"""
 
 from __future__ import annotations
 
@@ -6,8 +15,10 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
+from copage.server.body import BodyError, Messages, decode, parse_body
 from copage.server.errors import bad_request
 
 ROLES = {"system": "system", "developer": "system", "user": "user", "assistant": "assistant",
@@ -30,18 +41,36 @@ class Message:
     tool_call_id: str | None = None
 
     def canonical(self) -> list[Any]:
-        """The fields that identify the message in the transcript hash."""
-        calls = [[c["id"], c["function"]["name"], c["function"]["arguments"]]
+        """The fields that identify the message in the transcript hash.
+
+        Tool-call arguments are compared as JSON values, not text: clients
+        re-serialise them (LangChain sends ``{"city": "Paris"}`` back for the
+        model's ``{"city":"Paris"}``), see :func:`canonical_arguments`.
+        """
+        calls = [[c["id"], c["function"]["name"], canonical_arguments(c["function"]["arguments"])]
                  for c in self.tool_calls]
         return [self.role, self.text, calls, self.tool_call_id or ""]
 
 
-@dataclass(frozen=True, slots=True)
+def canonical_arguments(arguments: str) -> str:
+    """Tool-call arguments as compact JSON with sorted keys (unparseable text as is)."""
+    try:
+        value = json.loads(arguments)
+    except (ValueError, RecursionError):
+        return arguments
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+@dataclass(frozen=True)
 class ChatCall:
-    """A validated chat-completions request."""
+    """A chat-completions request; its fields validated, its messages on demand.
+
+    ``raw`` holds the messages as parsed from JSON. :attr:`messages` validates
+    all of them (once); :meth:`convert` only a range.
+    """
 
     model: str | None
-    messages: tuple[Message, ...]
+    raw: Messages
     tools: tuple[Mapping[str, Any], ...] = ()
     tool_choice: Any = None
     stream: bool = False
@@ -54,18 +83,36 @@ class ChatCall:
     def tool_names(self) -> set[str]:
         return {str(t["function"]["name"]) for t in self.tools}
 
+    @cached_property
+    def messages(self) -> tuple[Message, ...]:
+        """Every message, validated (a 400 naming the first bad one)."""
+        return self.convert(0)
+
+    def convert(self, start: int, stop: int | None = None) -> tuple[Message, ...]:
+        """Messages ``start:stop``, validated (errors name their index in the request)."""
+        end = len(self.raw) if stop is None else stop
+        return tuple(_message(self.raw[i], i) for i in range(start, end))
+
+    @cached_property
+    def fingerprint(self) -> str:
+        """A digest of everything but the messages and ``stream`` that shapes the answer
+        (model, tools, sampling settings): a retry must match it."""
+        import hashlib
+
+        fields = [self.model, list(self.tools), self.tool_choice, self.temperature,
+                  self.max_tokens, dict(self.extra)]
+        text = json.dumps(fields, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+                          default=str)
+        return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
 
 def parse_json(raw: bytes) -> dict[str, Any]:
-    """The body as a JSON object, or a 400."""
+    """The body as a JSON object, or a 400 (also for ``NaN`` / ``Infinity``, which
+    Python's parser accepts but JSON does not, and no upstream would)."""
     try:
-        data = json.loads(raw)
-    except (ValueError, UnicodeDecodeError) as e:
-        raise bad_request(f"the request body is not valid JSON ({e})", "invalid_json") from None
-    except RecursionError:
-        raise bad_request("the request body is nested too deeply", "invalid_json") from None
-    if not isinstance(data, dict):
-        raise bad_request("the request body must be a JSON object", "invalid_json")
-    return data
+        return parse_body(decode(raw)).data
+    except BodyError as e:
+        raise bad_request(str(e), "invalid_json") from None
 
 
 def check_conversation_id(value: str) -> str:
@@ -177,15 +224,19 @@ def _number(data: Mapping[str, Any], name: str, kind: type) -> Any:
     return value
 
 
-def parse_call(data: Mapping[str, Any], *, max_messages: int, max_tools: int) -> ChatCall:
-    """Validate a chat-completions body; every problem is a 400 naming the field."""
+def parse_call(data: Mapping[str, Any], *, max_messages: int = 0, max_tools: int = 128
+               ) -> ChatCall:
+    """Validate a chat-completions body but its messages (see module docstring); every
+    problem is a 400 naming the field. ``max_messages`` 0: no limit."""
     model = data.get("model")
     if model is not None and not isinstance(model, str):
         raise bad_request("model must be a string", param="model")
     msgs = data.get("messages")
-    if not isinstance(msgs, list) or not msgs:
+    if isinstance(msgs, list):
+        msgs = Messages.of(msgs)
+    if not isinstance(msgs, Messages) or not len(msgs):
         raise bad_request("messages must be a non-empty list", param="messages")
-    if len(msgs) > max_messages:
+    if max_messages and len(msgs) > max_messages:
         raise bad_request(f"at most {max_messages} messages per request", "too_many_messages",
                           "messages")
     stream = data.get("stream", False)
@@ -205,7 +256,7 @@ def parse_call(data: Mapping[str, Any], *, max_messages: int, max_tools: int) ->
     max_tokens = _number(data, "max_tokens", int)
     extra = {k: data[k] for k in PASSTHROUGH if data.get(k) is not None}
     return ChatCall(
-        model=model, messages=tuple(_message(m, i) for i, m in enumerate(msgs)),
+        model=model, raw=msgs,
         tools=_tools(data.get("tools"), max_tools), tool_choice=choice, stream=bool(stream),
         include_usage=bool(opts.get("include_usage")),
         temperature=_number(data, "temperature", float), max_tokens=max_tokens, extra=extra,

@@ -20,6 +20,9 @@ from uvicorn.supervisors import Multiprocess
 
 APP_FACTORY = "copage.server.app:app_from_env"
 KEEP_ALIVE_S = 30  # above the clients' idle times: avoids the idle-close race under load
+#: uvicorn's event loop and HTTP parser ("auto": uvloop and httptools when installed,
+#: as the ``server`` extra does); ``bench/bench_proxy.py --server-impl`` overrides it.
+UVICORN_IMPL: dict[str, str] = {"loop": "auto", "http": "auto"}
 
 
 class _NoDelayConfig(uvicorn.Config):
@@ -35,7 +38,8 @@ class _NoDelayConfig(uvicorn.Config):
 def run_workers(*, host: str, port: int, workers: int, log_level: str) -> None:
     """Serve ``app_from_env`` in ``workers`` processes sharing one listening socket."""
     config = _NoDelayConfig(APP_FACTORY, factory=True, host=host, port=port, workers=workers,
-                            log_level=log_level, timeout_keep_alive=KEEP_ALIVE_S)
+                            log_level=log_level, timeout_keep_alive=KEEP_ALIVE_S,
+                            **UVICORN_IMPL)  # type: ignore[arg-type]
     sock = config.bind_socket()
     try:
         Multiprocess(config, sockets=[sock]).run()
@@ -47,4 +51,5 @@ def run_workers(*, host: str, port: int, workers: int, log_level: str) -> None:
 
 def run_single(app: Any, *, host: str, port: int, log_level: str) -> None:
     """Serve ``app`` in this process (asyncio sets ``TCP_NODELAY`` itself here)."""
-    uvicorn.run(app, host=host, port=port, log_level=log_level, timeout_keep_alive=KEEP_ALIVE_S)
+    uvicorn.run(app, host=host, port=port, log_level=log_level, timeout_keep_alive=KEEP_ALIVE_S,
+                **UVICORN_IMPL)  # type: ignore[arg-type]

@@ -1,10 +1,10 @@
 """``copage serve`` settings: one frozen value, from a config file, the environment and flags.
 
 Precedence: command-line flags > environment variables > config file > defaults.
-Environment variables: ``COPAGE_UPSTREAM``, ``COPAGE_MODEL``, ``COPAGE_STORE``,
-``COPAGE_HOST``, ``COPAGE_PORT``, ``COPAGE_KEYS_FILE``, ``COPAGE_KEYS``
-(``key1=tenantA,key2=tenantB``), ``COPAGE_UPSTREAM_KEY`` (the upstream API key)
-and ``COPAGE_CONFIG`` (a TOML or JSON file with the same names in lower case).
+Environment variables: ``COPAGE_<NAME>`` for each setting (``COPAGE_UPSTREAM``,
+``COPAGE_STORE``, ``COPAGE_PORT``, ...), ``COPAGE_KEYS`` (``key1=tenantA,key2=tenantB``),
+``COPAGE_UPSTREAM_KEY`` (the upstream API key) and ``COPAGE_CONFIG`` (a TOML or
+JSON file with the same names in lower case).
 """
 
 from __future__ import annotations
@@ -19,10 +19,12 @@ from typing import Any
 
 from copage.core.config import PagerConfig
 from copage.llm.errors import url_secrets
+from copage.server.auth import digest, is_digest
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8787
 ENV_PREFIX = "COPAGE_"
+METRICS_MODES = ("key", "open", "off")
 _PAGING = ("boundary", "policy", "resident_pages", "resident_tokens", "keywords", "n_keywords",
            "bookmark_format", "recall_by_query")
 
@@ -44,13 +46,21 @@ class ServeSettings:
         store: store URL (``sqlite:///path``, ``postgresql://...``, ``memory://``).
         host, port: where to listen.
         keys: proxy API key -> tenant; empty means one tenant ``default`` on loopback only.
+            Stored as ``sha256:HEX`` digests (a digest may also be given instead of a key).
         paging: pager settings of new conversations (a :class:`PagerConfig`).
         max_recalls: recall calls served per turn; later ones are refused.
-        max_body_bytes, max_messages, max_tools: request bounds (413 / 400 beyond).
+        max_body_bytes, max_tools: request bounds (413 / 400 beyond).
+        max_messages: messages per request (400 beyond); 0, the default, means no limit:
+            a client resending its history grows without bound, the body size is the cap.
         upstream_timeout, upstream_retries: per upstream call.
         workers: uvicorn worker processes on this port.
         cache_conversations: open conversations each worker keeps in memory (0: none).
         lock_timeout: seconds a turn waits for its conversation's lock (then 409).
+        metrics: ``/metrics`` access: ``key`` (any proxy key; open when no keys are
+            configured), ``open`` (no key) or ``off`` (404).
+        cors: browser origins allowed to call the API cross-origin (``https://app.example``).
+        idempotency_window: seconds during which a request identical to the one that
+            produced a conversation's last answer is answered from the store (a retry).
     """
 
     upstream: str | None = None
@@ -62,14 +72,17 @@ class ServeSettings:
     keys: Mapping[str, str] = field(default_factory=dict, repr=False)
     paging: PagerConfig = field(default_factory=PagerConfig)
     max_recalls: int = 3
-    max_body_bytes: int = 4 * 1024 * 1024
-    max_messages: int = 2000
+    max_body_bytes: int = 32 * 1024 * 1024
+    max_messages: int = 0
     max_tools: int = 128
     upstream_timeout: float = 120.0
     upstream_retries: int = 0
     workers: int = 1
     cache_conversations: int = 256
     lock_timeout: float = 30.0
+    metrics: str = "key"
+    cors: tuple[str, ...] = ()
+    idempotency_window: float = 600.0
 
     def __post_init__(self) -> None:
         if bool(self.upstream) == bool(self.model):
@@ -79,7 +92,7 @@ class ServeSettings:
         if not self.store:
             object.__setattr__(self, "store", default_store_url())
         for name in ("max_recalls", "max_body_bytes", "max_messages", "max_tools", "workers"):
-            if int(getattr(self, name)) < (0 if name == "max_recalls" else 1):
+            if int(getattr(self, name)) < (0 if name in ("max_recalls", "max_messages") else 1):
                 raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
         if not self.lock_timeout > 0:
             raise ValueError(f"lock_timeout must be > 0 seconds, got {self.lock_timeout}")
@@ -88,16 +101,45 @@ class ServeSettings:
         if not 0 < self.port < 65536:
             raise ValueError(f"port must be in 1..65535, got {self.port}")
         for key, tenant in self.keys.items():
-            if len(key) < 8 or not tenant:
+            if (len(key) < 8 and not is_digest(key)) or not tenant:
                 raise ValueError("proxy keys must be at least 8 characters and name a tenant")
+        # Keys are kept only as digests: no plaintext proxy key outlives start-up.
+        object.__setattr__(self, "keys", {digest(k): t for k, t in self.keys.items()})
+        if self.metrics not in METRICS_MODES:
+            raise ValueError(f"metrics must be one of {', '.join(METRICS_MODES)}, "
+                             f"got {self.metrics!r}")
+        cors = (self.cors.split(",") if isinstance(self.cors, str) else self.cors)
+        object.__setattr__(self, "cors", tuple(o.strip().rstrip("/") for o in cors if o.strip()))
+        for origin in self.cors:
+            if origin != "*" and not origin.startswith(("http://", "https://")):
+                raise ValueError(f"--cors origins look like https://app.example, got {origin!r}")
+        if self.idempotency_window < 0:
+            raise ValueError("idempotency_window must be >= 0 seconds")
 
     def secrets(self) -> list[str]:
-        """Every secret the server knows (to redact from logs and errors)."""
-        return [s for s in (self.upstream_key, *self.keys, *url_secrets(self.upstream)) if s]
+        """The plaintext secrets the server holds (to redact from logs and errors):
+        the upstream key and the credentials and query values of the upstream and
+        store URLs. Proxy keys are not among them: only their digests are kept."""
+        out = [self.upstream_key, *url_secrets(self.upstream), *url_secrets(self.store)]
+        for url in (self.upstream, self.store):
+            out += query_values(url)
+        return [s for s in out if s]
 
     def with_(self, **changes: Any) -> ServeSettings:
         """A copy with some fields changed."""
         return replace(self, **changes)
+
+
+def query_values(url: str | None) -> list[str]:
+    """The values of ``url``'s query parameters (``?api-key=...``), which may be secrets."""
+    from urllib.parse import parse_qsl, urlsplit
+
+    if not url:
+        return []
+    try:
+        return [v for _, v in parse_qsl(urlsplit(url).query) if len(v) >= 4]
+    except ValueError:
+        return []
 
 
 def parse_keys(text: str) -> dict[str, str]:
@@ -203,8 +245,12 @@ def build_settings(
     for name, cast in (("host", str), ("port", int), ("max_recalls", int),
                        ("max_body_bytes", int), ("max_messages", int), ("max_tools", int),
                        ("upstream_timeout", float), ("upstream_retries", int), ("workers", int),
-                       ("cache_conversations", int), ("lock_timeout", float)):
+                       ("cache_conversations", int), ("lock_timeout", float),
+                       ("metrics", str), ("idempotency_window", float)):
         value = pick(name, cast)
         if value is not None:
             kwargs[name] = cast(value)
+    cors = pick("cors")
+    if cors:
+        kwargs["cors"] = tuple(cors.split(",")) if isinstance(cors, str) else tuple(cors)
     return ServeSettings(**kwargs)

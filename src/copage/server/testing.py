@@ -1,9 +1,12 @@
 """A scripted OpenAI-compatible upstream on 127.0.0.1, for tests and benchmarks.
 
-It records every request and answers through a ``responder`` callable (default:
-echo the last user message), so a test can script recalls, client tool calls,
-errors and delays, and then assert exactly what the proxy sent upstream.
-Standard library only; one thread per connection.
+It records every request (body, headers, path) and answers through a
+``responder`` callable (default: echo the last user message), so a test can
+script recalls, client tool calls, errors and delays, and then assert exactly
+what the proxy sent upstream. A request with ``"stream": true`` is answered as
+server-sent events (chunked), ``chunk_delay`` seconds apart, as OpenAI and
+llama.cpp stream. Only ``.../chat/completions`` and ``.../models`` exist (404
+elsewhere). Standard library only; one thread per connection.
 """
 
 from __future__ import annotations
@@ -28,6 +31,10 @@ class Reply:
     delay: float = 0.0
     prompt_tokens: int = 10
     completion_tokens: int = 5
+    #: Streaming: the text in these pieces (default: word by word) ...
+    pieces: list[str] | None = None
+    #: ... with this pause before each chunk after the first.
+    chunk_delay: float = 0.0
 
 
 Responder = Callable[[dict[str, Any]], Reply]
@@ -46,7 +53,7 @@ def completion_body(body: dict[str, Any], reply: Reply, n: int) -> dict[str, Any
     if reply.tool_calls:
         msg["tool_calls"] = [
             {"id": f"call_{n}_{i}", "type": "function",
-             "function": {"name": name, "arguments": json.dumps(args)}}
+             "function": {"name": name, "arguments": json.dumps(args, separators=(",", ":"))}}
             for i, (name, args) in enumerate(reply.tool_calls)
         ]
     return {
@@ -75,6 +82,9 @@ class FakeUpstream:
         self.models = models
         self.received: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
+        self.paths: list[str] = []
+        #: Numbers of the requests whose streamed reply has been sent to its end.
+        self.streamed: list[int] = []
         self._n = 0
         self._lock = threading.Lock()
         self._httpd = _Server(("127.0.0.1", port), _handler(self))
@@ -99,18 +109,47 @@ class FakeUpstream:
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
-    def handle(self, body: dict[str, Any], headers: dict[str, str]) -> tuple[int, Any, float]:
+    def handle(self, body: dict[str, Any], headers: dict[str, str], path: str = ""
+               ) -> tuple[int, Any, float, Reply, int]:
         with self._lock:
             self._n += 1
             n = self._n
             if self.record:
                 self.received.append(body)
                 self.headers.append(headers)
+                self.paths.append(path)
         reply = self.responder(body)
         if reply.status != 200:
             err = {"error": {"message": reply.error or "fake error", "type": "fake"}}
-            return reply.status, err, reply.delay
-        return 200, completion_body(body, reply, n), reply.delay
+            return reply.status, err, reply.delay, reply, n
+        return 200, completion_body(body, reply, n), reply.delay, reply, n
+
+
+def stream_events(body: dict[str, Any], reply: Reply, n: int) -> list[dict[str, Any]]:
+    """The ``chat.completion.chunk`` payloads of a streamed reply (no ``[DONE]``)."""
+    base = {"id": f"fake-{n}", "object": "chat.completion.chunk", "created": 0,
+            "model": body.get("model", "fake")}
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+        return {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+
+    out = [chunk({"role": "assistant", "content": ""})]
+    pieces = reply.pieces if reply.pieces is not None else [
+        w + " " for w in reply.text.split(" ")[:-1]] + reply.text.split(" ")[-1:]
+    out += [chunk({"content": p}) for p in pieces if p]
+    for i, (name, args) in enumerate(reply.tool_calls):
+        text = json.dumps(args, separators=(",", ":"))
+        half = len(text) // 2
+        out.append(chunk({"tool_calls": [{"index": i, "id": f"call_{n}_{i}", "type": "function",
+                                          "function": {"name": name, "arguments": ""}}]}))
+        for part in (text[:half], text[half:]):
+            out.append(chunk({"tool_calls": [{"index": i, "function": {"arguments": part}}]}))
+    out.append(chunk({}, "tool_calls" if reply.tool_calls else "stop"))
+    if (body.get("stream_options") or {}).get("include_usage"):
+        out.append({**base, "choices": [], "usage": {
+            "prompt_tokens": reply.prompt_tokens, "completion_tokens": reply.completion_tokens,
+            "total_tokens": reply.prompt_tokens + reply.completion_tokens}})
+    return out
 
 
 def _handler(server: FakeUpstream) -> type[BaseHTTPRequestHandler]:
@@ -128,7 +167,7 @@ def _handler(server: FakeUpstream) -> type[BaseHTTPRequestHandler]:
             self.wfile.write(head + data)  # one write: no Nagle/delayed-ACK stall
 
         def do_GET(self) -> None:
-            if self.path.rstrip("/").endswith("/models"):
+            if self.path.split("?")[0].rstrip("/").endswith("/models"):
                 data = [{"id": m, "object": "model", "created": 0, "owned_by": "fake"}
                         for m in server.models]
                 self._send(200, {"object": "list", "data": data})
@@ -143,14 +182,33 @@ def _handler(server: FakeUpstream) -> type[BaseHTTPRequestHandler]:
             except ValueError:
                 self._send(400, {"error": {"message": "bad json"}})
                 return
+            if not self.path.split("?")[0].endswith("/chat/completions"):
+                self._send(404, {"error": {"message": f"no route {self.path}"}})
+                return
             headers = {k.lower(): v for k, v in self.headers.items()}
-            status, payload, delay = server.handle(body, headers)
+            status, payload, delay, reply, n = server.handle(body, headers, self.path)
             if delay:
                 time.sleep(delay)
             try:
-                self._send(status, payload)
+                if status == 200 and body.get("stream"):
+                    self._stream(stream_events(body, reply, n), reply.chunk_delay)
+                    server.streamed.append(n)
+                else:
+                    self._send(status, payload)
             except (BrokenPipeError, ConnectionResetError):
                 pass
+
+        def _stream(self, events: list[dict[str, Any]], pause: float) -> None:
+            self.wfile.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
+                             b"transfer-encoding: chunked\r\ncache-control: no-cache\r\n\r\n")
+            datas = [f"data: {json.dumps(e)}\n\n".encode() for e in events]
+            for i, data in enumerate([*datas, b"data: [DONE]\n\n"]):
+                if i and pause:
+                    time.sleep(pause)
+                self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+                self.wfile.flush()
+            self.wfile.write(b"0\r\n\r\n")
+            self.wfile.flush()
 
     return Handler
 

@@ -6,6 +6,9 @@ transcript up to and including it: ``h_i = sha256(h_{i-1} || canonical(message_i
 resends the whole history sends messages whose prefix hashes to the head of the
 conversation it continues. :class:`TranscriptIndex` maps (tenant, head) to the
 conversation, so the lookup is one indexed query, restricted to the caller's tenant.
+Beside the head it keeps ``prev``, the chain through the last turn's request
+(everything before the stored answer), so a retry of that request, which resends
+exactly those messages, is recognised too.
 """
 
 from __future__ import annotations
@@ -37,6 +40,11 @@ def chain(messages: Sequence[Message], start: str = GENESIS) -> list[str]:
     return out
 
 
+def digest(messages: Sequence[Message]) -> str:
+    """The chain over ``messages`` alone (from :data:`GENESIS`): identifies a run of messages."""
+    return chain(messages)[-1]
+
+
 class Match(NamedTuple):
     """A conversation whose head equals the chain after ``length`` incoming messages."""
 
@@ -51,7 +59,11 @@ class TranscriptIndex(Protocol):
         """The conversation whose head is ``heads[i]`` for the largest such ``i``."""
         ...
 
-    def put(self, tenant: str, conversation_id: str, head: str) -> None: ...
+    def find_prev(self, tenant: str, prev: str) -> str | None:
+        """The conversation whose last turn was asked by the messages chaining to ``prev``."""
+        ...
+
+    def put(self, tenant: str, conversation_id: str, head: str, prev: str = "") -> None: ...
 
     def close(self) -> None: ...
 
@@ -70,18 +82,31 @@ class MemoryIndex:
     """In-process index (for the ``memory://`` store)."""
 
     def __init__(self) -> None:
-        self._heads: dict[tuple[str, str], str] = {}
+        self._heads: dict[tuple[str, str], tuple[str, str]] = {}
+        self._by_head: dict[tuple[str, str], set[str]] = {}
+        self._by_prev: dict[tuple[str, str], set[str]] = {}
         self._mutex = threading.Lock()
 
     def find(self, tenant: str, heads: Sequence[str]) -> Match | None:
-        wanted = set(heads)
         with self._mutex:
-            rows = [(c, h) for (t, c), h in self._heads.items() if t == tenant and h in wanted]
+            rows = [(c, h) for h in set(heads) for c in self._by_head.get((tenant, h), ())]
         return _best(rows, heads)
 
-    def put(self, tenant: str, conversation_id: str, head: str) -> None:
+    def find_prev(self, tenant: str, prev: str) -> str | None:
         with self._mutex:
-            self._heads[(tenant, conversation_id)] = head
+            found = self._by_prev.get((tenant, prev))
+            return min(found) if found else None
+
+    def put(self, tenant: str, conversation_id: str, head: str, prev: str = "") -> None:
+        with self._mutex:
+            old = self._heads.get((tenant, conversation_id))
+            if old is not None:
+                self._by_head.get((tenant, old[0]), set()).discard(conversation_id)
+                self._by_prev.get((tenant, old[1]), set()).discard(conversation_id)
+            self._heads[(tenant, conversation_id)] = (head, prev)
+            self._by_head.setdefault((tenant, head), set()).add(conversation_id)
+            if prev:
+                self._by_prev.setdefault((tenant, prev), set()).add(conversation_id)
 
     def close(self) -> None:
         return None
@@ -92,8 +117,15 @@ _CREATE = (
      "conversation_id TEXT NOT NULL, head TEXT NOT NULL, PRIMARY KEY (tenant, conversation_id))"),
     "CREATE INDEX IF NOT EXISTS copage_proxy_heads_by_head ON copage_proxy_heads (tenant, head)",
 )
-_UPSERT = ("INSERT INTO copage_proxy_heads (tenant, conversation_id, head) VALUES ({p}, {p}, {p}) "
-           "ON CONFLICT (tenant, conversation_id) DO UPDATE SET head = excluded.head")
+#: Added later: tables made by older versions get the column when opened.
+_ADD_PREV = "ALTER TABLE copage_proxy_heads ADD COLUMN {if_not} prev TEXT NOT NULL DEFAULT ''"
+_INDEX_PREV = ("CREATE INDEX IF NOT EXISTS copage_proxy_heads_by_prev "
+               "ON copage_proxy_heads (tenant, prev)")
+_UPSERT = ("INSERT INTO copage_proxy_heads (tenant, conversation_id, head, prev) "
+           "VALUES ({p}, {p}, {p}, {p}) ON CONFLICT (tenant, conversation_id) "
+           "DO UPDATE SET head = excluded.head, prev = excluded.prev")
+_FIND_PREV = ("SELECT conversation_id FROM copage_proxy_heads WHERE tenant = {p} AND prev = {p} "
+              "ORDER BY conversation_id LIMIT 1")
 
 
 class SQLiteIndex:
@@ -112,6 +144,14 @@ class SQLiteIndex:
         self._conn.execute(f"PRAGMA synchronous={synchronous.upper()}")
         for stmt in _CREATE:
             self._conn.execute(stmt)
+        columns = {r[1] for r in self._conn.execute("PRAGMA table_info(copage_proxy_heads)")}
+        if "prev" not in columns:
+            try:
+                self._conn.execute(_ADD_PREV.format(if_not=""))
+            except sqlite3.OperationalError as e:  # another process added it meanwhile
+                if "duplicate column" not in str(e):
+                    raise
+        self._conn.execute(_INDEX_PREV)
 
     def find(self, tenant: str, heads: Sequence[str]) -> Match | None:
         wanted = sorted({h for h in heads if h})
@@ -125,9 +165,14 @@ class SQLiteIndex:
                 ).fetchall()
         return _best(rows, heads)
 
-    def put(self, tenant: str, conversation_id: str, head: str) -> None:
+    def find_prev(self, tenant: str, prev: str) -> str | None:
         with self._mutex:
-            self._conn.execute(_UPSERT.format(p="?"), (tenant, conversation_id, head))
+            row = self._conn.execute(_FIND_PREV.format(p="?"), (tenant, prev)).fetchone()
+        return None if row is None else str(row[0])
+
+    def put(self, tenant: str, conversation_id: str, head: str, prev: str = "") -> None:
+        with self._mutex:
+            self._conn.execute(_UPSERT.format(p="?"), (tenant, conversation_id, head, prev))
 
     def close(self) -> None:
         with self._mutex:
@@ -143,7 +188,7 @@ class PostgresIndex:
         self._conn: Any = self._connect()
         with self._conn.transaction():
             self._conn.execute("SELECT pg_advisory_xact_lock(7165427890123)")
-            for stmt in _CREATE:
+            for stmt in (*_CREATE, _ADD_PREV.format(if_not="IF NOT EXISTS"), _INDEX_PREV):
                 self._conn.execute(stmt)
 
     def _connect(self) -> Any:
@@ -177,9 +222,14 @@ class PostgresIndex:
             ).fetchall()
         return _best([(str(c), str(h)) for c, h in rows], heads)
 
-    def put(self, tenant: str, conversation_id: str, head: str) -> None:
+    def find_prev(self, tenant: str, prev: str) -> str | None:
         with self._mutex:
-            self._live().execute(_UPSERT.format(p="%s"), (tenant, conversation_id, head))
+            row = self._live().execute(_FIND_PREV.format(p="%s"), (tenant, prev)).fetchone()
+        return None if row is None else str(row[0])
+
+    def put(self, tenant: str, conversation_id: str, head: str, prev: str = "") -> None:
+        with self._mutex:
+            self._live().execute(_UPSERT.format(p="%s"), (tenant, conversation_id, head, prev))
 
     def close(self) -> None:
         with self._mutex:

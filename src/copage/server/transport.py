@@ -3,6 +3,9 @@
 Both transports return a :class:`RawResponse` and raise only ``ModelTimeout``
 (the call took longer than ``timeout``) or ``UpstreamError`` (connection failed
 or the reply was not HTTP), so the caller maps statuses the same way for both.
+:meth:`Transport.stream` opens a reply whose body is read as it arrives (a
+:class:`RawStream`: server-sent events); there ``timeout`` bounds the wait for
+the reply's head and for each piece of the body, not the whole stream.
 
 :class:`LoopbackTransport` exists for latency: on the benchmark machine one
 ``httpx.AsyncClient`` POST to a loopback server took about 1.2 ms of Python
@@ -16,7 +19,7 @@ chunked, or close-delimited bodies, no TLS, no proxies, no compression
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import NamedTuple, Protocol
 from urllib.parse import urlsplit
 
@@ -38,11 +41,48 @@ class RawResponse(NamedTuple):
     content: bytes
 
 
+class RawStream:
+    """A reply whose body is read piece by piece (:meth:`chunks`); close it when done.
+
+    Args:
+        status, headers: the reply's head (headers lower-cased).
+        chunks: yields the body's pieces as they arrive.
+        close: releases the connection (kept for reuse only if the body was read to its end).
+    """
+
+    def __init__(self, status: int, headers: Mapping[str, str],
+                 chunks: AsyncIterator[bytes], close: Callable[[], Awaitable[None]]) -> None:
+        self.status, self.headers = status, headers
+        self._chunks, self._close = chunks, close
+
+    def chunks(self) -> AsyncIterator[bytes]:
+        """The body, piece by piece (``ModelTimeout`` / ``UpstreamError`` on failures)."""
+        return self._chunks
+
+    async def read(self, limit: int = 1 << 20) -> bytes:
+        """The rest of the body (at most ``limit`` bytes kept), e.g. of an error reply."""
+        parts: list[bytes] = []
+        size = 0
+        async for part in self._chunks:
+            if size < limit:
+                parts.append(part)
+                size += len(part)
+        return b"".join(parts)[:limit]
+
+    async def aclose(self) -> None:
+        """Release the connection."""
+        await self._close()
+
+
 class Transport(Protocol):
     """POSTs a body to a URL (see module docstring for the errors)."""
 
     async def post(self, url: str, content: bytes, headers: Mapping[str, str]) -> RawResponse:
         """One request and its whole reply."""
+        ...
+
+    async def stream(self, url: str, content: bytes, headers: Mapping[str, str]) -> RawStream:
+        """One request; the reply's head read, its body left to :meth:`RawStream.chunks`."""
         ...
 
     async def aclose(self) -> None:
@@ -67,6 +107,29 @@ class HttpxTransport:
         return RawResponse(r.status_code, {k.lower(): v for k, v in r.headers.items()},
                            r.content)
 
+    async def stream(self, url: str, content: bytes, headers: Mapping[str, str]) -> RawStream:
+        """POST with httpx, the reply's body streamed."""
+        request = self.client.build_request("POST", url, content=content, headers=dict(headers))
+        try:
+            r = await self.client.send(request, stream=True)
+        except httpx.TimeoutException:
+            raise ModelTimeout(PROVIDER, "POST to the upstream timed out") from None
+        except httpx.HTTPError as e:
+            raise UpstreamError(PROVIDER, f"POST to the upstream failed ({type(e).__name__})") from None
+
+        async def chunks() -> AsyncIterator[bytes]:
+            try:
+                async for part in r.aiter_bytes():
+                    yield part
+            except httpx.TimeoutException:
+                raise ModelTimeout(PROVIDER, "the upstream stream stalled") from None
+            except httpx.HTTPError as e:
+                raise UpstreamError(PROVIDER, f"the upstream stream broke ({type(e).__name__})"
+                                    ) from None
+
+        return RawStream(r.status_code, {k.lower(): v for k, v in r.headers.items()},
+                         chunks(), r.aclose)
+
     async def aclose(self) -> None:
         """Close the client."""
         await self.client.aclose()
@@ -87,13 +150,59 @@ class LoopbackTransport:
         self.netloc, self.timeout = parts.netloc, timeout
         self._idle: list[_Conn] = []
 
-    async def post(self, url: str, content: bytes, headers: Mapping[str, str]) -> RawResponse:
-        """POST ``content``; a dropped idle connection is retried once on a new one."""
-        path = urlsplit(url).path or "/"
+    def _request(self, url: str, content: bytes, headers: Mapping[str, str]) -> bytes:
+        parts = urlsplit(url)
+        path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
         head = [f"POST {path} HTTP/1.1", f"host: {self.netloc}",
                 f"content-length: {len(content)}"]
         head += [f"{k}: {v}" for k, v in headers.items() if k.lower() != "content-length"]
-        request = ("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + content
+        return ("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + content
+
+    async def stream(self, url: str, content: bytes, headers: Mapping[str, str]) -> RawStream:
+        """POST ``content`` on a new connection; the body is read as it arrives."""
+        request = self._request(url, content, headers)
+        errors = (OSError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, ValueError)
+        try:
+            async with asyncio.timeout(self.timeout):
+                reader, writer = await asyncio.open_connection(self.host, self.port,
+                                                               limit=MAX_HEAD)
+                try:
+                    writer.write(request)
+                    await writer.drain()
+                    status, hdrs, keep = await _read_head(await reader.readuntil(b"\r\n"),
+                                                          reader)
+                except BaseException:
+                    writer.close()
+                    raise
+        except TimeoutError:
+            raise ModelTimeout(PROVIDER, f"POST to the upstream timed out after {self.timeout}s") from None
+        except errors as e:
+            raise UpstreamError(PROVIDER, f"POST to the upstream failed ({type(e).__name__})") from None
+        done = {"body": False}
+
+        async def chunks() -> AsyncIterator[bytes]:
+            try:
+                async for part in _body_parts(status, hdrs, reader, self.timeout):
+                    yield part
+                done["body"] = True
+            except TimeoutError:
+                raise ModelTimeout(PROVIDER, f"the upstream sent nothing for {self.timeout}s"
+                                   ) from None
+            except errors as e:
+                raise UpstreamError(PROVIDER, f"the upstream stream broke ({type(e).__name__})"
+                                    ) from None
+
+        async def close() -> None:
+            if done["body"] and keep and len(self._idle) < MAX_IDLE and not writer.is_closing():
+                self._idle.append((reader, writer))
+            else:
+                writer.close()
+
+        return RawStream(status, hdrs, chunks(), close)
+
+    async def post(self, url: str, content: bytes, headers: Mapping[str, str]) -> RawResponse:
+        """POST ``content``; a dropped idle connection is retried once on a new one."""
+        request = self._request(url, content, headers)
         try:
             async with asyncio.timeout(self.timeout):
                 while self._idle:
@@ -140,8 +249,9 @@ class LoopbackTransport:
             self._idle.pop()[1].close()
 
 
-async def _read_reply(first: bytes, reader: asyncio.StreamReader) -> tuple[RawResponse, bool]:
-    """Parse a reply after its status line; also whether the connection can be reused."""
+async def _read_head(first: bytes, reader: asyncio.StreamReader
+                     ) -> tuple[int, dict[str, str], bool]:
+    """Status, headers and keep-alive of a reply, after its status line."""
     version, _, rest = first.decode("latin-1").strip().partition(" ")
     if not version.startswith("HTTP/1."):
         raise ValueError("not an HTTP/1.x reply")
@@ -152,6 +262,49 @@ async def _read_reply(first: bytes, reader: asyncio.StreamReader) -> tuple[RawRe
         if sep:
             headers[name.strip().lower()] = value.strip()
     keep = version == "HTTP/1.1" and headers.get("connection", "").lower() != "close"
+    if not ("chunked" in headers.get("transfer-encoding", "").lower()
+            or "content-length" in headers or status in (204, 304) or 100 <= status < 200):
+        keep = False  # close-delimited
+    return status, headers, keep
+
+
+async def _body_parts(status: int, headers: Mapping[str, str], reader: asyncio.StreamReader,
+                      timeout: float) -> AsyncIterator[bytes]:
+    """The body's pieces as they arrive, each within ``timeout`` seconds."""
+    if "chunked" in headers.get("transfer-encoding", "").lower():
+        while True:
+            async with asyncio.timeout(timeout):
+                size = int((await reader.readuntil(b"\r\n")).split(b";", 1)[0].strip(), 16)
+                if size == 0:
+                    while (await reader.readuntil(b"\r\n")) != b"\r\n":
+                        pass  # trailers
+                    return
+                part = await reader.readexactly(size)
+                await reader.readexactly(2)
+            yield part
+    elif "content-length" in headers:
+        left = int(headers["content-length"])
+        while left > 0:
+            async with asyncio.timeout(timeout):
+                part = await reader.read(min(left, 65536))
+            if not part:
+                raise asyncio.IncompleteReadError(b"", left)
+            left -= len(part)
+            yield part
+    elif status in (204, 304) or 100 <= status < 200:
+        return
+    else:
+        while True:
+            async with asyncio.timeout(timeout):
+                part = await reader.read(65536)
+            if not part:
+                return
+            yield part
+
+
+async def _read_reply(first: bytes, reader: asyncio.StreamReader) -> tuple[RawResponse, bool]:
+    """Parse a reply after its status line; also whether the connection can be reused."""
+    status, headers, keep = await _read_head(first, reader)
     if "chunked" in headers.get("transfer-encoding", "").lower():
         body = await _read_chunked(reader)
     elif "content-length" in headers:
@@ -159,7 +312,7 @@ async def _read_reply(first: bytes, reader: asyncio.StreamReader) -> tuple[RawRe
     elif status in (204, 304) or 100 <= status < 200:
         body = b""
     else:
-        body, keep = await reader.read(), False
+        body = await reader.read()
     return RawResponse(status, headers, body), keep
 
 

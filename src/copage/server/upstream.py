@@ -4,18 +4,31 @@ from __future__ import annotations
 
 import time
 from collections import OrderedDict
+from collections.abc import AsyncIterator
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 
 from copage.llm.errors import ModelError, UpstreamError, error_for_status, redact
-from copage.llm.types import ChatModel, ChatRequest, ChatResponse
+from copage.llm.types import ChatModel, ChatRequest, ChatResponse, StreamEvent
+from copage.llm.types import stream as stream_reply
 from copage.server.errors import bad_request
 from copage.server.http_model import HttpChatModel
 from copage.server.transport import Transport, transport_for
 
 DUMMY_KEY = "sk-no-key-required"
 MAX_MODELS = 32
+
+
+def endpoint(base_url: str, path: str) -> str:
+    """``base_url`` with ``path`` appended to its path, its query kept after it.
+
+    ``https://x.openai.azure.com/openai/deployments/d?api-version=2024-06-01`` and
+    ``chat/completions`` give ``.../deployments/d/chat/completions?api-version=...``.
+    """
+    parts = urlsplit(base_url)
+    return urlunsplit(parts._replace(path=parts.path.rstrip("/") + "/" + path.lstrip("/")))
 
 
 class Upstream:
@@ -34,7 +47,10 @@ class Upstream:
     ) -> None:
         if (base_url is None) == (model is None):
             raise ValueError("give exactly one of base_url or model")
-        self.base_url = base_url.rstrip("/") if base_url else None
+        if base_url:
+            parts = urlsplit(base_url)
+            base_url = urlunsplit(parts._replace(path=parts.path.rstrip("/"), fragment=""))
+        self.base_url = base_url or None
         self.__key = api_key
         self.timeout, self.retries = timeout, retries
         self._models: OrderedDict[str, ChatModel] = OrderedDict()
@@ -87,6 +103,11 @@ class Upstream:
         response = await model.complete(request)
         return response, time.perf_counter() - t0
 
+    def stream(self, model: ChatModel, request: ChatRequest) -> AsyncIterator[StreamEvent]:
+        """Stream one upstream call: the model's own streaming, or its whole reply as one
+        chunk for a model that cannot stream (:func:`copage.llm.types.stream`)."""
+        return stream_reply(model, request)
+
     async def models(self) -> dict[str, Any]:
         """``GET /v1/models``: the upstream's list, or the fixed model."""
         if self._fixed is not None:
@@ -97,7 +118,8 @@ class Upstream:
         try:
             if self._http is None:
                 self._http = httpx.AsyncClient(timeout=self.timeout)
-            r = await self._http.get(f"{self.base_url}/models", headers=headers)
+            assert self.base_url is not None
+            r = await self._http.get(endpoint(self.base_url, "models"), headers=headers)
         except httpx.TimeoutException:
             from copage.llm.errors import ModelTimeout
 

@@ -1,0 +1,244 @@
+"""What each shape of ``messages`` does, retries and LangChain tool round trips (issue 9, #2-#4).
+
+All through the official ``openai`` SDK (and ``langchain-openai``), as real clients send them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import openai
+import pytest
+from proxy_helpers import Proxy, stats
+
+from copage.server.testing import Reply, echo
+
+
+def _send(c: openai.OpenAI, msgs: list[dict[str, Any]], cid: str | None = None,
+          **headers: str) -> tuple[str, str, dict[str, Any]]:
+    """(answer text, conversation id, stats) of one SDK call."""
+    extra = {"X-Copage-Conversation": cid} if cid else {}
+    raw = c.chat.completions.with_raw_response.create(
+        model="fake-model", messages=msgs, extra_headers={**extra, **headers})  # type: ignore[arg-type]
+    return (raw.parse().choices[0].message.content or "", raw.headers["x-copage-conversation"],
+            stats(raw.headers))
+
+
+def _roles_texts(proxy: Proxy, cid: str) -> list[tuple[str, str]]:
+    conv = proxy.state.store.load(cid, tenant="alice")
+    return [(t.role, t.text) for t in conv.turns]
+
+
+def _u(text: str) -> dict[str, str]:
+    return {"role": "user", "content": text}
+
+
+def _a(text: str) -> dict[str, str]:
+    return {"role": "assistant", "content": text}
+
+
+def _count(proxy: Proxy, text: str) -> int:
+    """Upstream calls whose last message was ``text``."""
+    return sum(1 for b in proxy.upstream.received if b["messages"][-1].get("content") == text)
+
+
+@pytest.fixture
+def numbered(proxy: Proxy) -> Proxy:
+    """Answers carry a call counter, so a replay and a new answer can be told apart."""
+    n = {"i": 0}
+
+    def respond(body: dict[str, Any]) -> Reply:
+        n["i"] += 1
+        return Reply(text=f"{echo(body).text} #{n['i']}")
+
+    proxy.upstream.responder = respond
+    return proxy
+
+
+# ------------------------------------------------------------- header mode
+def test_header_shapes_never_duplicate(numbered: Proxy) -> None:
+    proxy = numbered
+    c = proxy.client()
+    a1, _, _ = _send(c, [_u("u1")], "h")
+    a2, _, _ = _send(c, [_u("u1"), _a(a1), _u("u2")], "h")  # exact continuation
+    a3, _, _ = _send(c, [_u("u3")], "h")  # only the new message
+    a4, _, _ = _send(c, [_u("u3"), _a(a3), _u("u4")], "h")  # overlap: a suffix, then new
+    assert _roles_texts(proxy, "h") == [
+        ("user", "u1"), ("assistant", a1), ("user", "u2"), ("assistant", a2),
+        ("user", "u3"), ("assistant", a3), ("user", "u4"), ("assistant", a4)]
+    # an unrelated history under the same id: 409, nothing stored
+    with pytest.raises(openai.ConflictError) as err:
+        _send(c, [_u("x1"), _a("y1"), _u("x2")], "h")
+    assert err.value.code == "conversation_mismatch"
+    assert len(_roles_texts(proxy, "h")) == 8
+
+
+def test_header_regenerate_branches(numbered: Proxy) -> None:
+    proxy = numbered
+    c = proxy.client()
+    a1, _, _ = _send(c, [_u("u1")], "r")
+    hist = [_u("u1"), _a(a1), _u("u2")]
+    a2, _, _ = _send(c, hist, "r")
+    # regenerate: the same request again, a first attempt (the SDK says so)
+    b2, branch, st = _send(c, hist, "r")
+    assert b2 != a2 and branch != "r" and st["upstream_calls"] == 1
+    assert _roles_texts(proxy, "r") == [("user", "u1"), ("assistant", a1), ("user", "u2"),
+                                        ("assistant", a2)]
+    assert _roles_texts(proxy, branch) == [("user", "u1"), ("assistant", a1), ("user", "u2"),
+                                           ("assistant", b2)]
+    # the branch continues under its own id
+    b3, same, _ = _send(c, [*hist, _a(b2), _u("u3")], branch)
+    assert same == branch and _roles_texts(proxy, branch)[-2:] == [("user", "u3"),
+                                                                    ("assistant", b3)]
+    # a client resending only its new message twice means it twice
+    c1, _, _ = _send(c, [_u("same again")], "s")
+    c2, _, _ = _send(c, [_u("same again")], "s")
+    assert c1 != c2 and [r for r, _ in _roles_texts(proxy, "s")] == ["user", "assistant"] * 2
+
+
+# -------------------------------------------------------- transparent mode
+def test_transparent_regenerate_and_unrelated(numbered: Proxy) -> None:
+    proxy = numbered
+    c = proxy.client()
+    a1, cid, _ = _send(c, [_u("u1")])
+    hist = [_u("u1"), _a(a1), _u("u2")]
+    a2, cid2, _ = _send(c, hist)
+    assert cid2 == cid
+    b2, branch, _ = _send(c, hist)  # regenerate: a new branch, the original untouched
+    assert branch != cid and b2 != a2
+    assert len(_roles_texts(proxy, cid)) == 4 and len(_roles_texts(proxy, branch)) == 4
+    _, on_branch, _ = _send(c, [*hist, _a(b2), _u("u3")])
+    _, on_first, _ = _send(c, [*hist, _a(a2), _u("u3")])
+    assert on_branch == branch and on_first == cid
+    _, other, _ = _send(c, [_u("zzz"), _a("nothing stored"), _u("u2")])
+    assert other not in (cid, branch)
+
+
+# ------------------------------------------------------------------ retries
+@pytest.mark.parametrize("mode", ["header", "transparent"])
+def test_sdk_retry_after_client_timeout_is_answered_from_the_store(
+    make_proxy: Callable[..., Proxy], mode: str,
+) -> None:
+    proxy = make_proxy()
+    calls = {"n": 0}
+
+    def respond(body: dict[str, Any]) -> Reply:
+        calls["n"] += 1
+        slow = body["messages"][-1].get("content") == "slow question"
+        return Reply(text=f"answer {calls['n']}", delay=2.0 if slow else 0.0)
+
+    proxy.upstream.responder = respond
+    cid = "t" if mode == "header" else None
+    fast = proxy.client(timeout=30)
+    a1, conv, _ = _send(fast, [_u("u1")], cid)
+    hist = [_u("u1"), _a(a1), _u("slow question")]
+    # the SDK times out after 1 s, retries (X-Stainless-Retry-Count: 1) while the proxy
+    # still waits for the upstream; the retry waits for the turn and gets its answer
+    retrying = openai.OpenAI(base_url=proxy.url + "/v1", api_key=fast.api_key, timeout=1.0,
+                             max_retries=4)
+    answer, conv2, st = _send(retrying, hist, cid)
+    assert conv2 == conv and st.get("replayed") is True
+    assert _count(proxy, "slow question") == 1, "one upstream call for the question"
+    assert _roles_texts(proxy, conv) == [("user", "u1"), ("assistant", a1),
+                                         ("user", "slow question"), ("assistant", answer)]
+    # the proxy never forwards the client's headers
+    assert all("x-stainless-retry-count" not in h for h in proxy.upstream.headers)
+
+
+def test_idempotency_key(numbered: Proxy) -> None:
+    proxy = numbered
+    c = proxy.client()
+    a1, _, _ = _send(c, [_u("u1")], "k", **{"Idempotency-Key": "key-1"})
+    again, _, st = _send(c, [_u("u1")], "k", **{"Idempotency-Key": "key-1"})
+    assert again == a1 and st["replayed"] is True and _count(proxy, "u1") == 1
+    # a new key for the same message: a new turn (new-only shape)
+    b1, _, _ = _send(c, [_u("u1")], "k", **{"Idempotency-Key": "key-2"})
+    assert b1 != a1 and len(_roles_texts(proxy, "k")) == 4
+    # the same key on another request is refused
+    with pytest.raises(openai.UnprocessableEntityError) as err:
+        _send(c, [_u("something else")], "k", **{"Idempotency-Key": "key-2"})
+    assert err.value.code == "idempotency_key_reused"
+    assert len(_roles_texts(proxy, "k")) == 4
+    # transparent mode: the key picks retry over regenerate
+    t1, tid, _ = _send(c, [_u("v1")])
+    hist = [_u("v1"), _a(t1), _u("v2")]
+    t2, _, _ = _send(c, hist, **{"Idempotency-Key": "tk"})
+    t2b, tid2, st = _send(c, hist, **{"Idempotency-Key": "tk"})
+    assert (t2b, tid2, st["replayed"]) == (t2, tid, True)
+
+
+# ------------------------------------------------ LangChain tool round trip
+def test_langchain_tool_round_trip_stays_in_one_conversation(proxy: Proxy) -> None:
+    """LangChain sends tool-call arguments back re-serialised (``{"city": "Paris"}``
+    for the model's ``{"city":"Paris"}``): still the same conversation."""
+    from langchain_core.messages import HumanMessage, ToolMessage
+    from langchain_core.tools import tool
+    from langchain_openai import ChatOpenAI
+
+    @tool
+    def get_weather(city: str) -> str:
+        """The weather in a city."""
+        return f"sunny in {city}"
+
+    llm = ChatOpenAI(model="fake-model", base_url=proxy.url + "/v1",
+                     api_key=proxy.client().api_key, max_retries=0,
+                     include_response_headers=True).bind_tools([get_weather])
+    msgs: list[Any] = [HumanMessage("What is the WEATHER in Paris?")]
+    first = llm.invoke(msgs)
+    assert first.tool_calls and first.tool_calls[0]["args"] == {"city": "Paris"}
+    sent = proxy.upstream.received[-1]
+    msgs += [first, ToolMessage(get_weather.invoke(first.tool_calls[0]["args"]),
+                                tool_call_id=first.tool_calls[0]["id"])]
+    second = llm.invoke(msgs)
+    assert "sunny in Paris" in str(second.content)
+    msgs += [second, HumanMessage("thanks")]
+    third = llm.invoke(msgs)
+    ids = {m.response_metadata["headers"]["x-copage-conversation"]
+           for m in (first, second, third)}
+    assert len(ids) == 1, ids
+    assert [r for r, _ in _roles_texts(proxy, ids.pop())] == [
+        "user", "assistant", "tool", "assistant", "user", "assistant"]
+    assert sent["messages"][-1]["content"] == "What is the WEATHER in Paris?"
+
+
+# ------------------------------------------------- cost per turn: new messages only
+@pytest.mark.parametrize("mode", ["header", "transparent"])
+def test_a_resent_history_is_neither_parsed_nor_validated_again(
+    proxy: Proxy, monkeypatch: pytest.MonkeyPatch, mode: str,
+) -> None:
+    """Per turn, the messages validated and parsed do not grow with the conversation."""
+    from copage.server import body, recognise, request
+
+    validated: list[int] = []
+    full_parses: list[int] = []
+    real_message, real_all = request._message, body.Messages.all
+
+    def counting(m: Any, i: int) -> Any:
+        validated.append(i)
+        return real_message(m, i)
+
+    def counting_all(self: body.Messages) -> list[Any]:
+        if self._all is None:
+            full_parses.append(len(self))
+        return real_all(self)
+
+    monkeypatch.setattr(request, "_message", counting)
+    monkeypatch.setattr(recognise, "_message", counting)
+    monkeypatch.setattr(body.Messages, "all", counting_all)
+    c = proxy.client()
+    cid = "cost" if mode == "header" else None
+    hist: list[dict[str, Any]] = []
+    per_turn = []
+    ids = set()
+    for t in range(40):
+        hist.append(_u(f"question {t}"))
+        validated.clear()
+        full_parses.clear()
+        answer, conv, _ = _send(c, hist, cid)
+        per_turn.append((len(validated), len(full_parses)))
+        ids.add(conv)
+        hist.append({"role": "assistant", "content": answer, "refusal": None})
+    assert len(ids) == 1
+    assert all(v <= 3 and f == 0 for v, f in per_turn[2:]), per_turn
+    assert len(_roles_texts(proxy, ids.pop())) == 80

@@ -1,0 +1,62 @@
+"""Real ``copage serve`` processes at the default log level, one and two workers (issue 9, #1).
+
+The access logger used to raise on every request at the default level (the
+redaction filter dropped the record's arguments, which uvicorn's access formatter
+unpacks); every other test ran at ``warning`` and never saw it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import openai
+import pytest
+from proxy_helpers import KEY_A, KEY_B, UPSTREAM_KEY, free_port, spawn_worker
+
+from copage.server.testing import FakeUpstream, echo
+
+
+def _run(tmp_path: Path, *extra: str) -> tuple[str, list[str]]:
+    """Serve, send turns with the openai SDK, stop; the server's stderr and conversation ids."""
+    log = tmp_path / "serve.log"
+    ids = []
+    with FakeUpstream(echo) as up, log.open("wb") as err:
+        port = free_port()
+        proc = spawn_worker(port, up.url, f"sqlite://{tmp_path / 's.db'}", *extra,
+                            log_level=None, stderr=err, stdout=err)
+        try:
+            for key in (KEY_A, KEY_B):
+                client = openai.OpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key=key,
+                                       max_retries=0, timeout=30)
+                hist: list[dict[str, str]] = []
+                for i in range(3):
+                    hist.append({"role": "user", "content": f"question {i}"})
+                    raw = client.chat.completions.with_raw_response.create(
+                        model="fake-model", messages=hist)  # type: ignore[arg-type]
+                    ids.append(raw.headers["x-copage-conversation"])
+                    answer = raw.parse().choices[0].message
+                    assert answer.content == f"echo: question {i}"
+                    hist.append({"role": "assistant", "content": answer.content or ""})
+            assert all(UPSTREAM_KEY == h["authorization"].split()[-1] for h in up.headers)
+        finally:
+            proc.terminate()
+            proc.wait(20)
+    return log.read_text(), ids
+
+
+def test_default_log_level_logs_requests_without_errors(tmp_path: Path) -> None:
+    text, ids = _run(tmp_path)
+    assert "Logging error" not in text and "Traceback" not in text, text[-3000:]
+    assert text.count('"POST /v1/chat/completions HTTP/1.1" 200') == 6  # the access log works
+    assert len(set(ids[:3])) == 1 and len(set(ids[3:])) == 1  # transparent mode recognised
+    assert KEY_A not in text and UPSTREAM_KEY not in text
+
+
+@pytest.mark.slow
+def test_two_workers_via_run_workers_and_app_from_env(tmp_path: Path) -> None:
+    """``--workers 2``: uvicorn's supervisor, two processes built by ``app_from_env``."""
+    text, ids = _run(tmp_path, "--workers", "2", "--boundary", "fixed_2")
+    assert "Logging error" not in text and "Traceback" not in text, text[-3000:]
+    assert text.count("Started server process") == 2, text[-3000:]
+    assert text.count('"POST /v1/chat/completions HTTP/1.1" 200') == 6
+    assert len(set(ids[:3])) == 1 and len(set(ids[3:])) == 1 and ids[0] != ids[3]
