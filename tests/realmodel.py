@@ -74,6 +74,17 @@ class LlamaServer:
         body = {"content": prompt, "add_special": True, "parse_special": True}
         return len(_post(f"{self.root}/tokenize", body)["tokens"])
 
+    def evaluated(self, body: dict[str, Any], reply: dict[str, Any]) -> str:
+        """The prompt rendered for ``body``, checked to be the one the server evaluated.
+
+        ``reply`` is the server's answer to ``body``: its ``usage.prompt_tokens``
+        must equal the token count of the rendered prompt.
+        """
+        prompt = self.apply_template(body)
+        assert self.prompt_tokens(prompt) == reply["usage"]["prompt_tokens"], (
+            "the rendered prompt is not the one the server evaluated")
+        return prompt
+
     def log_tail(self, n: int = 3000) -> str:
         """The end of the server's log, for failure messages."""
         return self.log_path.read_text(errors="replace")[-n:]

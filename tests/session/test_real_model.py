@@ -12,7 +12,6 @@ asserted: the model is tiny.
 from __future__ import annotations
 
 import json
-from typing import Any
 
 import pytest
 from realmodel import (
@@ -54,14 +53,6 @@ def page_texts(page: str) -> list[str]:
     return TURNS[2 * (n - 1): 2 * n]
 
 
-def evaluated(server: LlamaServer, body: dict[str, Any], reply: dict[str, Any]) -> str:
-    """The prompt the server rendered for ``body``; checked to be the one it evaluated."""
-    prompt = server.apply_template(body)
-    assert server.prompt_tokens(prompt) == reply["usage"]["prompt_tokens"], (
-        "the rendered prompt is not the one the server evaluated")
-    return prompt
-
-
 async def test_tools_and_recalled_page_reach_the_model_unescaped(
     real_server: LlamaServer,
 ) -> None:
@@ -82,7 +73,7 @@ async def test_tools_and_recalled_page_reach_the_model_unescaped(
 
     # 1. The request copage sent without force_recall: tools offered, nothing forced.
     assert first.body.get("tool_choice", "auto") == "auto"
-    prompt = evaluated(real_server, first.forwarded, first.reply)
+    prompt = real_server.evaluated(first.forwarded, first.reply)
     sent_prompt = real_server.apply_template(first.body)
     assert prompt.startswith(sent_prompt.removesuffix("<|im_start|>assistant\n"))
     assert shown_tools(sent_prompt) == first.body["tools"]
@@ -103,7 +94,7 @@ async def test_tools_and_recalled_page_reach_the_model_unescaped(
     # 3. The next request holds the tool result, and the model is shown it verbatim.
     tool_msgs = [m for m in second.body["messages"] if m["role"] == "tool"]
     assert len(tool_msgs) == 1 and all(t in tool_msgs[0]["content"] for t in page_texts(page))
-    prompt = evaluated(real_server, second.body, second.reply)
+    prompt = real_server.evaluated(second.body, second.reply)
     assert_verbatim(second.body, prompt)
     assert tool_responses(prompt) == [tool_msgs[0]["content"]]
     assert f'<page id="{page}">' in prompt
@@ -122,7 +113,7 @@ async def test_text_protocol_instructions_reach_the_model_unescaped(
     assert "tools" not in first.body
     system = first.body["messages"][0]["content"]
     assert "recall" in system and "<" in system and '"' in system
-    prompt = evaluated(real_server, first.body, first.reply)
+    prompt = real_server.evaluated(first.body, first.reply)
     assert_verbatim(first.body, prompt)
     assert shown_tools(prompt) == []  # tools travel as text in this mode
 
@@ -144,7 +135,7 @@ async def test_recalled_page_is_in_the_next_prompt(real_server: LlamaServer) -> 
     first = report.recalls[0]
     assert first.status == "paged_in" and first.page in ("p1", "p2")
     before = real_server.apply_template(chats[0].body)
-    after = evaluated(real_server, chats[1].body, chats[1].reply)
+    after = real_server.evaluated(chats[1].body, chats[1].reply)
     for text in page_texts(first.page):
         assert text not in before  # evicted when the turn started ...
         assert text in after  # ... and in the very next prompt, as written
