@@ -33,6 +33,7 @@ else
     "${PIP[@]}" download -q --no-deps --no-binary :all: -d "$DIR/src" "llama-cpp-python==$VERSION"
     tar -xzf "$DIR/src/llama_cpp_python-$VERSION.tar.gz" -C "$DIR/src"
   fi
+  command -v cmake >/dev/null || "${PIP[@]}" install -q cmake
   cmake -S "$SRC/vendor/llama.cpp" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release \
     -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF \
     -DBUILD_SHARED_LIBS=OFF -DGGML_CCACHE=OFF > "$DIR/configure.log"
