@@ -210,11 +210,17 @@ def force_tool_call(body: dict[str, Any], tool: str) -> dict[str, Any]:
             "messages": [*body["messages"], prefill]}
 
 
-def named_tool_choice(body: dict[str, Any]) -> dict[str, Any]:
-    """OpenAI's named ``tool_choice`` translated for llama-server (see :func:`force_tool_call`)."""
-    choice = body.get("tool_choice")
+def forced_choice(body: dict[str, Any]) -> dict[str, Any]:
+    """A forcing ``tool_choice`` translated for llama-server (see :func:`force_tool_call`).
+
+    A named function is forced; so is ``"required"`` when one tool is offered.
+    Other bodies are returned unchanged.
+    """
+    choice, tools = body.get("tool_choice"), body.get("tools") or []
     if isinstance(choice, dict):
         return force_tool_call(body, str(choice["function"]["name"]))
+    if choice == "required" and len(tools) == 1:
+        return force_tool_call(body, str(tools[0]["function"]["name"]))
     return body
 
 
@@ -234,7 +240,7 @@ class RecordingProxy:
 
     Give copage its :attr:`base_url` to capture exactly the request bodies copage
     sends. ``rewrite(n, body)``, if given, returns the body forwarded for the n-th
-    ``/chat/completions`` request (0-based), e.g. :func:`named_tool_choice`.
+    ``/chat/completions`` request (0-based), e.g. :func:`forced_choice`.
     """
 
     def __init__(

@@ -19,7 +19,7 @@ from realmodel import (
     RecordingProxy,
     assert_verbatim,
     force_tool_call,
-    named_tool_choice,
+    forced_choice,
     shown_tools,
     tool_responses,
 )
@@ -122,15 +122,15 @@ async def test_recalled_page_is_in_the_next_prompt(real_server: LlamaServer) -> 
     """force_recall: the model's chosen page is in the prompt of the turn's next call."""
     mem = memory()
     # llama-server ignores OpenAI's named tool_choice; the proxy translates it.
-    with RecordingProxy(real_server.base_url, rewrite=lambda n, b: named_tool_choice(b)) as proxy:
+    with RecordingProxy(real_server.base_url, rewrite=lambda n, b: forced_choice(b)) as proxy:
         model = get_model(f"openai:smollm2@{proxy.base_url}")
         # enum_pages: the server's grammar then only allows "p1" or "p2" as the argument.
         chat = PagedChat(mem, model, max_tokens=48, enum_pages=True, max_recalls_per_turn=1)
         report = await chat.send(QUESTION, force_recall=True)
     chats = proxy.chats
     assert len(chats) >= 2, f"no recall: {chats[0].reply}"
-    assert chats[0].body["tool_choice"] == {"type": "function", "function": {"name": "recall"}}
-    assert all(not isinstance(c.body.get("tool_choice"), dict) for c in chats[1:])
+    assert chats[0].forwarded is not chats[0].body, "copage did not force the first call"
+    assert all(c.forwarded is c.body for c in chats[1:]), "copage forced a later call"
 
     first = report.recalls[0]
     assert first.status == "paged_in" and first.page in ("p1", "p2")
