@@ -1,4 +1,6 @@
-"""``main`` against the local real model (SmolLM2 via llama.cpp): rows and JSONL, not quality."""
+"""``main`` against the local real model (SmolLM2 via llama-server): rows, JSONL, and what
+the model was shown (through a recording proxy and the server's ``/apply-template``); never
+answer quality."""
 
 from __future__ import annotations
 
@@ -11,7 +13,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from realmodel import LlamaServer, llama_server
+from realmodel import LlamaServer, RecordingProxy, assert_verbatim, llama_server, shown_tools
 
 from copage.eval.experiments.main import smoke
 from copage.llm import get_model
@@ -27,10 +29,11 @@ def server() -> Iterator[LlamaServer]:
 
 
 def test_main_with_real_model(server: LlamaServer, tmp_path: Path) -> None:
-    model = get_model(server.spec)
-    res = smoke(model, tmp_path, spec=server.spec, probes=3, methods=METHODS, max_tokens=32,
-                judge_max_tokens=32,
-                cache_path=str(tmp_path / "cache.sqlite"))
+    with RecordingProxy(server.base_url) as proxy:
+        model = get_model(f"openai:smollm2@{proxy.base_url}")
+        res = smoke(model, tmp_path, spec=server.spec, probes=3, methods=METHODS, max_tokens=32,
+                    judge_max_tokens=32,
+                    cache_path=str(tmp_path / "cache.sqlite"))
     lines = (tmp_path / "main" / "probes.jsonl").read_text().splitlines()
     rows = [json.loads(x) for x in lines]
     assert len(rows) == 3 * len(METHODS)
@@ -44,6 +47,22 @@ def test_main_with_real_model(server: LlamaServer, tmp_path: Path) -> None:
     assert [r["method"] for r in with_model] == list(METHODS)
     for r in with_model:
         assert r["probes"] == 3 and r["prompt_tokens_mean"] > 0 and r["evidence_coverage"] is not None
+    # Measured by the server: truncation sends fewer prompt tokens than the full context.
+    first = {(r["probe"], r["method"]): r["prompt_tokens"][0] for r in rows}
+    for probe in {r["probe"] for r in rows}:
+        assert first[probe, "truncation"] < first[probe, "full_context"]
+
+    # bookmark_recall offered the recall tool on every probe, and the model was shown it.
+    with_tools = [c for c in proxy.chats if c.body.get("tools")]
+    for r in rows:
+        if r["method"] == "bookmark_recall":
+            assert any(r["question"] in str(m.get("content")) for c in with_tools
+                       for m in c.body["messages"] if m["role"] == "user"), r["question"]
+    for c in with_tools[:3]:
+        prompt = server.evaluated(c.body, c.reply)
+        assert shown_tools(prompt) == c.body["tools"]
+        assert_verbatim(c.body, prompt)
+
     # a repeated run is served from the log: no new rows
     smoke(model, tmp_path, spec=server.spec, probes=3, methods=METHODS, max_tokens=32,
           cache_path=str(tmp_path / "cache.sqlite"))

@@ -1,6 +1,7 @@
-"""``copage nll`` end to end against SmolLM2-135M behind llama.cpp's server.
+"""``copage nll`` end to end against SmolLM2-135M behind llama.cpp's ``llama-server``.
 
-Asserts files and finite numbers only: the model is tiny.
+Asserts files, real log-probabilities and the metrics' relations to them, never
+what the NLLs say about gists: the model is tiny.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ pytestmark = [pytest.mark.realmodel, pytest.mark.slow]
 
 @pytest.fixture(scope="module")
 def nll_server() -> Iterator[LlamaServer]:
-    """The local llama.cpp server (skipped, or failed under COPAGE_REQUIRE_REALMODEL=1)."""
+    """The local llama-server (skipped, or failed under COPAGE_REQUIRE_REALMODEL=1)."""
     with llama_server(n_ctx=2048) as server:
         yield server
 
@@ -44,8 +45,11 @@ def test_copage_nll_cli_against_local_server(
     for case in data["cases"]:
         for cond in ("full", "gist"):
             stats = case[cond]
-            assert 1 <= len(stats["nll"]) <= 12
-            assert all(math.isfinite(x) and x >= -1e-6 for x in stats["nll"])
-            assert math.isfinite(stats["mean"]) and math.isfinite(stats["max_window"])
+            nll = stats["nll"]
+            assert 1 <= len(nll) <= 12
+            assert all(math.isfinite(x) and x >= -1e-6 for x in nll)
+            assert any(x > 1e-3 for x in nll), "real token probabilities are not all 1"
+            assert stats["mean"] == pytest.approx(sum(nll) / len(nll))
+            assert min(nll) - 1e-9 <= stats["max_window"] <= max(nll) + 1e-9
         assert math.isfinite(case["delta_mean_nll"]) and math.isfinite(case["delta_max_window"])
     assert all(math.isfinite(v) for v in data["summary"].values() if isinstance(v, float))

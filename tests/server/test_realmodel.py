@@ -1,6 +1,8 @@
-"""One conversation end to end through the proxy to SmolLM2 (llama.cpp), with the openai SDK.
+"""One conversation end to end through the proxy to SmolLM2 (llama-server), with the openai SDK.
 
-Asserts protocol and bookkeeping only, never answer quality.
+A recording proxy between copage's proxy and llama-server captures what copage
+sent upstream; the server's ``/apply-template`` shows what the model was given.
+Answer quality is never asserted: the model is tiny.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import openai
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from realmodel import LlamaServer, llama_server
+from realmodel import LlamaServer, RecordingProxy, assert_verbatim, llama_server, shown_tools
 
 from copage.core.config import PagerConfig
 from copage.server.app import create_app
@@ -23,8 +25,9 @@ from copage.server.settings import ServeSettings
 from copage.server.testing import ServerThread
 
 pytestmark = [pytest.mark.realmodel, pytest.mark.slow]
-FACTS = ["I am allergic to peanuts.", "My budget is 900 dollars.", "My sister is Maria.",
-         "I like hiking in the Alps."]
+FACTS = ['I am allergic to peanuts & <shellfish>.', 'My budget is "900" dollars.',
+         "My sister is Maria.", "I like hiking in the Alps."]
+QUESTION = "What am I allergic to?"
 
 
 @pytest.fixture(scope="module")
@@ -34,27 +37,40 @@ def real_server() -> Iterator[LlamaServer]:
 
 
 def test_conversation_through_proxy(real_server: LlamaServer, tmp_path: Path) -> None:
-    settings = ServeSettings(upstream=real_server.base_url, store=f"sqlite://{tmp_path}/r.db",
-                             paging=PagerConfig(boundary="fixed_2", resident_pages=1),
-                             upstream_timeout=120.0, max_recalls=1)
-    with ServerThread(create_app(settings)) as srv:
-        client = openai.OpenAI(base_url=srv.url + "/v1", api_key="unused", max_retries=0)
-        history: list[dict[str, Any]] = []
-        ids, stats = set(), []
-        for text in [*FACTS, "What am I allergic to?"]:
-            history.append({"role": "user", "content": text})
-            raw = client.chat.completions.with_raw_response.create(
-                model="smollm2", messages=history, max_tokens=32, temperature=0)
-            comp = raw.parse()
-            assert comp.choices[0].message.content is not None
-            assert comp.usage is not None and comp.usage.prompt_tokens > 0
-            ids.add(raw.headers["x-copage-conversation"])
-            stats.append(json.loads(raw.headers["x-copage-stats"]))
-            history.append({"role": "assistant", "content": comp.choices[0].message.content})
-        stream = client.chat.completions.create(model="smollm2", messages=[
-            *history, {"role": "user", "content": "Thanks."}], max_tokens=16, stream=True)
-        streamed = "".join(c.choices[0].delta.content or "" for c in stream if c.choices)
-        assert isinstance(streamed, str)
+    with RecordingProxy(real_server.base_url) as upstream:
+        settings = ServeSettings(upstream=upstream.base_url, store=f"sqlite://{tmp_path}/r.db",
+                                 paging=PagerConfig(boundary="fixed_2", resident_pages=1),
+                                 upstream_timeout=120.0, max_recalls=1)
+        with ServerThread(create_app(settings)) as srv:
+            client = openai.OpenAI(base_url=srv.url + "/v1", api_key="unused", max_retries=0)
+            history: list[dict[str, Any]] = []
+            ids, stats = set(), []
+            for text in [*FACTS, QUESTION]:
+                history.append({"role": "user", "content": text})
+                raw = client.chat.completions.with_raw_response.create(
+                    model="smollm2", messages=history, max_tokens=32, temperature=0)
+                comp = raw.parse()
+                assert comp.choices[0].message.content is not None
+                assert comp.usage is not None and comp.usage.prompt_tokens > 0
+                ids.add(raw.headers["x-copage-conversation"])
+                stats.append(json.loads(raw.headers["x-copage-stats"]))
+                history.append({"role": "assistant", "content": comp.choices[0].message.content})
+            stream = client.chat.completions.create(model="smollm2", messages=[
+                *history, {"role": "user", "content": "Thanks."}], max_tokens=16, stream=True)
+            streamed = "".join(c.choices[0].delta.content or "" for c in stream if c.choices)
+            assert isinstance(streamed, str)
     assert len(ids) == 1, "transparent mode kept one conversation"
     assert stats[-1]["evicted_pages"] >= 2 and stats[-1]["pages"] >= 4
     assert stats[-1]["prompt_tokens"] > 0 and stats[-1]["upstream_calls"] >= 1
+
+    # What the model was shown for the question: the recall tool and the bookmarks,
+    # the resident turns as written, and not the evicted first fact.
+    asked = [c for c in upstream.chats if QUESTION in str(c.body["messages"][-1].get("content"))]
+    assert asked, "the question never went upstream"
+    body = asked[0].body
+    prompt = real_server.evaluated(body, asked[0].reply)
+    assert body["tools"] and shown_tools(prompt) == body["tools"]
+    assert_verbatim(body, prompt)
+    assert "[p1:" in prompt  # the evicted first page's bookmark
+    assert FACTS[0] not in prompt, "the evicted page was sent anyway"
+    assert FACTS[-1] in prompt  # the resident page

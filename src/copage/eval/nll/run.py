@@ -31,8 +31,6 @@ __all__ = ["DEFAULT_MAX_TOKENS", "NllError", "NllResult", "run_nll", "run_nll_as
 T = TypeVar("T")
 
 DEFAULT_MAX_TOKENS = 256
-TOP_LOGPROBS = {"top_logprobs": 0}
-"""Sent with every request (OpenAI accepts 0-20; llama.cpp needs it to return logprobs)."""
 NO_LOGPROB_PROVIDERS = ("anthropic:",)
 
 
@@ -44,9 +42,10 @@ async def _answer(model: Any, case: NllCase, condition: str, max_tokens: int,
                   temperature: float, window: int) -> ReplyStats:
     from copage.llm.types import ChatRequest
 
-    # llama.cpp's server returns chat logprobs only when top_logprobs is set too.
+    # The OpenAI adapter sends top_logprobs=1 with logprobs: llama.cpp's llama-server
+    # returns no logprobs without it, or with top_logprobs=0.
     request = ChatRequest(messages=tuple(case.messages(condition)), temperature=temperature,
-                          max_tokens=max_tokens, logprobs=True, extra=TOP_LOGPROBS)
+                          max_tokens=max_tokens, logprobs=True)
     response = await model.complete(request)
     where = f"case {case.id!r}, condition {condition}"
     if response.logprobs is None:
