@@ -7,10 +7,9 @@ import logging
 import os
 import sys
 from pathlib import Path
-from typing import Any
 
-PAGING = ("boundary", "policy", "resident_pages", "resident_tokens", "keywords", "n_keywords",
-          "bookmark_format")
+from copage.cli.paging_args import add_paging_options, paging_settings
+
 DEFAULT_PORT = 8788
 
 
@@ -36,14 +35,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
                    "or COPAGE_KEYS=key1=tenantA,key2=tenantB")
     h.add_argument("--stateless", action="store_true", help="no MCP sessions (each request "
                    "stands alone; for several workers behind a load balancer)")
-    g = p.add_argument_group("paging of new conversations")
-    g.add_argument("--boundary", help="fixed_N, tokens_N, session, topic_shift, segment")
-    g.add_argument("--policy", help="fifo, lru, lfu, lrfu, adaptive, query")
-    g.add_argument("-k", "--resident-pages", dest="resident_pages", type=int)
-    g.add_argument("--resident-tokens", dest="resident_tokens", type=int)
-    g.add_argument("--keywords", help="heuristic, tfidf, discriminative, random")
-    g.add_argument("--n-keywords", dest="n_keywords", type=int)
-    g.add_argument("--format", dest="bookmark_format", help="minimal, snippet, structured, gist")
+    add_paging_options(p)
     p.add_argument("--log-level", default="warning",
                    choices=["debug", "info", "warning", "error"])
 
@@ -76,7 +68,7 @@ def run(args: argparse.Namespace) -> int:
     from copage.server.auth import KeyRing
     from copage.server.settings import default_store_url
 
-    paging: dict[str, Any] = {k: getattr(args, k) for k in PAGING if getattr(args, k) is not None}
+    paging = paging_settings(args)
     config = PagerConfig(**paging)
     Pager(config)  # unknown names fail here, with the valid ones listed
     store = args.store or os.environ.get("COPAGE_STORE") or default_store_url()

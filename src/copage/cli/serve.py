@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
+from copage.cli.paging_args import add_paging_options
 from copage.core.config import PagerConfig
 
 FLAGS = ("upstream", "model", "store", "host", "port", "config", "keys_file", "workers",
@@ -42,14 +43,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("--workers", type=int, help="uvicorn worker processes (default 1)")
     p.add_argument("--config", help="TOML or JSON settings file")
     p.add_argument("--keys-file", dest="keys_file", help='JSON/TOML {"key": "tenant"}')
-    g = p.add_argument_group("paging of new conversations")
-    g.add_argument("--boundary", help="fixed_N, tokens_N, session, topic_shift, segment")
-    g.add_argument("--policy", help="fifo, lru, lfu, lrfu, adaptive, query")
-    g.add_argument("-k", "--resident-pages", dest="resident_pages", type=int)
-    g.add_argument("--resident-tokens", dest="resident_tokens", type=int)
-    g.add_argument("--keywords", help="heuristic, tfidf, discriminative, random")
-    g.add_argument("--n-keywords", dest="n_keywords", type=int)
-    g.add_argument("--format", dest="bookmark_format", help="minimal, snippet, structured, gist")
+    g = add_paging_options(p)
     g.add_argument("--recall-by-query", dest="recall_by_query", action="store_true", default=None)
     g.add_argument("--max-recalls", dest="max_recalls", type=int, help="per turn (default 3)")
     lim = p.add_argument_group("limits")
