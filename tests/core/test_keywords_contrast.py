@@ -45,8 +45,10 @@ def test_registered_with_options() -> None:
 WEEKEND = [
     make_page(0, [
         "Any plans for the weekend?",
-        "The marathon downtown closes the harbour bridge on Sunday. "
-        "I signed up for a pottery class on Saturday.",
+        (
+            "The marathon downtown closes the harbour bridge on Sunday. "
+            "I signed up for a pottery class on Saturday."
+        ),
         "Nice, a pottery class is relaxing. The marathon crowds will be big.",
     ]),
     make_page(1, ["How do I fix a slow laptop?", "Close background apps and check the disk space."]),

@@ -58,7 +58,8 @@ DEFAULT_DISCLOSURE = 0.5
 """Points for a word said in a first-person statement (the ``disclosure`` option)."""
 
 FIRST_PERSON = frozenset(
-    "i i'm i've i'd i'll me my mine myself we we're we've we'd we'll us our ours ourselves".split()
+    ["i", "i'm", "i've", "i'd", "i'll", "me", "my", "mine", "myself",
+     "we", "we're", "we've", "we'd", "we'll", "us", "our", "ours", "ourselves"]
 )
 """Words that make a sentence a first-person statement (matched lower-cased)."""
 
