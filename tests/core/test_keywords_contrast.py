@@ -30,50 +30,10 @@ SYNTH = [
 
 
 def test_registered_with_options() -> None:
-    ex = get_extractor("contrast", alpha0=500.0, penalty=0.5, disclosure=0.0)
+    ex = get_extractor("contrast", alpha0=500.0, penalty=0.5)
     assert isinstance(ex, ContrastExtractor) and ex.alpha0 == 500.0 and ex.penalty == 0.5
-    assert ex.disclosure == 0.0 and get_extractor("contrast").disclosure == 0.5
-    with pytest.raises(ValueError, match="valid options: alpha0, penalty, disclosure"):
+    with pytest.raises(ValueError, match="valid options: alpha0, penalty"):
         get_extractor("contrast", weight=1)
-    for bad in (-1, "x", True):
-        with pytest.raises(ValueError, match="disclosure must be a non-negative number"):
-            get_extractor("contrast", disclosure=bad)
-
-
-# Two plans in one turn, told apart only by who they are about: the marathon is news,
-# the pottery class is the speaker's own.
-WEEKEND = [
-    make_page(0, [
-        "Any plans for the weekend?",
-        (
-            "The marathon downtown closes the harbour bridge on Sunday. "
-            "I signed up for a pottery class on Saturday."
-        ),
-        "Nice, a pottery class is relaxing. The marathon crowds will be big.",
-    ]),
-    make_page(1, ["How do I fix a slow laptop?", "Close background apps and check the disk space."]),
-]
-
-
-def test_disclosure_cue() -> None:
-    page = make_page(0, [
-        "I adopted a greyhound last month.",
-        "Greyhounds love naps. Should I get a crate for my greyhound?",
-        "The shelter had a beagle too.",
-    ])
-    cues = word_cues(page)
-    plain = word_cues(page, disclosure=0.0)
-    assert cues["greyhound"] == pytest.approx(plain["greyhound"] + 0.5)  # "I adopted a greyhound"
-    assert cues["beagle"] == plain["beagle"]  # not about the speaker
-    assert cues["crate"] == plain["crate"]  # a first-person question is not a statement
-    assert cues["shelter"] == plain["shelter"]
-
-
-def test_keywords_prefer_what_a_speaker_says_about_themselves() -> None:
-    mine = get_extractor("contrast").extract_all(WEEKEND, 1)["p1"]
-    assert mine == ("pottery class",), mine
-    old = get_extractor("contrast", disclosure=0.0).extract_all(WEEKEND, 1)["p1"]
-    assert old == ("marathon",), old  # the option restores the cue-less ranking
 
 
 def test_word_cues() -> None:

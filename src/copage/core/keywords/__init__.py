@@ -75,7 +75,7 @@ EXTRACTORS.register("generic", _generic)  # category labels: the paper's Table 1
 def _contrast(**options: object) -> KeywordExtractor:
     from copage.core.keywords.contrast import ContrastExtractor
 
-    check_options("keyword extractor 'contrast'", options, ["alpha0", "penalty", "disclosure"])
+    check_options("keyword extractor 'contrast'", options, ["alpha0", "penalty"])
     return ContrastExtractor(**options)  # type: ignore[arg-type]
 
 
@@ -86,6 +86,6 @@ def get_extractor(name: str, **options: object) -> KeywordExtractor:
     """The keyword extractor called ``name``; raises ``UnknownNameError`` listing valid names.
 
     Options: ``random(seed=0)``, ``discriminative(alpha0=2000.0, penalty=1.5)``,
-    ``contrast(alpha0=2000.0, penalty=1.5, disclosure=0.5)``.
+    ``contrast(alpha0=2000.0, penalty=1.5)``.
     """
     return EXTRACTORS.create(name, **options)

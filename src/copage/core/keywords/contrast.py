@@ -15,8 +15,6 @@ something people will ask about later, cues that hold in any English chat:
 * both sides of the conversation use it in the page: the topic of the exchange,
   not an aside (the user states a fact, the assistant repeats it back);
 * it recurs in the page (log of its count);
-* it is said in a first-person statement ("I adopted a greyhound", "my deploy
-  runs on Fridays"): people ask later about what someone told about themselves;
 * it is not a past-tense form (``-ed``) and does not occur only inside questions.
 
 Words of a two-word term are averaged. Phrases, names ("Project Hail Mary") and
@@ -54,14 +52,6 @@ PAST_TENSE = 1.0
 """Points off for an ``-ed`` word."""
 QUESTION_ONLY = 0.8
 """Points off for a word that occurs only in questions."""
-DEFAULT_DISCLOSURE = 0.5
-"""Points for a word said in a first-person statement (the ``disclosure`` option)."""
-
-FIRST_PERSON = frozenset(
-    ["i", "i'm", "i've", "i'd", "i'll", "me", "my", "mine", "myself",
-     "we", "we're", "we've", "we'd", "we'll", "us", "our", "ours", "ourselves"]
-)
-"""Words that make a sentence a first-person statement (matched lower-cased)."""
 
 DETERMINERS = frozenset(
     [
@@ -101,23 +91,13 @@ class ContrastExtractor(DiscriminativeExtractor):
 
     name = "contrast"
 
-    def __init__(
-        self,
-        alpha0: float = DEFAULT_ALPHA0,
-        penalty: float = DEFAULT_PENALTY,
-        disclosure: float = DEFAULT_DISCLOSURE,
-    ) -> None:
+    def __init__(self, alpha0: float = DEFAULT_ALPHA0, penalty: float = DEFAULT_PENALTY) -> None:
         super().__init__(alpha0=alpha0, penalty=penalty)
-        if isinstance(disclosure, bool) or not (
-            isinstance(disclosure, int | float) and disclosure >= 0
-        ):
-            raise ValueError(f"disclosure must be a non-negative number, got {disclosure!r}")
-        self.disclosure = float(disclosure)
 
     def rank_scores(self, page: Page, corpus: Corpus, text: str) -> dict[str, float]:
         """``Z_WEIGHT * z`` plus the cues of the module docstring, per term of ``page``."""
         z = self.scores(page, corpus)
-        ask = word_cues(page, self.disclosure)
+        ask = word_cues(page)
         out: dict[str, float] = {}
         for term, zt in z.items():
             words = term.split(" ")
@@ -127,39 +107,30 @@ class ContrastExtractor(DiscriminativeExtractor):
         return out
 
 
-def word_cues(page: Page, disclosure: float = DEFAULT_DISCLOSURE) -> dict[str, float]:
-    """The askability points of each content word of ``page`` (see the module docstring).
-
-    ``disclosure`` is the points for a word said in a first-person statement.
-    """
+def word_cues(page: Page) -> dict[str, float]:
+    """The askability points of each content word of ``page`` (see the module docstring)."""
     count: Counter[str] = Counter()
     in_question: Counter[str] = Counter()
     noun: set[str] = set()
-    disclosed: set[str] = set()
     speakers: defaultdict[str, set[str]] = defaultdict(set)
     for turn in page.turns:
         who = turn.speaker or turn.role
         text = turn.text.replace("\u2019", "'")
         for m in _SENTENCE.finditer(text):
             question = m.group(0).rstrip().endswith("?")
-            toks = tokenize(m.group(0))
-            first_person = not question and any(t.lower in FIRST_PERSON for t in toks)
             prev = ""
-            for tok in toks:
+            for tok in tokenize(m.group(0)):
                 word = tok.lower
                 if is_content(word):
                     count[word] += 1
                     in_question[word] += question
                     speakers[word].add(who)
-                    if first_person:
-                        disclosed.add(word)
                     if prev in DETERMINERS or prev[:1].isdigit():
                         noun.add(word)
                 prev = word
     return {
         w: NOUN_CUE * (w in noun)
         + BOTH_SIDES * (len(speakers[w]) > 1)
-        + disclosure * (w in disclosed)
         + RECUR * math.log(c)
         - PAST_TENSE * w.endswith("ed")
         - QUESTION_ONLY * (in_question[w] == c)
