@@ -13,6 +13,8 @@ tokens per extractor, with the same simulation as ``copage simulate``
 bookmark is its page's whole text (the same BM25 reader over full pages).
 ``--conversations`` keeps only some conversations of a file (a dev / held-out
 split); ``--seeds`` generates a preset once per seed and pools the faults.
+An extractor may carry options, ``name:option=value;option=value``
+(``contrast:disclosure=0`` is ``contrast`` without its disclosure cue).
 
 Run::
 
@@ -28,7 +30,7 @@ import gc
 import random
 import time
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from copage.core.bookmarks import FORMATS
@@ -78,6 +80,35 @@ def cost(extractors: Sequence[str]) -> None:
         gc.unfreeze()
 
 
+def parse_extractor(spec: str) -> tuple[str, dict[str, object]]:
+    """``"contrast:disclosure=0;penalty=1"`` -> ``("contrast", {"disclosure": 0.0, "penalty": 1.0})``."""
+    name, _, rest = spec.partition(":")
+    options: dict[str, object] = {}
+    for item in filter(None, rest.split(";")):
+        key, eq, value = item.partition("=")
+        if not eq:
+            raise SystemExit(f"extractor option {item!r} of {spec!r} is not option=value")
+        try:
+            options[key] = int(value) if key == "seed" else float(value)
+        except ValueError:
+            options[key] = value
+    return name, options
+
+
+@dataclass(frozen=True)
+class OptionCell:
+    """A simulation cell whose extractor gets ``options`` (``Cell.config`` passes none)."""
+
+    cell: Any
+    options: tuple[tuple[str, object], ...]
+
+    def config(self) -> Any:
+        return replace(self.cell.config(), keyword_options=dict(self.options))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.cell, name)
+
+
 class FullTextFormat:
     """The ceiling: a "bookmark" that is the page's whole text."""
 
@@ -111,14 +142,17 @@ def routing(spec: str, seeds: Sequence[int], conversations: Sequence[str],
         data = replace(data, conversations=convs)
         n_conv += len(convs)
         n_probes += data.probes
-        memo: dict[tuple[Any, ...], Any] = {}
         for name, f in rows:
-            cell = Cell(boundary, policy, k, name, f, "end", "shuffled", seed)
+            memo: dict[tuple[Any, ...], Any] = {}  # one per row: its key ignores options
+            base, options = parse_extractor(name)
+            cell: Any = Cell(boundary, policy, k, base, f, "end", "shuffled", seed)
+            if options:
+                cell = OptionCell(cell, tuple(sorted(options.items())))
             runs[(name, f)].extend(run_conversation(c, cell, memo) for c in convs)
     print(f"data {spec} seeds {','.join(map(str, seeds))} "
           f"conversations {','.join(conversations) or 'all'}: {n_conv} conversations, "
           f"{n_probes} probes; {boundary} + {policy}, k={k}, placement end")
-    print(f"{'extractor':15s} {'format':9s} {'faults':>6s} {'routing_top1':>12s} "
+    print(f"{'extractor':22s} {'format':9s} {'faults':>6s} {'routing_top1':>12s} "
           f"{'chance':>7s} {'bookmark_tokens':>15s}")
     for name, f in rows:
         outs = [o for r in runs[(name, f)] for o in r.outcomes if o.routing is not None]
@@ -126,7 +160,7 @@ def routing(spec: str, seeds: Sequence[int], conversations: Sequence[str],
         top1 = sum(o.routing for o in outs if o.routing is not None) / max(len(outs), 1)
         chance = sum(o.chance for o in outs if o.chance is not None) / max(len(outs), 1)
         label = "(full text)" if f == "fulltext" else name
-        print(f"{label:15s} {f:9s} {len(outs):6d} {top1:12.3f} {chance:7.3f} "
+        print(f"{label:22s} {f:9s} {len(outs):6d} {top1:12.3f} {chance:7.3f} "
               f"{sum(toks) / max(len(toks), 1):15.1f}")
 
 
