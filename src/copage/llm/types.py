@@ -6,7 +6,6 @@ to JSON unchanged (the response cache keys on that JSON).
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Protocol, TypeVar, runtime_checkable
@@ -212,13 +211,15 @@ def stream(model: ChatModel, request: ChatRequest) -> AsyncIterator[StreamEvent]
 
 
 def run_sync(coro: Coroutine[Any, Any, T]) -> T:
-    """Run a coroutine from synchronous code; fails clearly inside a running loop."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(coro)
-    coro.close()
-    raise RuntimeError("complete_sync() called inside a running event loop; use 'await'")
+    """Run a coroutine from synchronous code (on the shared loop of :mod:`copage.llm.runner`).
+
+    Fails clearly inside a running loop. One long-lived loop serves every
+    synchronous call, so model clients and their connections are reused instead
+    of leaking one per call.
+    """
+    from copage.llm.runner import run_sync as _run
+
+    return _run(coro)
 
 
 def complete_sync(model: ChatModel, request: ChatRequest | Sequence[Message]) -> ChatResponse:
