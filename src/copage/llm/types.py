@@ -190,15 +190,21 @@ class ChatModel(Protocol):
         ...
 
 
+def events_of(response: ChatResponse) -> list[StreamEvent]:
+    """A whole reply as stream events: its text, its tool calls, then ``done``."""
+    events = [StreamEvent("text", text=response.text)] if response.text else []
+    for i, call in enumerate(response.tool_calls):
+        delta = ToolCallDelta(i, id=call.id, name=call.name, arguments=call.arguments)
+        events.append(StreamEvent("tool_call", tool_call=delta))
+    events.append(StreamEvent("done", response=response))
+    return events
+
+
 async def fallback_stream(model: ChatModel, request: ChatRequest) -> AsyncIterator[StreamEvent]:
     """Stream for models without native streaming: the whole reply as one chunk."""
     response = await model.complete(request)
-    if response.text:
-        yield StreamEvent("text", text=response.text)
-    for i, call in enumerate(response.tool_calls):
-        delta = ToolCallDelta(i, id=call.id, name=call.name, arguments=call.arguments)
-        yield StreamEvent("tool_call", tool_call=delta)
-    yield StreamEvent("done", response=response)
+    for event in events_of(response):
+        yield event
 
 
 def stream(model: ChatModel, request: ChatRequest) -> AsyncIterator[StreamEvent]:
