@@ -52,6 +52,7 @@ class FakeServer:
         self.queue: deque[FakeReply] = deque(replies)
         self.default = default
         self.received: list[Received] = []
+        self.completed = 0  # replies fully sent (an SSE reply counts once its last event is out)
         self._lock = threading.Lock()
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
         self._httpd.daemon_threads = True
@@ -115,6 +116,8 @@ def _handler(server: FakeServer) -> type[BaseHTTPRequestHandler]:
                 self._send(reply)
             except (BrokenPipeError, ConnectionResetError):
                 pass  # the client gave up (timeout tests)
+            with server._lock:
+                server.completed += 1
 
         def _send(self, reply: FakeReply) -> None:
             self.send_response(reply.status)
