@@ -251,8 +251,14 @@ class PagedMemory:
         return {p.id: self.pager.bookmark(p.id) for p in self.pager.pages}
 
     def stats(self) -> dict[str, Any]:
-        """Pages, resident set, faults, hits, bookmark tokens, prompt vs full tokens."""
-        return self.pager.summary()
+        """Pages, resident set, faults, hits, bookmark tokens, prompt vs full tokens; with a
+        model-backed keyword generator also ``keyword_generator``: its calls, failed calls
+        and pages that fell back to offline keywords."""
+        out = self.pager.summary()
+        counts = getattr(getattr(self.pager.extractor, "stats", None), "as_dict", None)
+        if callable(counts):
+            out["keyword_generator"] = counts()
+        return out
 
 
 def _make_turn(role: str, text: str, seq: int, meta: dict[str, Any]) -> Turn:
