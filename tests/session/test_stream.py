@@ -133,3 +133,9 @@ async def test_send_and_stream_agree() -> None:
 def test_stream_checks_its_input(bad: str) -> None:
     with pytest.raises(ValueError):
         PagedChat(new_memory(), ScriptedModel()).stream(bad)
+
+
+async def test_text_released_at_the_end_of_a_later_reply_is_set_apart() -> None:
+    model = ScriptedModel().reply("Checking.\nRECALL p1").reply("I recall peanuts.")
+    report = await PagedChat(new_memory(), model).send("allergy?")
+    assert report.answer == "Checking.\n\nI recall peanuts."

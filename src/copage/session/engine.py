@@ -261,7 +261,8 @@ class _Loop:
             allowed = recall_offered and not capped and request.tool_choice != "none"
             native = list(response.tool_calls)
             text_calls, rest = self._text_calls(reply)
-            if rest:
+            if rest.strip():
+                rest = self._separated(rest, [reply.emitted] if reply.emitted else [])
                 self.answer.append(rest)
                 yield TextDelta(rest)
             recalls = [c for c in native if c.name == self.tool] + text_calls
