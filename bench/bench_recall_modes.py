@@ -96,8 +96,7 @@ async def main() -> None:
                 "needs_recall": rec.needs_recall, "prompt_tokens": list(rep.prompt_tokens),
                 "calls": rep.model_calls, "seconds": round(time.perf_counter() - start, 1),
             }
-            with out.open("a") as f:
-                f.write(json.dumps(row) + "\n")
+            _append(out, row)
             print(json.dumps(row), flush=True)
     report(out, probes, args.modes.split(","))
 
@@ -105,7 +104,7 @@ async def main() -> None:
 def report(path: Path, probes: list[Any], modes: list[str]) -> None:
     rows = [json.loads(line) for line in path.read_text().splitlines()]
     ids = {p.id for p in probes}
-    print(f"\n| mode | n | trigger | right page | F1 | prompt tokens / probe | calls |")
+    print("\n| mode | n | trigger | right page | F1 | prompt tokens / probe | calls |")
     print("|---|---:|---:|---:|---:|---:|---:|")
     for mode in modes:
         sel = [r for r in rows if r["mode"] == mode and r["probe"] in ids]
@@ -118,6 +117,11 @@ def report(path: Path, probes: list[Any], modes: list[str]) -> None:
         calls = sum(r["calls"] for r in sel) / len(sel)
         print(f"| {mode} | {len(sel)} | {trigger_rate(recs)} | {right_page_rate(recs)} | "
               f"{f1:.3f} | {tokens:.0f} | {calls:.1f} |")
+
+
+def _append(path: Path, row: dict[str, Any]) -> None:
+    with path.open("a") as f:
+        f.write(json.dumps(row) + "\n")
 
 
 def _record(x: list[Any]) -> Any:
