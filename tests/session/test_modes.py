@@ -162,3 +162,16 @@ async def test_compact_prompt_dates_bookmarks_reminds_and_shows_no_example_id() 
 def test_bad_prompt_style() -> None:
     with pytest.raises(ValueError, match="paper, compact"):
         PagedChat(new_memory(), ScriptedModel(), prompt="tiny")
+
+
+async def test_ask_probe_overrides_mode_and_prompt() -> None:
+    model = ScriptedModel().reply('{"page": "p1"}').reply("peanuts").reply("ok")
+    chat = PagedChat(new_memory(), model)  # tool, paper
+    rec = await chat.ask_probe("allergy?", ["p1"], recall_mode="choose", keep_pages=False)
+    assert rec.report is not None and rec.report.recall_mode == "choose"
+    assert rec.recalls[0].tool == "choose" and rec.right_page
+    await chat.ask_probe("allergy?", prompt="compact")
+    assert model.requests[2].messages[-1]["content"].endswith("its id first.)")
+    assert chat.recall_mode == "tool"
+    with pytest.raises(ValueError, match="paper, compact"):
+        await chat.ask_probe("q", prompt="tiny")

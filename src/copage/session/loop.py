@@ -149,24 +149,18 @@ class PagedChat:
     ) -> None:
         if max_recalls_per_turn < 0:
             raise ValueError(f"max_recalls_per_turn must be >= 0, got {max_recalls_per_turn}")
-        if prompt not in PROMPT_STYLES:
-            raise ValueError(f"unknown prompt {prompt!r}; valid: {', '.join(PROMPT_STYLES)}")
+        _check_style(prompt)
         self.memory = memory
         self.model: ChatModel = _model(model)
         self.max_recalls = max_recalls_per_turn
         self.mode: RecallMode = parse_mode(recall_mode, model=self.model, speculative=speculative)
         self.prompt = prompt
-        self.speculator = (
-            Speculator(speculative_threshold, speculative_neighbours)
-            if self.mode.speculative else None
-        )
+        self._speculator = Speculator(speculative_threshold, speculative_neighbours)
+        self.speculator = self._speculator if self.mode.speculative else None
         self.temperature, self.max_tokens, self.logprobs = temperature, max_tokens, logprobs
         self.extra = dict(extra or {})
         self.enum_pages = enum_pages
-        self.chooser = (
-            Chooser(self.model, temperature=temperature, max_tokens=choose_max_tokens)
-            if self.mode.choose else None
-        )
+        self.chooser = Chooser(self.model, temperature=temperature, max_tokens=choose_max_tokens)
         self._lock = asyncio.Lock()
 
     @property
@@ -214,27 +208,32 @@ class PagedChat:
             with self.memory.transaction() as mem:
                 user_id = mem.add("user", user_text, **meta)
                 end: _End | None = None
-                async for event in self._turn(mem, user_text, None, force_recall, streaming):
+                events = self._turn(mem, user_text, None, force_recall, streaming, self.mode,
+                                    self.prompt)
+                async for event in events:
                     if isinstance(event, _End):
                         end = event
                     else:
                         yield event
                 assert end is not None
                 answer_id = mem.add("assistant", end.outcome.text)
-        yield TurnDone(self._report(end, user_id, answer_id))
+        yield TurnDone(self._report(end, user_id, answer_id, self.mode))
 
     async def ask_probe(
         self, question: str, needed_pages: Sequence[PageId] = (), *,
         force_recall: bool = False, keep_pages: bool = True,
+        recall_mode: str | None = None, prompt: str | None = None,
     ) -> ProbeRecord:
         """Ask a question without adding it (or the answer) to the conversation.
 
         Recalls and speculative or chosen page-ins change the resident set like in
         a turn; with ``keep_pages=False`` they are rolled back afterwards. Returns
         which needed pages were evicted at the start, paged in speculatively and
-        recalled.
+        recalled. ``recall_mode`` and ``prompt`` override the chat's for this probe.
         """
         _check_text(question, "question")
+        mode = self.mode if recall_mode is None else parse_mode(recall_mode, model=self.model)
+        style = self.prompt if prompt is None else _check_style(prompt)
         async with self._lock:
             mem = self.memory
             known = {p.id for p in mem.pager.pages}
@@ -248,12 +247,13 @@ class PagedChat:
                 with mem.transaction():
                     mem.pager.cache.set_query(question)
                     end: _End | None = None
-                    async for event in self._turn(mem, question, question, force_recall, False):
+                    events = self._turn(mem, question, question, force_recall, False, mode, style)
+                    async for event in events:
                         if isinstance(event, _End):
                             end = event
                     assert end is not None
                     mem.pager.cache.set_query(_last_user_text(mem))
-                    report = self._report(end, None, None)
+                    report = self._report(end, None, None, mode)
                     record = ProbeRecord(
                         needed, tuple(p for p in needed if p in evicted), report.speculative,
                         report.recalls, question, report.answer, report,
@@ -268,11 +268,13 @@ class PagedChat:
     def ask_probe_sync(
         self, question: str, needed_pages: Sequence[PageId] = (), *,
         force_recall: bool = False, keep_pages: bool = True,
+        recall_mode: str | None = None, prompt: str | None = None,
     ) -> ProbeRecord:
         """:meth:`ask_probe` from synchronous code."""
-        return run_sync(
-            self.ask_probe(question, needed_pages, force_recall=force_recall, keep_pages=keep_pages)
-        )
+        return run_sync(self.ask_probe(
+            question, needed_pages, force_recall=force_recall, keep_pages=keep_pages,
+            recall_mode=recall_mode, prompt=prompt,
+        ))
 
     # ------------------------------------------------------------------ closing
     async def aclose(self) -> None:
@@ -290,13 +292,13 @@ class PagedChat:
     # ------------------------------------------------------------------ one turn
     async def _turn(
         self, mem: PagedMemory, text: str, question: str | None, force_recall: bool,
-        streaming: bool,
+        streaming: bool, mode: RecallMode, style: str,
     ) -> AsyncIterator[TextDelta | RecallServed | _End]:
         """Speculative page-in, choose, then the recall engine; ``_End`` last."""
-        spec = self.speculator.page_in(mem.pager, text) if self.speculator else None
+        spec = self._speculator.page_in(mem.pager, text) if mode.speculative else None
         records: list[RecallRecord] = []
         usage = UsageSum()
-        if self.chooser is not None:
+        if mode.choose:
             choice = await self.chooser.ask(mem.pager, text)
             if choice is not None:
                 usage.add(choice.response)
@@ -306,12 +308,11 @@ class PagedChat:
                     yield RecallServed(record)
         context = mem.context(question)
         messages, tools = styled(
-            self.prompt, mem.pager, context.messages, self._tools(context),
-            offer_tool=self.mode.tool,
+            style, mem.pager, context.messages, self._tools(context), offer_tool=mode.tool,
         )
         settings = LoopSettings(
-            max_recalls=self.max_recalls + len(records), offer_recall=self.mode.tool,
-            force_recall=force_recall and self.mode.tool, temperature=self.temperature,
+            max_recalls=self.max_recalls + len(records), offer_recall=mode.tool,
+            force_recall=force_recall and mode.tool, temperature=self.temperature,
             max_tokens=self.max_tokens, logprobs=self.logprobs, extra=self.extra,
             provider=self.model.spec,
         )
@@ -341,7 +342,9 @@ class PagedChat:
                 fn["parameters"]["properties"]["page"]["enum"] = evicted
         return out
 
-    def _report(self, end: _End, user_id: str | None, answer_id: str | None) -> TurnReport:
+    def _report(
+        self, end: _End, user_id: str | None, answer_id: str | None, mode: RecallMode
+    ) -> TurnReport:
         out, spec = end.outcome, end.spec
         r = out.response
         u = out.usage
@@ -353,12 +356,18 @@ class PagedChat:
             completion_tokens=u.completion_tokens, cost_usd=u.cost,
             cached_calls=u.cached, paid_prompt_tokens=u.paid_prompt,
             paid_completion_tokens=u.paid_completion, saved_usd=u.saved,
-            recall_mode=self.mode.name,
+            recall_mode=mode.name,
             finish_reason=r.finish_reason, truncated=r.finish_reason == "length",
             capped=out.capped, empty_retries=out.empty_retries,
             user_turn_id=user_id, answer_turn_id=answer_id,
             logprobs=tuple(r.logprobs) if r.logprobs is not None else None,
         )
+
+
+def _check_style(prompt: str) -> str:
+    if prompt not in PROMPT_STYLES:
+        raise ValueError(f"unknown prompt {prompt!r}; valid: {', '.join(PROMPT_STYLES)}")
+    return prompt
 
 
 def _check_text(text: object, what: str) -> None:
