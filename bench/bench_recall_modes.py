@@ -61,7 +61,13 @@ async def main() -> None:
     ap.add_argument("--modes", default="tool:paper,tool:compact,choose:compact,choose+tool:compact")
     ap.add_argument("--max-tokens", type=int, default=60)
     ap.add_argument("--out", default="recall_modes.jsonl")
+    ap.add_argument("--reminder", default=None,
+                    help="replace the compact prompt's reminder (an experiment; {tool} is the name)")
     args = ap.parse_args()
+    if args.reminder:
+        from copage.session import prompts
+
+        prompts.REMINDER = args.reminder
 
     data = load_locomo(args.data)
     conversation = next(c for c in data.conversations if c.id == args.sample)
@@ -77,6 +83,7 @@ async def main() -> None:
             done.add((row["mode"], row["probe"]))
     for spec in args.modes.split(","):
         mode, _, style = spec.partition(":")
+        style, _, _tag = style.partition("@")  # "tool:compact@r2": a tag for variants
         chat = PagedChat(conv.memory, model, recall_mode=mode, prompt=style or "paper",
                          temperature=0.0, max_tokens=args.max_tokens)
         for probe in probes:
@@ -91,6 +98,7 @@ async def main() -> None:
                 "question": probe.question, "gold": probe.answer, "answer": rec.answer,
                 "f1": locomo_f1(rec.answer, probe.answer, probe.category),
                 "needed": list(rec.needed), "evicted": list(rec.evicted),
+                "speculative": list(rec.speculative),
                 "recalls": [[r.tool, r.page, r.status] for r in rec.recalls],
                 "triggered": rec.triggered, "right_page": rec.right_page,
                 "needs_recall": rec.needs_recall, "prompt_tokens": list(rep.prompt_tokens),
@@ -104,8 +112,9 @@ async def main() -> None:
 def report(path: Path, probes: list[Any], modes: list[str]) -> None:
     rows = [json.loads(line) for line in path.read_text().splitlines()]
     ids = {p.id for p in probes}
-    print("\n| mode | n | trigger | right page | F1 | prompt tokens / probe | calls |")
-    print("|---|---:|---:|---:|---:|---:|---:|")
+    print("\n| mode | n | trigger | right page | needed page in | F1 | prompt tokens / probe "
+          "| calls |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
     for mode in modes:
         sel = [r for r in rows if r["mode"] == mode and r["probe"] in ids]
         if not sel:
@@ -113,10 +122,13 @@ def report(path: Path, probes: list[Any], modes: list[str]) -> None:
         recs = [ProbeRecord(tuple(r["needed"]), tuple(r["evicted"]), (), tuple(
             _record(x) for x in r["recalls"])) for r in sel]
         f1 = sum(r["f1"] for r in sel) / len(sel)
+        got = sum(bool(set(r["needed"]) & ({x[1] for x in r["recalls"] if x[2] == "paged_in"}
+                                            | set(r.get("speculative", []))))
+                  for r in sel)
         tokens = sum(sum(r["prompt_tokens"]) for r in sel) / len(sel)
         calls = sum(r["calls"] for r in sel) / len(sel)
         print(f"| {mode} | {len(sel)} | {trigger_rate(recs)} | {right_page_rate(recs)} | "
-              f"{f1:.3f} | {tokens:.0f} | {calls:.1f} |")
+              f"{got}/{len(sel)} | {f1:.3f} | {tokens:.0f} | {calls:.1f} |")
 
 
 def _append(path: Path, row: dict[str, Any]) -> None:
