@@ -162,3 +162,18 @@ async def test_pairs_hold_when_text_calls_follow_native_ones() -> None:
     report = await PagedChat(mem, model).send("q")
     assert [r.page for r in report.recalls] == ["p1", "p2"]
     check_pairs(model.requests[2].messages)
+
+
+@pytest.mark.parametrize("reply", ["p3", " `p3` ", "[p3]", "**P3**."])
+async def test_a_reply_that_is_only_a_page_id_is_a_recall(reply: str) -> None:
+    mem = new_memory()
+    model = ScriptedModel().reply(reply).reply("Tuesday at 9.")
+    report = await PagedChat(mem, model).send("When is the dentist?")
+    assert [(r.page, r.status) for r in report.recalls] == [("p3", "paged_in")]
+    assert report.answer == "Tuesday at 9."
+
+
+async def test_an_answer_mentioning_a_page_id_is_not_a_recall() -> None:
+    model = ScriptedModel().reply("p3 was about the dentist.")
+    report = await PagedChat(new_memory(), model).send("q")
+    assert report.recalls == () and report.answer == "p3 was about the dentist."

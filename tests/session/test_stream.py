@@ -139,3 +139,11 @@ async def test_text_released_at_the_end_of_a_later_reply_is_set_apart() -> None:
     model = ScriptedModel().reply("Checking.\nRECALL p1").reply("I recall peanuts.")
     report = await PagedChat(new_memory(), model).send("allergy?")
     assert report.answer == "Checking.\n\nI recall peanuts."
+
+
+async def test_a_bare_page_id_reply_is_never_streamed() -> None:
+    with FakeServer(text_stream("p", "3"), text_stream("Peanuts", ".")) as srv:
+        model = get_model(f"openai:m@{srv.url}/v1", max_retries=0)
+        events = [ev async for ev in PagedChat(new_memory(), model).stream("allergy?")]
+    assert [e.text for e in events if isinstance(e, TextDelta)] == ["Peanuts", "."]
+    assert [e.record.page for e in events if isinstance(e, RecallServed)] == ["p3"]

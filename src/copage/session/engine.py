@@ -13,14 +13,17 @@ next model call), and ends with one :class:`LoopEnd` carrying the outcome:
 * :class:`LoopEnd` - always last: the :class:`LoopOutcome`.
 
 Recall calls are never emitted: a native recall tool call is held from its
-first delta, and a call written as text (``RECALL p3``, ``<tool_call>...``) is
-held back by :class:`~copage.session.textfilter.CallTextFilter` and parsed when
-the reply ends, in every tool protocol. After the per-turn cap, or when recall
+first delta, and a call written as text (``RECALL p3``, ``<tool_call>...``, or a
+whole reply that is only a page id such as ``p3``) is held back by
+:class:`~copage.session.textfilter.CallTextFilter` and parsed when the reply
+ends, in every tool protocol. After the per-turn cap, or when recall
 is not offered, call-shaped text is refused and never kept as the answer.
 """
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -38,6 +41,9 @@ from copage.session.tools import execute, refuse
 #: Model calls allowed after the recall cap is reached: one with ``tool_choice="none"``,
 #: then one without tools at all; tool calls in either are answered with an error.
 CALLS_AFTER_CAP = 2
+
+# A whole reply that is only a page id: "p12", "`p12`", "[p12]", "**p12**."
+_BARE_ID = re.compile(r"[\s`*\[(\"']*([pP]\d{1,9})[\s`*\])\"'.]*")
 
 Caller = Callable[[ChatRequest], AsyncIterator[StreamEvent]]
 """Sends one request and streams the reply (``copage.llm.stream`` or a one-chunk fallback)."""
@@ -320,6 +326,10 @@ class _Loop:
             return [], held
         parsed = parse_reply(held, self.text_tools)
         if not parsed.tool_calls:
+            bare = _BARE_ID.fullmatch(held) if not reply.emitted.strip() else None
+            if bare:  # a reply that is only a page id ("p1"): small models' way to recall
+                args = json.dumps({"page": bare.group(1).lower()})
+                return [ToolCall(f"call_bare_{self.usage.calls}", self.tool, args)], ""
             return [], held
         return [c for c in parsed.tool_calls if c.name == self.tool], parsed.text
 

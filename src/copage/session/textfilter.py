@@ -23,6 +23,8 @@ from copage.llm.textproto import parse_reply
 from copage.llm.types import ToolSpec
 
 _JSONISH = r'\{\s*"(?:name|tool|function)"'
+# A reply may be only a page id ("p3"): hold a short reply that could still be one.
+_ID_PREFIX = re.compile(r"[\s`*\[(\"']*(?:[pP]\d{0,9})?[\s`*\])\"'.]*")
 
 
 class CallTextFilter:
@@ -45,6 +47,8 @@ class CallTextFilter:
         self.buffer += text
         if self._stuck:
             return ""
+        if not self.released and _ID_PREFIX.fullmatch(self.buffer):
+            return ""  # the reply so far could be a bare page id: wait
         out: list[str] = []
         while True:
             m = self._marker.search(self.buffer)
