@@ -209,3 +209,33 @@ def test_fd_exhaustion_is_reported_as_itself() -> None:
     )
     assert "ERROR OutOfFileDescriptors" in out.stdout, out.stdout + out.stderr
     assert "too many open files" in out.stdout
+
+
+def test_a_discarded_model_is_collected_with_its_client() -> None:
+    import gc
+    import weakref
+
+    with FakeServer(default=FakeReply(fixture("openai_chat_text.json"))) as srv:
+        model = openai_model(srv)
+        complete_sync(model, USER)
+        ref = weakref.ref(model)
+        del model
+        gc.collect()
+    assert ref() is None  # nothing global (the shared loop's registry) keeps it alive
+
+
+def test_clients_opened_inside_a_running_loop_are_closed_with_it() -> None:
+    import asyncio
+
+    from copage.llm.runner import run_blocking
+
+    with FakeServer(default=FakeReply(fixture("openai_chat_text.json"))) as srv:
+        model = openai_model(srv)
+
+        async def inside() -> int:
+            before = len(os.listdir("/proc/self/fd"))
+            for _ in range(20):
+                run_blocking(model.complete(ChatRequest(USER)))  # a worker thread each time
+            return len(os.listdir("/proc/self/fd")) - before
+
+        assert asyncio.run(inside()) <= 3

@@ -32,9 +32,10 @@ T = TypeVar("T")
 log = logging.getLogger("copage.llm")
 Closer = Callable[[], Awaitable[None]]
 
-_closers: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, list[Closer]] = (
-    weakref.WeakKeyDictionary()
-)
+# Weak references: registering must not keep a discarded model (and its client) alive.
+_closers: weakref.WeakKeyDictionary[
+    asyncio.AbstractEventLoop, list[weakref.WeakMethod[Closer]]
+] = weakref.WeakKeyDictionary()
 _guard = threading.Lock()
 _shared: _LoopThread | None = None
 
@@ -127,14 +128,18 @@ def run_sync(coro: Coroutine[Any, Any, T]) -> T:
 
 
 def on_loop_close(loop: asyncio.AbstractEventLoop, closer: Closer) -> None:
-    """Register ``closer`` to run when :func:`close_loop_resources` runs on ``loop``."""
-    _closers.setdefault(loop, []).append(closer)
+    """Register the bound method ``closer`` to run when :func:`close_loop_resources` runs
+    on ``loop`` (held weakly: an object that is garbage collected is simply skipped)."""
+    _closers.setdefault(loop, []).append(weakref.WeakMethod(closer))
 
 
 async def close_loop_resources() -> None:
     """Close every resource registered for the running loop (errors are ignored)."""
     closers = _closers.pop(asyncio.get_running_loop(), [])
-    for close in closers:
+    for ref in closers:
+        close = ref()
+        if close is None:
+            continue
         try:
             await close()
         except Exception as e:  # noqa: BLE001 - closing is best effort
