@@ -224,6 +224,7 @@ def test_a_discarded_model_is_collected_with_its_client() -> None:
     assert ref() is None  # nothing global (the shared loop's registry) keeps it alive
 
 
+@pytest.mark.skipif(not Path("/proc/self/fd").exists(), reason="needs /proc")
 def test_clients_opened_inside_a_running_loop_are_closed_with_it() -> None:
     import asyncio
 
