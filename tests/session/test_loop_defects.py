@@ -177,3 +177,17 @@ async def test_an_answer_mentioning_a_page_id_is_not_a_recall() -> None:
     model = ScriptedModel().reply("p3 was about the dentist.")
     report = await PagedChat(new_memory(), model).send("q")
     assert report.recalls == () and report.answer == "p3 was about the dentist."
+
+
+async def test_calls_while_recall_is_not_offered_are_refused_then_an_error() -> None:
+    mem = new_memory()
+    n = len(mem.turns)
+    model = ScriptedModel().reply('{"page": "none"}').reply("RECALL p2").reply("RECALL p3")
+    with pytest.raises(RecallLoopError, match="not offered"):
+        await PagedChat(mem, model, recall_mode="choose").send("q")
+    assert len(mem.turns) == n
+    model = ScriptedModel().reply('{"page": "none"}').reply("RECALL p2").reply("Rust only.")
+    report = await PagedChat(mem, model, recall_mode="choose").send("q")
+    assert report.answer == "Rust only." and [r.status for r in report.recalls] == ["refused"]
+    assert "p2" in mem.evicted
+    no_call_text(mem)

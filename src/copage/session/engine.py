@@ -243,7 +243,7 @@ class _Loop:
 
     # ------------------------------------------------------------------ the loop
     async def run(self) -> AsyncIterator[LoopEvent]:
-        after_cap = empty = 0
+        after_cap = empty = blocked = 0
         while True:
             capped = len(self.records) >= self.s.max_recalls
             tools = [*self.recall_tools, *self.client_tools]
@@ -304,14 +304,17 @@ class _Loop:
                     yield RecallServed(self._serve(c, False)[1])
                 yield LoopEnd(self._outcome(response, (), capped, empty))
                 return
-            if capped and after_cap >= CALLS_AFTER_CAP:
-                raise RecallLoopError(
-                    self.s.provider,
-                    f"still calling tools after the cap of {self.s.max_recalls} recalls "
-                    f"and {CALLS_AFTER_CAP} requests without tools",
-                )
-            if not recall_offered and after_cap == 0:
-                after_cap = 1  # recall was never offered: next time, say so and ask again
+            if not allowed:
+                blocked += 1
+                if blocked >= CALLS_AFTER_CAP:
+                    why = (f"after the cap of {self.s.max_recalls} recalls" if capped
+                           else "while recall is not offered")
+                    raise RecallLoopError(
+                        self.s.provider,
+                        f"still calling tools {why} and {CALLS_AFTER_CAP} requests "
+                        "that did not allow them",
+                    )
+                after_cap = max(after_cap, 1)  # the next request offers no recall tool
             unique = [_unique(c, self.seen, self.usage.calls) for c in calls]
             self.messages.append(assistant_message(reply.emitted.strip(), unique))
             for c in unique:
