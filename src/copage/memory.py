@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import secrets
 import time
@@ -367,10 +368,16 @@ class PagedMemory:
         JSON). ``faults``/``hits`` count uses through :meth:`access`; recall and
         speculative page-ins are counted apart (``recall_page_ins``,
         ``speculative_page_ins``; ``page_ins`` sums all three). Token figures are for
-        the prompt :meth:`context` would build for ``question``.
+        the prompt :meth:`context` would build for ``question``. With a model-backed
+        keyword generator, ``keyword_generator`` counts its calls, failed calls and
+        pages that fell back to offline keywords.
         """
         self._live()
-        return self.pager.stats(question)
+        stats = self.pager.stats(question)
+        counts = getattr(getattr(self.pager.extractor, "stats", None), "as_dict", None)
+        if callable(counts):
+            stats = dataclasses.replace(stats, keyword_generator=counts())
+        return stats
 
 
 def _make_turn(role: str, text: str, seq: int, meta: dict[str, Any]) -> Turn:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import time
 
 import pytest
@@ -109,10 +110,46 @@ def test_multiple_calls_in_order_and_remaining_text() -> None:
     )
 
 
-def test_render_mentions_tools_and_recall_line() -> None:
+def test_render_gives_one_call_syntax_per_tool_and_no_real_looking_page_id() -> None:
     text = render_tools(TOOLS)
-    assert "get_weather(city): Weather in a city." in text
-    assert "RECALL p3" in text and "TOOL <name>" in text
+    assert "- get_weather: Weather in a city." in text
+    assert 'Call: TOOL get_weather {"city": ...}' in text
+    assert "Call: RECALL <page id>" in text
+    assert "TOOL recall" not in text  # one syntax for recall, not two
+    assert not re.search(r"\bp\d+\b", text)  # no example id a model could copy
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        "RECALL page 3",
+        "RECALL [p3]",
+        "RECALL: [p3: peanut, satay]",
+        'TOOL recall {"page": p3}',
+        '<tool_call>\n{"name": "recall", "arguments": {"page": "p3"}}\n</tool_call>',
+        '<tool_call>{"name": "recall", "arguments": {"page": p3}}</tool_call>',
+        'Let me check.\n<tool_call>\n{"name": "recall", "arguments": {"page": "p3"}}',
+    ],
+)
+def test_more_recall_forms(reply: str) -> None:
+    parsed = parse_reply(reply, TOOLS)
+    assert [(c.name, json.loads(c.arguments)) for c in parsed.tool_calls] == [
+        ("recall", {"page": "p3"})
+    ]
+    assert "tool_call" not in parsed.text and "RECALL" not in parsed.text
+
+
+async def test_forced_choice_is_honoured_in_text_mode() -> None:
+    inner = ScriptedModel().reply("RECALL p2")
+    req = ChatRequest(
+        ({"role": "user", "content": "What did I say about budgets?"},), tools=(RECALL_TOOL,),
+        tool_choice={"type": "function", "function": {"name": "recall"}},
+    )
+    resp = await TextProtocolModel(inner).complete(req)
+    assert [c.name for c in resp.tool_calls] == ["recall"]
+    sent = inner.requests[0].messages
+    assert "must be a call of recall" in sent[0]["content"]
+    assert sent[-1]["role"] == "user" and "call recall now" in sent[-1]["content"].lower()
 
 
 async def test_wrapper_converts_history_and_reply() -> None:

@@ -239,3 +239,22 @@ def test_n_zero_and_no_pages_make_no_calls() -> None:
             "p1": (), "p2": (), "p3": ()}
         assert llm_extractor(name, model).extract_all([], 3) == {}
     assert model.requests == []
+
+
+def test_failed_calls_and_fallback_pages_show_in_memory_stats() -> None:
+    from copage.memory import PagedMemory
+
+    model = ScriptedModel().reply('["satay", "peanuts"]').reply("I cannot help with that.")
+    register_llm_extractors(model)
+    try:
+        mem = PagedMemory(boundary="fixed_2", resident_pages=1, keywords="llm-contextual")
+        texts = ("peanut allergy here", "no satay then", "budget is 450",
+                 "for Lisbon only", "Dr Okafor on Friday", "moved again")
+        with pytest.warns(LLMKeywordWarning):
+            _ = [mem.add("user", text) for text in texts]
+        stats = mem.stats().to_dict()["keyword_generator"]
+    finally:
+        for name in ("llm-contextual", "llm-batch", "hybrid", "auto"):
+            EXTRACTORS.unregister(name)
+    # page 1: a usable reply; page 2: no keywords in the reply; page 3: script exhausted
+    assert stats == {"calls": 3, "failed_calls": 1, "fallback_pages": 2}

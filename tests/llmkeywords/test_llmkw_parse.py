@@ -40,11 +40,41 @@ def test_int_key_and_bool_key() -> None:
     assert page_key(True, IDS) is None
 
 
-def test_truncated_json_keeps_complete_pages() -> None:
+def test_truncated_json_keeps_complete_elements_and_drops_the_cut_one() -> None:
     reply = '{"p1": ["alpha", "beta"], "p2": ["gamma", "del'
-    got = parse_page_keywords(reply, IDS, 4)
-    assert got["p1"] == ("alpha", "beta")
-    assert got.get("p2", ("gamma", "del"))[0] == "gamma"
+    assert parse_page_keywords(reply, IDS, 4) == {"p1": ("alpha", "beta"), "p2": ("gamma",)}
+    assert parse_page_keywords('{"p1": ["alpha"], "p2": ["gam', IDS, 4) == {"p1": ("alpha",)}
+    assert parse_page_keywords('{"p1": ["alpha"], "p', IDS, 4) == {"p1": ("alpha",)}
+    assert parse_keyword_list('["peanut allergy", "Thai sat', 4) == ("peanut allergy",)
+
+
+def test_json_followed_by_prose_with_a_brace() -> None:
+    reply = '{"p1": ["Lisbon"], "p2": ["Dr. Okafor"]}\nNote: I used {page: keywords} as asked.'
+    assert parse_page_keywords(reply, IDS, 4) == {"p1": ("Lisbon",), "p2": ("Dr. Okafor",)}
+    assert parse_keyword_list('["a", "b"] (the [important] ones)', 4) == ("a", "b")
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        "p1: peanut allergy, Thai satay\np2: laptop budget, $1200",
+        "- p1: peanut allergy, Thai satay\n- Page 2: laptop budget; $1200",
+        "Here they are:\n**p1**: peanut allergy, Thai satay\n**P2** - laptop budget, $1200\n",
+        "1. [p1]: peanut allergy, Thai satay\n2. [p2]: laptop budget, $1200",
+    ],
+)
+def test_page_lines_without_json(reply: str) -> None:
+    assert parse_page_keywords(reply, IDS, 4) == {
+        "p1": ("peanut allergy", "Thai satay"), "p2": ("laptop budget", "$1200")}
+
+
+@pytest.mark.parametrize(
+    "reply",
+    ["- peanut allergy\n- Thai satay\n- Zurich", "1. peanut allergy\n2. Thai satay\n3. Zurich",
+     "Keywords: peanut allergy, Thai satay, Zurich", "* peanut allergy\n* Thai satay\n* Zurich"],
+)
+def test_keyword_list_without_json(reply: str) -> None:
+    assert parse_keyword_list(reply, 4) == ("peanut allergy", "Thai satay", "Zurich")
 
 
 def test_nested_wrapper_object() -> None:
@@ -73,5 +103,6 @@ def test_keyword_list_forms() -> None:
     assert parse_keyword_list("```\n['one', 'two',]\n```", 4) == ("one", "two")
 
 
-def test_lenient_loader_handles_unclosed_string() -> None:
-    assert load_json_lenient('["abc", "de', "[") == ["abc", "de"]
+def test_lenient_loader_drops_an_unclosed_string() -> None:
+    assert load_json_lenient('["abc", "de', "[") == ["abc"]
+    assert load_json_lenient('["de', "[") == []

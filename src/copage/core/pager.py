@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import heapq
 import re
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -143,6 +143,9 @@ class PagerStats:
         prompt_tokens: content tokens of :meth:`Pager.context` for ``question``.
         full_tokens: tokens of the whole conversation's turns plus ``question``.
         tokenizer: the tokenizer that counted them.
+        keyword_generator: with a model-backed keyword generator, its ``calls``,
+            ``failed_calls`` and ``fallback_pages`` (pages given offline keywords);
+            None otherwise.
     """
 
     turns: int
@@ -161,6 +164,7 @@ class PagerStats:
     prompt_tokens: int
     full_tokens: int
     tokenizer: str
+    keyword_generator: Mapping[str, int] | None = None
 
     @property
     def page_ins(self) -> int:
@@ -172,6 +176,10 @@ class PagerStats:
         d = {f: getattr(self, f) for f in self.__slots__}
         d["resident"] = list(self.resident)
         d["page_ins"] = self.page_ins
+        if self.keyword_generator is None:
+            del d["keyword_generator"]
+        else:
+            d["keyword_generator"] = dict(self.keyword_generator)
         return d
 
 

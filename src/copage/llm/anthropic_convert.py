@@ -5,6 +5,12 @@ become ``tool_use`` blocks; ``tool`` messages become ``tool_result`` blocks in a
 user message, and consecutive messages of one role are merged (Anthropic wants
 user and assistant to alternate). Tool-call-only assistant turns carry no text
 block (Anthropic rejects empty text blocks).
+
+Two shapes Anthropic rejects with HTTP 400 are repaired: a request **without
+tools** whose history holds tool calls (the recall loop's last request after
+its cap) gets those calls and results as plain text, and a conversation that
+opens with an assistant turn gets a short user turn first
+(:data:`OPENING_USER_TEXT`), since the Messages API must start with a user turn.
 """
 
 from __future__ import annotations
@@ -15,9 +21,12 @@ from typing import Any
 
 from copage.core.types import ToolCall
 from copage.llm.errors import BadResponse
-from copage.llm.messages import text_of, tool_calls_of
+from copage.llm.messages import call_names, text_of, tool_calls_of
 from copage.llm.prices import cost_of
 from copage.llm.types import ChatResponse, Message, ToolSpec, Usage
+
+#: The user turn put before a conversation that starts with an assistant turn.
+OPENING_USER_TEXT = "(The conversation starts.)"
 
 STOP_REASONS = {
     "end_turn": "stop",
@@ -35,41 +44,59 @@ def _input_of(call: ToolCall) -> Any:
     return value if isinstance(value, dict) else {"value": value}
 
 
-def _blocks(message: Message) -> tuple[str, list[dict[str, Any]]]:
+def _call_text(call: ToolCall) -> str:
+    return f"[called {call.name}({call.arguments or '{}'})]"
+
+
+def _blocks(message: Message, names: Mapping[str, str], tools: bool) -> tuple[str, list[dict[str, Any]]]:
     role = message.get("role")
     if role == "tool":
-        block = {
-            "type": "tool_result",
-            "tool_use_id": str(message.get("tool_call_id", "")),
-            "content": text_of(message.get("content")),
-        }
-        return "user", [block]
+        content = text_of(message.get("content"))
+        call_id = str(message.get("tool_call_id", ""))
+        if not tools:
+            name = names.get(call_id, "tool")
+            return "user", [{"type": "text", "text": f"[result of {name}]\n{content}"}]
+        return "user", [{"type": "tool_result", "tool_use_id": call_id, "content": content}]
     text = text_of(message.get("content"))
     blocks: list[dict[str, Any]] = [{"type": "text", "text": text}] if text else []
     if role == "assistant":
         for c in tool_calls_of(message):
-            blocks.append({"type": "tool_use", "id": c.id, "name": c.name, "input": _input_of(c)})
+            if tools:
+                blocks.append(
+                    {"type": "tool_use", "id": c.id, "name": c.name, "input": _input_of(c)}
+                )
+            else:
+                blocks.append({"type": "text", "text": _call_text(c)})
         return "assistant", blocks
     if role == "user":
         return "user", blocks
     raise ValueError(f"anthropic: unsupported message role {role!r}")
 
 
-def to_anthropic_messages(messages: Sequence[Message]) -> tuple[str | None, list[dict[str, Any]]]:
-    """``(system, messages)`` in Anthropic shape."""
+def to_anthropic_messages(
+    messages: Sequence[Message], *, tools: bool = True
+) -> tuple[str | None, list[dict[str, Any]]]:
+    """``(system, messages)`` in Anthropic shape.
+
+    With ``tools=False`` (the request offers no tools) tool calls and results are
+    written as text blocks, which Anthropic accepts without a ``tools`` list.
+    """
     system: list[str] = []
     out: list[dict[str, Any]] = []
+    names = call_names(messages)
     for m in messages:
         if m.get("role") in ("system", "developer"):
             system.append(text_of(m.get("content")))
             continue
-        role, blocks = _blocks(m)
+        role, blocks = _blocks(m, names, tools)
         if not blocks:
             continue
         if out and out[-1]["role"] == role:
             out[-1]["content"].extend(blocks)
         else:
             out.append({"role": role, "content": blocks})
+    if out and out[0]["role"] == "assistant":
+        out.insert(0, {"role": "user", "content": [{"type": "text", "text": OPENING_USER_TEXT}]})
     return ("\n\n".join(system) if system else None), out
 
 
@@ -103,14 +130,27 @@ def to_anthropic_tool_choice(choice: str | Mapping[str, Any] | None) -> dict[str
     return {"type": "tool", "name": name}
 
 
-def from_anthropic(data: Mapping[str, Any], provider: str, model: str, raw: Any) -> ChatResponse:
-    """An Anthropic ``Message`` (as a dict) as a :class:`ChatResponse`."""
+def from_anthropic(data: Any, provider: str, model: str, raw: Any) -> ChatResponse:
+    """An Anthropic ``Message`` (as a dict) as a :class:`ChatResponse`; ``BadResponse`` if malformed."""
+    try:
+        return _from_anthropic(data, provider, model, raw)
+    except BadResponse:
+        raise
+    except (AttributeError, TypeError, ValueError, KeyError) as e:
+        raise BadResponse(provider, f"malformed reply ({type(e).__name__}: {str(e)[:120]})") from None
+
+
+def _from_anthropic(data: Any, provider: str, model: str, raw: Any) -> ChatResponse:
+    if not isinstance(data, Mapping):
+        raise BadResponse(provider, f"reply is not a JSON object: {data!r:.100}")
     content = data.get("content")
     if not isinstance(content, list):
         raise BadResponse(provider, "reply has no content list")
     text: list[str] = []
     calls: list[ToolCall] = []
     for block in content:
+        if not isinstance(block, Mapping):
+            raise BadResponse(provider, f"content block is not an object: {block!r:.100}")
         kind = block.get("type")
         if kind == "text":
             text.append(str(block.get("text") or ""))

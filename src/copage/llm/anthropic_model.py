@@ -57,7 +57,7 @@ class AnthropicModel(NetworkModel):
 
     def body(self, request: ChatRequest) -> dict[str, Any]:
         """The keyword arguments sent to ``messages.create``."""
-        system, messages = to_anthropic_messages(request.messages)
+        system, messages = to_anthropic_messages(request.messages, tools=bool(request.tools))
         if not messages:
             raise ValueError("anthropic: the request has no user or assistant message")
         kw: dict[str, Any] = {
@@ -88,4 +88,6 @@ class AnthropicModel(NetworkModel):
             return await self._client().messages.create(**kw)
 
         message = await self._send(call)
-        return from_anthropic(message.model_dump(), self.provider, self.model, message)
+        dump = getattr(message, "model_dump", None)
+        data = dump(warnings=False) if dump is not None else message
+        return from_anthropic(data, self.provider, self.model, message)

@@ -17,11 +17,14 @@ from copage.llm.errors import (
     ModelTimeout,
     UpstreamError,
     error_for_status,
+    fd_exhaustion,
+    out_of_fds,
     redact,
     safe_url,
 )
 from copage.llm.guard import check_url, is_loopback
 from copage.llm.retry import RetryPolicy, Sleep, call_with_retries, parse_retry_after
+from copage.llm.runner import on_loop_close
 
 T = TypeVar("T")
 DUMMY_KEY = "sk-no-key-required"
@@ -60,7 +63,11 @@ class Secret:
 
 
 class NetworkModel:
-    """Base of the SDK adapters: one SDK client per event loop, retries, error mapping."""
+    """Base of the SDK adapters: one SDK client per event loop, retries, error mapping.
+
+    Synchronous callers all run on one shared loop (:mod:`copage.llm.runner`), so
+    in practice a model has one client. :meth:`aclose` / :meth:`close` close it.
+    """
 
     provider: str
 
@@ -127,13 +134,41 @@ class NetworkModel:
         client = self._clients.get(loop)
         if client is None:
             client = self._clients[loop] = self._make_client()
+            on_loop_close(loop, self.aclose)
         return client
+
+    async def aclose(self) -> None:
+        """Close the client of the running loop (a later call opens a new one)."""
+        client = self._clients.pop(asyncio.get_running_loop(), None)
+        if client is not None:
+            await client.close()
+
+    def close(self) -> None:
+        """Close every client of this model whose loop still runs (from synchronous code)."""
+        for loop, client in list(self._clients.items()):
+            self._clients.pop(loop, None)
+            if loop.is_closed():
+                continue
+            if loop.is_running():
+                try:
+                    running = asyncio.get_running_loop()
+                except RuntimeError:
+                    running = None
+                if running is loop:
+                    loop.create_task(client.close())
+                else:
+                    asyncio.run_coroutine_threadsafe(client.close(), loop).result(timeout=10)
+            else:
+                loop.run_until_complete(client.close())
 
     def _error(self, exc: Exception) -> ModelError:
         """Map an SDK exception to a :class:`ModelError` (key redacted)."""
         sdk, p = self._sdk(), self.provider
         if isinstance(exc, ModelError):
             return exc
+        fds = fd_exhaustion(exc)
+        if fds is not None:
+            return out_of_fds(p, fds)
         if isinstance(exc, sdk.APITimeoutError):
             return ModelTimeout(p, f"timed out after {self.timeout}s")
         if isinstance(exc, sdk.APIConnectionError):
@@ -163,5 +198,10 @@ class NetworkModel:
                 raise
             except self._failures() as e:  # mapped; `from None` keeps SDK text out
                 raise self._error(e) from None
+            except OSError as e:
+                fds = fd_exhaustion(e)
+                if fds is None:
+                    raise
+                raise out_of_fds(self.provider, fds) from None
 
         return await call_with_retries(attempt, self.retry)

@@ -94,12 +94,48 @@ class BadResponse(ModelError):
     """An empty or malformed reply."""
 
 
+class OutOfFileDescriptors(ModelError):
+    """The process ran out of file descriptors (EMFILE/ENFILE) before it could connect.
+
+    Not an upstream failure and never retried: something in the process holds
+    too many sockets or files open (or ``ulimit -n`` is too low).
+    """
+
+
 class NetworkForbidden(ModelError):
     """A network model call was attempted while network model calls are forbidden."""
 
 
 class MissingExtraError(ImportError):
     """A provider's vendor SDK is not installed."""
+
+
+def fd_exhaustion(exc: BaseException) -> OSError | None:
+    """The EMFILE/ENFILE ``OSError`` somewhere in ``exc``'s cause chain, if any."""
+    import errno
+
+    seen: set[int] = set()
+    cur: BaseException | None = exc
+    while cur is not None and id(cur) not in seen:
+        seen.add(id(cur))
+        if isinstance(cur, OSError) and cur.errno in (errno.EMFILE, errno.ENFILE):
+            return cur
+        cur = cur.__cause__ or cur.__context__
+    return None
+
+
+def out_of_fds(provider: str, err: OSError) -> OutOfFileDescriptors:
+    """The error for a call that failed because the process ran out of file descriptors."""
+    try:
+        import resource
+
+        limit = f" (ulimit -n is {resource.getrlimit(resource.RLIMIT_NOFILE)[0]})"
+    except (ImportError, OSError, ValueError):
+        limit = ""
+    return OutOfFileDescriptors(
+        provider, f"too many open files{limit}: {err.strerror or err}; the process holds "
+        "too many sockets or files open",
+    )
 
 
 def error_for_status(

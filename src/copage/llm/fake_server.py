@@ -19,13 +19,20 @@ from typing import Any, Self
 
 @dataclass(frozen=True)
 class FakeReply:
-    """One scripted answer: ``body`` as JSON, or ``sse`` events, after ``delay`` seconds."""
+    """One scripted answer: ``body`` as JSON, ``raw`` bytes, or ``sse`` events, after ``delay`` s.
+
+    ``chunk_delay`` sleeps between SSE events (to test that streaming really streams);
+    ``content_type`` overrides the header of a ``raw`` body.
+    """
 
     body: Any = None
     status: int = 200
     headers: dict[str, str] = field(default_factory=dict)
     sse: list[Any] | None = None
     delay: float = 0.0
+    raw: bytes | None = None
+    content_type: str = "application/json"
+    chunk_delay: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -45,6 +52,7 @@ class FakeServer:
         self.queue: deque[FakeReply] = deque(replies)
         self.default = default
         self.received: list[Received] = []
+        self.completed = 0  # replies fully sent (an SSE reply counts once its last event is out)
         self._lock = threading.Lock()
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
         self._httpd.daemon_threads = True
@@ -108,6 +116,8 @@ def _handler(server: FakeServer) -> type[BaseHTTPRequestHandler]:
                 self._send(reply)
             except (BrokenPipeError, ConnectionResetError):
                 pass  # the client gave up (timeout tests)
+            with server._lock:
+                server.completed += 1
 
         def _send(self, reply: FakeReply) -> None:
             self.send_response(reply.status)
@@ -117,14 +127,19 @@ def _handler(server: FakeServer) -> type[BaseHTTPRequestHandler]:
                 self.send_header("content-type", "text/event-stream")
                 self.send_header("connection", "close")
                 self.end_headers()
-                for event in reply.sse:
+                for i, event in enumerate(reply.sse):
+                    if i and reply.chunk_delay:
+                        time.sleep(reply.chunk_delay)
                     data = event if isinstance(event, str) else json.dumps(event)
                     self.wfile.write(f"data: {data}\n\n".encode())
                     self.wfile.flush()
                 self.close_connection = True
                 return
-            payload = json.dumps(reply.body).encode() if reply.body is not None else b""
-            self.send_header("content-type", "application/json")
+            if reply.raw is not None:
+                payload = reply.raw
+            else:
+                payload = json.dumps(reply.body).encode() if reply.body is not None else b""
+            self.send_header("content-type", reply.content_type)
             self.send_header("content-length", str(len(payload)))
             self.end_headers()
             self.wfile.write(payload)

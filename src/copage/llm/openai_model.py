@@ -11,6 +11,7 @@ on null content. ``null_content=`` overrides the choice.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator, Sequence
 from types import ModuleType
 from typing import Any
@@ -18,17 +19,23 @@ from typing import Any
 import openai
 
 from copage.llm.base import NetworkModel, resolve_key
-from copage.llm.errors import safe_url
+from copage.llm.errors import RequestRejected, safe_url
 from copage.llm.messages import tool_call_dict, tool_calls_of
 from copage.llm.openai_parse import Accumulator
+from copage.llm.params import ParamRule, learn_from_error, param_rule
 from copage.llm.types import ChatRequest, ChatResponse, Message, StreamEvent
 
 OPENAI_URL = "https://api.openai.com/v1"
+log = logging.getLogger("copage.llm")
 
 
-def chat_fields(model: str, request: ChatRequest, *, null_content: bool) -> dict[str, Any]:
+def chat_fields(
+    model: str, request: ChatRequest, *, null_content: bool, rule: ParamRule | None = None
+) -> dict[str, Any]:
     """The standard ``/chat/completions`` fields of a request (``extra`` not included);
-    shared by the SDK adapter and the proxy's direct HTTP upstream."""
+    shared by the SDK adapter and the proxy's direct HTTP upstream. ``rule`` (default:
+    :func:`~copage.llm.params.param_rule` of ``model``) says which fields the model takes."""
+    rule = rule or param_rule(model)
     body: dict[str, Any] = {
         "model": model,
         "messages": to_openai_messages(request.messages, null_content=null_content),
@@ -37,11 +44,11 @@ def chat_fields(model: str, request: ChatRequest, *, null_content: bool) -> dict
         body["tools"] = [dict(t) for t in request.tools]
     if request.tool_choice is not None:
         body["tool_choice"] = request.tool_choice
-    if request.temperature is not None:
+    if request.temperature is not None and rule.temperature:
         body["temperature"] = request.temperature
     if request.max_tokens is not None:
-        body["max_tokens"] = request.max_tokens
-    if request.logprobs:
+        body[rule.max_tokens_field] = request.max_tokens
+    if request.logprobs and rule.logprobs:
         body["logprobs"] = True
         # llama.cpp's server returns logprobs only when top_logprobs is set too;
         # OpenAI accepts it (one alternative per token costs nothing extra).
@@ -76,6 +83,7 @@ class OpenAIModel(NetworkModel):
         hosted: bool | None = None,
         null_content: bool | None = None,
         stream_usage: bool = True,
+        params: ParamRule | None = None,
         spec: str | None = None,
         **options: Any,
     ) -> None:
@@ -84,6 +92,7 @@ class OpenAIModel(NetworkModel):
         hosted = (base_url is None) if hosted is None else hosted
         self.null_content = hosted if null_content is None else null_content
         self.stream_usage = stream_usage
+        self.params = params or param_rule(model)
         spec = spec or (f"{provider}:{model}" + (f"@{safe_url(url)}" if base_url else ""))
         super().__init__(
             provider=provider, model=model, base_url=url, spec=spec, api_key=key, **options
@@ -99,7 +108,7 @@ class OpenAIModel(NetworkModel):
 
     def body(self, request: ChatRequest, *, stream: bool = False) -> dict[str, Any]:
         """The keyword arguments sent to ``chat.completions.create``."""
-        kw = chat_fields(self.model, request, null_content=self.null_content)
+        kw = chat_fields(self.model, request, null_content=self.null_content, rule=self.params)
         if request.extra and "top_logprobs" in request.extra:
             kw.pop("top_logprobs", None)  # the caller's value goes in extra_body
         if request.extra:
@@ -110,31 +119,48 @@ class OpenAIModel(NetworkModel):
                 kw["stream_options"] = {"include_usage": True}
         return kw
 
+    async def _create(self, request: ChatRequest, *, stream: bool = False) -> Any:
+        """``chat.completions.create`` with retries; on a 400 naming a parameter the model
+        does not take (``max_tokens``, ``temperature``), the rule is fixed and the call
+        made once more (see :mod:`copage.llm.params`)."""
+        while True:  # each fix changes the rule for good, so this ends
+            kw = self.body(request, stream=stream)
+
+            async def call(kw: dict[str, Any] = kw) -> Any:
+                return await self._client().chat.completions.create(**kw)
+
+            try:
+                return await self._send(call)
+            except RequestRejected as e:
+                fixed = learn_from_error(self.params, str(e))
+                if fixed is None:
+                    raise
+                log.warning("%s: %s; sending %s from now on", self.spec, str(e)[:160], fixed)
+                self.params = fixed
+
     async def complete(self, request: ChatRequest) -> ChatResponse:
         """Answer one request (retried on 429/5xx/timeouts)."""
-        kw = self.body(request)
-
-        async def call() -> Any:
-            return await self._client().chat.completions.create(**kw)
-
-        completion = await self._send(call)
+        completion = await self._create(request)
         acc = Accumulator(self.provider, self.model)
-        acc.feed(completion.model_dump(), whole=True)
+        acc.feed(_payload(completion), whole=True)
         return acc.response(raw=completion)
 
     async def stream(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
         """Stream text and tool-call deltas; the last event holds the full response."""
-        kw = self.body(request, stream=True)
-
-        async def call() -> Any:
-            return await self._client().chat.completions.create(**kw)
-
-        chunks = await self._send(call)
+        chunks = await self._create(request, stream=True)
         acc = Accumulator(self.provider, self.model)
         try:
             async for chunk in chunks:
-                for event in acc.feed(chunk.model_dump()):
+                for event in acc.feed(_payload(chunk)):
                     yield event
         except self._failures() as e:
             raise self._error(e) from None
         yield StreamEvent("done", response=acc.response())
+
+
+def _payload(obj: Any) -> Any:
+    """The JSON data of an SDK object (the SDK hands non-JSON bodies through as ``str``)."""
+    dump = getattr(obj, "model_dump", None)
+    if dump is None:
+        return obj
+    return dump(warnings=False)

@@ -8,7 +8,7 @@ parses the reply back into tool calls, so callers see the native interface.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -18,8 +18,14 @@ from copage.llm.types import ChatRequest, ChatResponse, Message
 from copage.llm.wrapper import ModelWrapper
 
 
-def to_text_messages(messages: Sequence[Message], tools: Sequence[Any]) -> list[dict[str, Any]]:
-    """Messages with tool calls/results as text and the tool instructions in the system prompt."""
+def to_text_messages(
+    messages: Sequence[Message], tools: Sequence[Any], *, force: str | None = None
+) -> list[dict[str, Any]]:
+    """Messages with tool calls/results as text and the tool instructions in the system prompt.
+
+    ``force`` (a tool name, or ``"required"``) says the reply must be a call: the
+    instructions say so and the last user message ends with a reminder.
+    """
     names = call_names(messages)
     out: list[dict[str, Any]] = []
     for m in messages:
@@ -39,12 +45,25 @@ def to_text_messages(messages: Sequence[Message], tools: Sequence[Any]) -> list[
         else:
             out.append(msg)
     if tools:
-        instructions = render_tools(tools)
+        instructions = render_tools(tools, force=force)
+        if force and out and out[-1]["role"] == "user":
+            target = "a tool" if force == "required" else force
+            out[-1]["content"] = f"{out[-1]['content']}\n\n(Call {target} now.)"
         if out and out[0]["role"] == "system":
             out[0]["content"] = f"{out[0]['content']}\n\n{instructions}"
         else:
             out.insert(0, {"role": "system", "content": instructions})
     return out
+
+
+def forced_tool(choice: Any) -> str | None:
+    """The tool a ``tool_choice`` forces (``"required"``: any tool), else None."""
+    if choice == "required":
+        return "required"
+    if isinstance(choice, Mapping):
+        name = (choice.get("function") or {}).get("name") or choice.get("name")
+        return str(name) if name else None
+    return None
 
 
 class TextProtocolModel(ModelWrapper):
@@ -60,7 +79,7 @@ class TextProtocolModel(ModelWrapper):
     def to_inner(self, request: ChatRequest) -> ChatRequest:
         """The plain-text request sent to the inner model."""
         tools = () if request.tool_choice == "none" else request.tools
-        msgs = to_text_messages(request.messages, tools)
+        msgs = to_text_messages(request.messages, tools, force=forced_tool(request.tool_choice))
         return replace(request, messages=tuple(msgs), tools=(), tool_choice=None)
 
     async def complete(self, request: ChatRequest) -> ChatResponse:

@@ -1,11 +1,15 @@
 """A text tool protocol for models without native function calling.
 
-The tools are described in the system prompt; the model calls one by replying
-``TOOL name {"arg": ...}`` (or, for recall, ``RECALL p3`` / ``RECALL "query"``).
-:func:`parse_reply` reads such calls back tolerantly: any case, inside backticks
-or other text, ``recall(p3)``, ``recall("p3")``, ``recall(page="p3")``,
-``RECALL: 3``, and JSON such as ``{"tool": "recall", "page": "p3"}``. Only
-names of offered tools are recognised. Call ids are synthetic and deterministic.
+The tools are described in the system prompt with one call syntax each: the
+recall tool as ``RECALL <page id>`` (``RECALL "words"`` when it takes a query),
+any other tool as ``TOOL name {"arg": ...}``. :func:`parse_reply` reads calls back
+tolerantly: any case, inside backticks or other text, ``recall(p3)``,
+``recall("p3")``, ``recall(page="p3")``, ``RECALL: 3``, ``RECALL page 3``,
+``RECALL [p3]``, ``TOOL recall {"page": p3}`` (unquoted value), JSON such as
+``{"tool": "recall", "page": "p3"}``, and Hermes/Qwen-style
+``<tool_call>{"name": ..., "arguments": ...}</tool_call>`` blocks left in the
+content by a server that did not parse them. Only names of offered tools are
+recognised. Call ids are synthetic and deterministic.
 """
 
 from __future__ import annotations
@@ -22,6 +26,10 @@ from copage.llm.types import ToolSpec
 
 _DECODER = json.JSONDecoder()
 _PAGEISH = re.compile(r"(?i)p?\d+")
+# "p3", "page 3", "[p3]", "[p3: peanut, satay]", "page p3" -> the page part.
+_PAGE_VALUE = re.compile(r"(?i)\[?\s*(?:page\s*)?([pP]?\d{1,9})\s*(?::[^\]\n]*)?\]?")
+_BARE_VALUE = re.compile(r"(:\s*)([A-Za-z_][\w\-]*)(\s*[,}])")
+_TOOL_TAG, _TOOL_END = "<tool_call>", "</tool_call>"
 # ``\b`` first: without it a long word is rescanned from each of its letters.
 _PAIR = re.compile(r"\b(\w+)\s*[=:]\s*(\"[^\"]*\"|'[^']*'|[^,\s]+)")
 #: Replies are scanned for calls up to this many characters (the rest stays text):
@@ -60,29 +68,33 @@ def tool_infos(tools: Sequence[ToolSpec]) -> dict[str, ToolInfo]:
     return out
 
 
-def render_tools(tools: Sequence[ToolSpec]) -> str:
-    """Instructions describing ``tools`` and how to call them in plain text."""
+def render_tools(tools: Sequence[ToolSpec], *, force: str | None = None) -> str:
+    """Instructions describing ``tools`` and how to call them in plain text (one syntax each).
+
+    ``force`` names a tool the reply must call (a forced ``tool_choice``), or is
+    ``"required"`` (some tool must be called).
+    """
     infos = tool_infos(tools)
-    lines = [
-        "You can use tools. To call a tool, reply with one line and nothing else:",
-        'TOOL <name> {"<argument>": <value>}',
-        "",
-        "Tools:",
-    ]
-    for info in infos.values():
-        lines.append(f"- {info.name}({', '.join(info.params)}): {info.description}".rstrip())
-    if "recall" in infos:
-        tip = "To recall a page, reply with a line `RECALL p3` and nothing else"
-        if "query" in infos["recall"].params:
-            tip += ' (or `RECALL "free text query"` to search)'
-        lines += ["", tip + "."]
+    recall = infos.get("recall")
+    others = [i for n, i in infos.items() if n != "recall"]
+    lines = ["You can use tools. To call one, reply with one line and nothing else."]
+    if recall is not None:
+        form = "RECALL <page id>"
+        if "query" in recall.params:
+            form += ' (or RECALL "a few words" to search the evicted pages)'
+        lines += ["", f"- {recall.name}: {recall.description}".rstrip(" :"), f"  Call: {form}"]
+    for info in others:
+        args = ", ".join(f'"{p}": ...' for p in info.params)
+        lines += ["", f"- {info.name}: {info.description}".rstrip(" :"),
+                  f"  Call: TOOL {info.name} {{{args}}}"]
     lines += [
         "",
-        (
-            "Tool results come back in a message starting with TOOL RESULT. "
-            "When you have what you need, answer normally."
-        ),
+        ("Tool results come back in a message starting with TOOL RESULT. "
+         "When you have what you need, answer normally."),
     ]
+    if force:
+        target = "a tool" if force == "required" else force
+        lines += ["", f"Your next reply must be a call of {target}, and nothing else."]
     return "\n".join(lines)
 
 
@@ -111,6 +123,9 @@ def _single(info: ToolInfo, raw: str) -> dict[str, Any] | None:
     value, quoted = _unquote(raw)
     if not info.params:
         return {}
+    page = _PAGE_VALUE.fullmatch(value)
+    if page and not quoted:
+        value = page.group(1)
     pageish = bool(_PAGEISH.fullmatch(value))
     if not pageish and not quoted:
         return None
@@ -138,6 +153,52 @@ def _call_args(info: ToolInfo, inner: str) -> dict[str, Any] | None:
     if pairs:
         return {k: _unquote(v)[0] for k, v in pairs}
     return _single(info, inner)
+
+
+def _lenient_object(text: str) -> Any:
+    """``text`` as JSON, else with bare word values quoted (``{"page": p3}``); None if hopeless."""
+    for candidate in (text, _BARE_VALUE.sub(_quote_bare, text)):
+        try:
+            return json.loads(candidate)
+        except json.JSONDecodeError:
+            continue
+    return None
+
+
+def _quote_bare(m: re.Match[str]) -> str:
+    word = m.group(2)
+    if word in ("true", "false", "null"):
+        return m.group(0)
+    return f"{m.group(1)}{json.dumps(word)}{m.group(3)}"
+
+
+def _braced(text: str, start: int, limit: int = 4000) -> int:
+    """End (exclusive) of the ``{...}`` starting at ``start`` (quotes respected), or -1.
+
+    Looks at most ``limit`` characters ahead (calls are short; this keeps many
+    unclosed braces from costing quadratic time).
+    """
+    depth, quote, escaped = 0, False, False
+    for i in range(start, min(len(text), start + limit)):
+        ch = text[i]
+        if quote:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                quote = False
+        elif ch == '"':
+            quote = True
+        elif ch == "{":
+            depth += 1
+        elif ch == "}":
+            depth -= 1
+            if depth == 0:
+                return i + 1
+        elif ch == "\n" and depth == 0:
+            return -1
+    return -1
 
 
 def _json_call(obj: Mapping[str, Any], infos: Mapping[str, ToolInfo]) -> tuple[str, Any] | None:
@@ -171,6 +232,21 @@ def parse_reply(text: str, tools: Sequence[ToolSpec]) -> ParsedReply:
             found.append((start, end, name, args))
             work = work[:start] + " " * (end - start) + work[end:]
 
+    lowered = work.lower()
+    at = lowered.find(_TOOL_TAG)
+    while at >= 0:  # <tool_call>{"name": ..., "arguments": ...}</tool_call> (Hermes, Qwen)
+        body = at + len(_TOOL_TAG)
+        while body < len(work) and work[body].isspace():
+            body += 1
+        end = _braced(work, body) if work.startswith("{", body) else -1
+        if end > 0:
+            obj = _lenient_object(work[body:end])
+            hit = _json_call(obj, infos) if isinstance(obj, dict) else None
+            close = lowered.find(_TOOL_END, end)
+            stop = close + len(_TOOL_END) if close >= 0 and not work[end:close].strip() else end
+            if hit:
+                take(at, stop, hit[0], hit[1])
+        at = lowered.find(_TOOL_TAG, body)
     names = "|".join(re.escape(n) for n in sorted(infos, key=len, reverse=True))
     for m in list(re.finditer(rf"(?im)\b(?:TOOL|CALL)\s*(?::\s*)?({names})\b[ \t]*", work)):
         info, rest = infos[m.group(1).lower()], work[m.end() :]
@@ -178,7 +254,10 @@ def parse_reply(text: str, tools: Sequence[ToolSpec]) -> ParsedReply:
             try:
                 obj, size = _DECODER.raw_decode(rest)
             except json.JSONDecodeError:
-                continue
+                size = _braced(rest, 0)
+                obj = _lenient_object(rest[:size]) if size > 0 else None
+                if obj is None:
+                    continue
             take(m.start(), m.end() + size, info.name, obj if isinstance(obj, dict) else None)
         else:
             line = rest.split("\n", 1)[0]
@@ -194,12 +273,14 @@ def parse_reply(text: str, tools: Sequence[ToolSpec]) -> ParsedReply:
     for m in list(re.finditer(rf"(?i)\b({names})\s*\(([^()]*)\)", work)):
         info = infos[m.group(1).lower()]
         take(m.start(), m.end(), info.name, _call_args(info, m.group(2)))
-    value = r"(\"[^\"\n]+\"|'[^'\n]+'|[pP]?\d+)"
+    # Optional parts start with a literal ("[", "page"), so runs of spaces cannot be
+    # split between two patterns in many ways (linear time).
+    value = r"(\"[^\"\n]+\"|'[^'\n]+'|(?:\[[ \t]*)?(?:page[ \t]*)?[pP]?\d{1,9}(?:[ \t]*:[^\]\n]{0,200}\])?\]?)"
     for m in list(re.finditer(rf"(?im)^[^\w\n]*({names})\s*(?:[:=\-]\s*)?{value}[^\w\n]*$", work)):
         info = infos[m.group(1).lower()]
         take(m.start(), m.end(), info.name, _single(info, m.group(2)))
     upper = "|".join(re.escape(i.name.upper()) for i in infos.values())
-    for m in list(re.finditer(rf"\b({upper})\b\s*(?::\s*)?{value}", work)):
+    for m in list(re.finditer(rf"\b({upper})\b\s*(?::\s*)?(?i:{value})", work)):
         info = infos[m.group(1).lower()]
         take(m.start(), m.end(), info.name, _single(info, m.group(2)))
 
@@ -212,5 +293,6 @@ def parse_reply(text: str, tools: Sequence[ToolSpec]) -> ParsedReply:
     if not calls:
         return ParsedReply(text, ())
     work += text[MAX_SCAN:].replace("`", " ")
+    work = re.sub(r"(?i)<tool_call>\s*</tool_call>", " ", work)
     rest = "\n".join(line.rstrip() for line in work.split("\n") if line.strip())
     return ParsedReply(rest.strip(), calls)

@@ -6,7 +6,6 @@ to JSON unchanged (the response cache keys on that JSON).
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Protocol, TypeVar, runtime_checkable
@@ -191,15 +190,21 @@ class ChatModel(Protocol):
         ...
 
 
+def events_of(response: ChatResponse) -> list[StreamEvent]:
+    """A whole reply as stream events: its text, its tool calls, then ``done``."""
+    events = [StreamEvent("text", text=response.text)] if response.text else []
+    for i, call in enumerate(response.tool_calls):
+        delta = ToolCallDelta(i, id=call.id, name=call.name, arguments=call.arguments)
+        events.append(StreamEvent("tool_call", tool_call=delta))
+    events.append(StreamEvent("done", response=response))
+    return events
+
+
 async def fallback_stream(model: ChatModel, request: ChatRequest) -> AsyncIterator[StreamEvent]:
     """Stream for models without native streaming: the whole reply as one chunk."""
     response = await model.complete(request)
-    if response.text:
-        yield StreamEvent("text", text=response.text)
-    for i, call in enumerate(response.tool_calls):
-        delta = ToolCallDelta(i, id=call.id, name=call.name, arguments=call.arguments)
-        yield StreamEvent("tool_call", tool_call=delta)
-    yield StreamEvent("done", response=response)
+    for event in events_of(response):
+        yield event
 
 
 def stream(model: ChatModel, request: ChatRequest) -> AsyncIterator[StreamEvent]:
@@ -212,13 +217,15 @@ def stream(model: ChatModel, request: ChatRequest) -> AsyncIterator[StreamEvent]
 
 
 def run_sync(coro: Coroutine[Any, Any, T]) -> T:
-    """Run a coroutine from synchronous code; fails clearly inside a running loop."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(coro)
-    coro.close()
-    raise RuntimeError("complete_sync() called inside a running event loop; use 'await'")
+    """Run a coroutine from synchronous code (on the shared loop of :mod:`copage.llm.runner`).
+
+    Fails clearly inside a running loop. One long-lived loop serves every
+    synchronous call, so model clients and their connections are reused instead
+    of leaking one per call.
+    """
+    from copage.llm.runner import run_sync as _run
+
+    return _run(coro)
 
 
 def complete_sync(model: ChatModel, request: ChatRequest | Sequence[Message]) -> ChatResponse:

@@ -18,3 +18,15 @@ class ModelWrapper:
     @property
     def spec(self) -> str:
         return self.inner.spec
+
+    async def aclose(self) -> None:
+        """Close the inner model's clients on the running loop (if it has any)."""
+        close = getattr(self.inner, "aclose", None)
+        if close is not None:
+            await close()
+
+    def close(self) -> None:
+        """Close the inner model's clients (if it has any)."""
+        close = getattr(self.inner, "close", None)
+        if close is not None:
+            close()

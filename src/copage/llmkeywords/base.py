@@ -1,15 +1,16 @@
 """Shared machinery of the LLM keyword generators: calls, fallback, statistics.
 
 Generators are synchronous (the pager is); each batch of requests runs
-concurrently in one event loop (bounded by ``concurrency``). Called from inside a
-running loop, the batch runs in a worker thread with its own loop.
+concurrently on the shared event loop of :mod:`copage.llm.runner` (bounded by
+``concurrency``), so one HTTP client per model is reused. Called from inside a
+running loop, the batch runs in a worker thread with its own loop, and the
+clients opened there are closed when it ends.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import threading
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -19,6 +20,7 @@ from copage.core.keywords import Corpus, KeywordExtractor, check_n, get_extracto
 from copage.core.keywords.terms import is_bigram
 from copage.core.keywords.tfidf import smooth_idf
 from copage.core.types import Page, PageId
+from copage.llm.runner import run_blocking
 from copage.llm.types import ChatModel, ChatRequest, ChatResponse
 from copage.llmkeywords.prompts import SYSTEM
 
@@ -74,24 +76,9 @@ class LLMOptions:
 
 
 def _run(coro: Any) -> Any:
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(coro)
-    box: dict[str, Any] = {}
-
-    def work() -> None:
-        try:
-            box["out"] = asyncio.run(coro)
-        except BaseException as e:  # noqa: BLE001  (re-raised in the caller's thread)
-            box["err"] = e
-
-    t = threading.Thread(target=work, name="copage-llmkeywords")
-    t.start()
-    t.join()
-    if "err" in box:
-        raise box["err"]
-    return box["out"]
+    """Run a batch of calls from the (synchronous) pager: on the shared loop, or, when
+    called inside a running loop, on a worker thread whose clients are closed after."""
+    return run_blocking(coro)
 
 
 class LLMGenerator:

@@ -1,9 +1,12 @@
 """Defensive parsing of model output into keyword lists.
 
-Models wrap JSON in code fences, add prose around it, use single quotes, leave
-trailing commas, stop mid-object, or key pages as ``"page 3"``, ``"P3"`` or
-``3``. :func:`parse_page_keywords` repairs what it can and returns only what it
-could read; callers fall back to an offline extractor for the rest.
+Models wrap JSON in code fences, add prose around it (with braces of its own),
+use single quotes, leave trailing commas, stop mid-object, key pages as
+``"page 3"``, ``"P3"`` or ``3``, or skip JSON altogether and write ``p1: a, b``
+lines or bullet lists. :func:`parse_page_keywords` repairs what it can and
+returns only what it could read; a truncated reply's unfinished last element is
+dropped (never kept cut short); callers fall back to an offline extractor for
+the rest.
 """
 
 from __future__ import annotations
@@ -29,11 +32,16 @@ def strip_fences(text: str) -> str:
 
 
 def _close_truncated(text: str) -> str:
-    """Close strings, lists and objects left open by a truncated reply."""
+    """Close what a truncated reply left open, dropping its unfinished last element.
+
+    A string still open at the end is an element cut short: the text is cut back
+    to the last complete element (after the last ``,`` or opening bracket outside
+    strings) before the open lists and objects are closed.
+    """
     stack: list[str] = []
     quote: str | None = None
     escaped = False
-    last_complete = 0
+    cut = 0  # end of the text up to its last complete element
     for i, ch in enumerate(text):
         if quote:
             if escaped:
@@ -47,22 +55,46 @@ def _close_truncated(text: str) -> str:
             quote = ch
         elif ch in "{[":
             stack.append("}" if ch == "{" else "]")
+            cut = i + 1
         elif ch in "}]" and stack:
             stack.pop()
-            last_complete = i + 1
+            cut = i + 1
         elif ch == ",":
-            last_complete = i
+            cut = i
     if not stack and quote is None:
         return text
-    if quote is not None:
-        text = text + quote
-    closed = text + "".join(reversed(stack))
-    if _loads(closed) is not None:
-        return closed
-    # Drop the unfinished last element, then close what is open at that point.
-    if 0 < last_complete < len(text):
-        return _close_truncated(text[:last_complete])
-    return closed
+    if quote is None:
+        closed = text + "".join(reversed(stack))
+        if _loads(closed) is not None:
+            return closed
+    if 0 < cut < len(text):
+        return _close_truncated(text[:cut])
+    return text + (quote or "") + "".join(reversed(stack))
+
+
+def _balanced_end(text: str, start: int) -> int:
+    """End (exclusive) of the bracketed value opening at ``start``, quotes respected; -1 if open."""
+    depth = 0
+    quote: str | None = None
+    escaped = False
+    for i in range(start, len(text)):
+        ch = text[i]
+        if quote:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == quote:
+                quote = None
+        elif ch in "\"'":
+            quote = ch
+        elif ch in "{[":
+            depth += 1
+        elif ch in "}]":
+            depth -= 1
+            if depth == 0:
+                return i + 1
+    return -1
 
 
 def _loads(text: str) -> Any:
@@ -74,7 +106,7 @@ def _loads(text: str) -> Any:
         pass
     try:
         return ast.literal_eval(cleaned)
-    except (ValueError, SyntaxError, MemoryError, RecursionError):
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
         return None
 
 
@@ -89,10 +121,13 @@ def load_json_lenient(text: str, opener: str = "{") -> Any:
     if start < 0:
         return None
     body = body[start:]
+    end = _balanced_end(body, 0)
+    if end > 0:  # the first complete value; prose after it may hold braces of its own
+        return _loads(body[:end])
     closer = "}" if opener == "{" else "]"
-    end = body.rfind(closer)
-    if end >= 0:
-        whole = _loads(body[: end + 1])
+    last = body.rfind(closer)
+    if last >= 0:
+        whole = _loads(body[: last + 1])
         if whole is not None:
             return whole
     return _loads(_close_truncated(body))
@@ -151,7 +186,7 @@ def parse_page_keywords(
     """
     data = load_json_lenient(text, "{")
     if not isinstance(data, Mapping):
-        return {}
+        return _page_lines(text, page_ids, limit)
     if len(data) == 1:  # {"pages": {...}} or {"keywords": {...}}
         (only,) = data.values()
         if isinstance(only, Mapping):
@@ -167,13 +202,56 @@ def parse_page_keywords(
     return out
 
 
+_LINE_PAGE = re.compile(
+    r"^\s*(?:[-*\u2022+]|\d{1,3}[.)])?\s*[*_`]*\[?\s*((?:page|pg)?\s*[#_\-]?\s*p?\s*\d{1,9})"
+    r"\s*\]?[*_`]*\s*[:=\-\u2013\u2014]+\s*(.+?)\s*$",
+    re.IGNORECASE,
+)
+_BULLET = re.compile(r"^\s*(?:[-*\u2022+]|\d{1,3}[.)])\s+(.+?)\s*$")
+_LABELLED = re.compile(r"^\s*[*_`]*keywords?[*_`]*\s*:\s*(.+?)\s*$", re.IGNORECASE)
+
+
+def _split_items(text: str) -> list[str]:
+    return [part for part in re.split(r"[,;]", text.strip().strip("[]")) if part.strip()]
+
+
+def _page_lines(text: str, page_ids: Sequence[PageId], limit: int) -> dict[PageId, tuple[str, ...]]:
+    """Keywords from ``p1: a, b`` lines (also ``- Page 2: c, d``, ``**p3** - e``)."""
+    out: dict[PageId, tuple[str, ...]] = {}
+    for line in strip_fences(text).splitlines():
+        m = _LINE_PAGE.match(line)
+        if not m:
+            continue
+        pid = page_key(m.group(1), page_ids)
+        if pid is None or pid in out:
+            continue
+        kws = clean_keywords(_split_items(m.group(2)), limit)
+        if kws:
+            out[pid] = kws
+    return out
+
+
+def _list_lines(text: str, limit: int) -> tuple[str, ...] | None:
+    """Keywords from a bullet or numbered list, or a ``Keywords: a, b`` line."""
+    lines = strip_fences(text).splitlines()
+    bullets = [m.group(1) for line in lines if (m := _BULLET.match(line))]
+    if bullets:
+        return clean_keywords(bullets, limit)
+    for line in lines:
+        m = _LABELLED.match(line)
+        if m:
+            return clean_keywords(_split_items(m.group(1)), limit)
+    return None
+
+
 def parse_keyword_list(text: str, limit: int) -> tuple[str, ...] | None:
-    """Keywords from a reply holding one JSON list (or ``{"keywords": [...]}``); None if none."""
+    """Keywords from a reply holding one JSON list (or ``{"keywords": [...]}``), else a
+    bullet list or a ``Keywords: a, b`` line; None if none."""
     data = load_json_lenient(text, "[")
     if data is None:
         obj = load_json_lenient(text, "{")
         if isinstance(obj, Mapping):
             data = next((v for v in obj.values() if isinstance(v, (list, str))), None)
     if data is None:
-        return None
-    return clean_keywords(data, limit)
+        return _list_lines(text, limit)
+    return clean_keywords(data, limit) or _list_lines(text, limit)

@@ -1,28 +1,33 @@
-"""The proxy's cooperative loop: recall calls served here, client tool calls returned.
+"""The proxy's use of the one recall loop (:mod:`copage.session.engine`).
 
 Like :class:`copage.session.PagedChat`, but the client owns the conversation's
 tools: copage's recall tool is offered beside the client's; recall calls are run
-here (via :func:`copage.session.tools.execute`, i.e. ``PagedMemory.recall_result``)
+here (``PagedMemory.recall_result`` through :func:`copage.session.tools.execute`)
 and never reach the client; any other tool call ends the turn and goes back to
 the client. Usage is summed over every upstream call of the turn.
+
+:func:`loop_events` is the streaming form (the engine's events: text deltas,
+client tool-call deltas, recalls served, the end); :func:`run_loop` consumes it
+and returns the :class:`Outcome` the non-streaming responses are built from.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 from copage.core.types import ToolCall
 from copage.llm.errors import BadResponse
-from copage.llm.messages import assistant_message, tool_message
-from copage.llm.types import ChatModel, ChatRequest, ChatResponse, Message
+from copage.llm.types import ChatModel, ChatRequest, ChatResponse, StreamEvent, events_of
 from copage.memory import PagedMemory
 from copage.server.request import ChatCall
+from copage.session.engine import LoopEnd, LoopEvent, LoopSettings, run_recall_loop
 from copage.session.report import RecallRecord
-from copage.session.tools import execute, refuse
 
 Complete = Callable[[ChatModel, ChatRequest], Awaitable[tuple[ChatResponse, float]]]
+"""One upstream call: the reply and its latency in seconds."""
+Stream = Callable[[ChatModel, ChatRequest], AsyncIterator[StreamEvent]]
+"""One streamed upstream call (the last event carries the whole reply)."""
 #: Provider label in errors a tenant may see (a model's spec can hold the upstream URL).
 UPSTREAM = "upstream"
 
@@ -42,15 +47,31 @@ class Outcome:
     recalls: list[RecallRecord] = field(default_factory=list)
 
 
-def _choice(call: ChatCall, first: bool, capped: bool) -> Any:
-    if capped:
-        return "none"
-    c = call.tool_choice
-    if c in (None, "auto", "none"):
-        return None
-    if c == "required":
-        return "required"
-    return c if first else None  # a named tool is forced on the first call only
+def settings_for(call: ChatCall, max_recalls: int) -> LoopSettings:
+    """The engine settings of a proxied request: the client's tools end the turn."""
+    client_tools = () if call.tool_choice == "none" else tuple(call.tools)
+    choice = call.tool_choice if call.tool_choice not in (None, "auto", "none") else None
+    return LoopSettings(
+        max_recalls=max_recalls, client_tools=client_tools, client_choice=choice,
+        temperature=call.temperature, max_tokens=call.max_tokens, extra=call.extra,
+        provider=UPSTREAM,
+    )
+
+
+def loop_events(
+    mem: PagedMemory, model: ChatModel, call: ChatCall, upstream: Stream, *, max_recalls: int,
+) -> AsyncIterator[LoopEvent]:
+    """The turn as engine events (``LoopEnd`` last). ``upstream`` streams one call; every
+    reply is checked for text that cannot be stored (lone surrogates) first."""
+    ctx = mem.context()
+
+    async def checked(request: ChatRequest) -> AsyncIterator[StreamEvent]:
+        async for event in upstream(model, request):
+            if event.response is not None:
+                _check_text(event.response)
+            yield event
+
+    return run_recall_loop(mem, ctx.messages, ctx.tools, settings_for(call, max_recalls), checked)
 
 
 async def run_loop(
@@ -58,46 +79,29 @@ async def run_loop(
     max_recalls: int,
 ) -> Outcome:
     """Run upstream calls until the model answers or calls a client tool."""
-    ctx = mem.context()
-    recall_name = mem.config.tool_name
-    client_tools = [] if call.tool_choice == "none" else list(call.tools)
-    tools: list[Mapping[str, Any]] = [*ctx.tools, *client_tools]
-    messages: list[Message] = list(ctx.messages)
-    out = Outcome("", [], "stop", model.name)
-    seen: set[str] = set()
-    after_cap = 0
-    while True:
-        capped = len(out.recalls) >= max_recalls
-        offered: Sequence[Mapping[str, Any]] = tools if after_cap == 0 else client_tools
-        choice = _choice(call, out.calls == 0, capped) if offered else None
-        request = ChatRequest(
-            messages=tuple(messages), tools=tuple(offered), tool_choice=choice,
-            temperature=call.temperature, max_tokens=call.max_tokens, extra=call.extra,
-        )
-        response, latency = await complete(model, request)
-        _check_text(response)
-        out.calls += 1
-        out.latencies.append(latency)
-        out.prompt_tokens += response.usage.prompt_tokens
-        out.completion_tokens += response.usage.completion_tokens
-        out.model = response.model or out.model
-        after_cap += capped
-        recalls = [c for c in response.tool_calls if c.name == recall_name]
-        client = [c for c in response.tool_calls if c.name != recall_name]
-        if not recalls or client:
-            for c in recalls:  # mixed reply: page in now, return the client's calls
-                out.recalls.append(_serve(mem, c, out, max_recalls))
-            out.text, out.tool_calls = response.text, client
-            out.finish_reason = "tool_calls" if client else (response.finish_reason or "stop")
-            return out
-        if capped and after_cap >= 2:
-            raise BadResponse(UPSTREAM, f"the model kept calling {recall_name}() after the "
-                              f"cap of {max_recalls} recalls per turn")
-        unique = [_unique(c, seen, out.calls) for c in recalls]
-        messages.append(assistant_message(response.text, unique))
-        for c in unique:
-            text = _serve_text(mem, c, out, max_recalls)
-            messages.append(tool_message(c.id, text))
+    latencies: list[float] = []
+
+    async def one_chunk(m: ChatModel, request: ChatRequest) -> AsyncIterator[StreamEvent]:
+        response, latency = await complete(m, request)
+        latencies.append(latency)
+        for event in events_of(response):
+            yield event
+
+    async for event in loop_events(mem, model, call, one_chunk, max_recalls=max_recalls):
+        if isinstance(event, LoopEnd):
+            return outcome_of(event, model, latencies)
+    raise BadResponse(UPSTREAM, "the recall loop ended without an outcome")
+
+
+def outcome_of(end: LoopEnd, model: ChatModel, latencies: list[float]) -> Outcome:
+    """The proxy's :class:`Outcome` of an engine outcome."""
+    o = end.outcome
+    return Outcome(
+        text=o.text, tool_calls=list(o.tool_calls), finish_reason=o.finish_reason,
+        model=o.response.model or model.name, prompt_tokens=sum(o.usage.prompt_tokens),
+        completion_tokens=o.usage.completion_tokens, calls=o.usage.calls,
+        latencies=list(latencies), recalls=list(o.records),
+    )
 
 
 def _check_text(response: ChatResponse) -> None:
@@ -110,23 +114,3 @@ def _check_text(response: ChatResponse) -> None:
         except UnicodeEncodeError:
             raise BadResponse(UPSTREAM, "the reply contains a lone surrogate "
                               "(invalid Unicode text)") from None
-
-
-def _serve_text(mem: PagedMemory, c: ToolCall, out: Outcome, cap: int) -> str:
-    text, record = refuse(c, cap) if len(out.recalls) >= cap else execute(mem, c)
-    out.recalls.append(record)
-    return text
-
-
-def _serve(mem: PagedMemory, c: ToolCall, out: Outcome, cap: int) -> RecallRecord:
-    return refuse(c, cap)[1] if len(out.recalls) >= cap else execute(mem, c)[1]
-
-
-def _unique(call: ToolCall, seen: set[str], n: int) -> ToolCall:
-    """The call with an id unique within the turn (some servers reuse ids)."""
-    cid = call.id
-    if not cid or cid in seen:
-        cid = f"call_copage_{n}_{len(seen)}"
-        call = ToolCall(cid, call.name, call.arguments)
-    seen.add(cid)
-    return call

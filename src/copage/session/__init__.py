@@ -1,6 +1,22 @@
-"""The cooperative loop: :class:`PagedChat` joins a paged memory to a chat model."""
+"""The cooperative loop: :class:`PagedChat` joins a paged memory to a chat model.
 
-from copage.session.loop import CALLS_AFTER_CAP, PagedChat, RecallLoopError
+One streaming recall engine (:mod:`copage.session.engine`) serves both
+:class:`PagedChat` and the proxy (``copage.server.loop``).
+"""
+
+from copage.session.engine import (
+    CALLS_AFTER_CAP,
+    ClientToolDelta,
+    LoopEnd,
+    LoopEvent,
+    LoopOutcome,
+    LoopSettings,
+    RecallLoopError,
+    RecallServed,
+    TextDelta,
+    run_recall_loop,
+)
+from copage.session.loop import PagedChat, TurnDone, TurnStream
 from copage.session.metrics import (
     Rate,
     recall_precision,
@@ -8,22 +24,38 @@ from copage.session.metrics import (
     speculative_hit_rate,
     trigger_rate,
 )
+from copage.session.modes import RecallMode, auto_mode, parse_mode
+from copage.session.prompts import PROMPT_STYLES
 from copage.session.report import ProbeRecord, RecallRecord, TurnReport
 from copage.session.speculate import DEFAULT_THRESHOLD, Speculation, Speculator
 
 __all__ = [
     "CALLS_AFTER_CAP",
     "DEFAULT_THRESHOLD",
+    "PROMPT_STYLES",
+    "ClientToolDelta",
+    "LoopEnd",
+    "LoopEvent",
+    "LoopOutcome",
+    "LoopSettings",
     "PagedChat",
     "ProbeRecord",
     "Rate",
     "RecallLoopError",
+    "RecallMode",
     "RecallRecord",
+    "RecallServed",
     "Speculation",
     "Speculator",
+    "TextDelta",
+    "TurnDone",
     "TurnReport",
+    "TurnStream",
+    "auto_mode",
+    "parse_mode",
     "recall_precision",
     "right_page_rate",
+    "run_recall_loop",
     "speculative_hit_rate",
     "trigger_rate",
 ]

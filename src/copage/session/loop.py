@@ -1,86 +1,172 @@
-"""The cooperative loop: user turn in, recalls served, answer stored (see ``docs/loop.md``)."""
+"""The cooperative loop: user turn in, recalls served, answer stored (see ``docs/loop.md``).
+
+:class:`PagedChat` runs each turn through the one streaming recall engine
+(:mod:`copage.session.engine`): :meth:`PagedChat.send` consumes it whole,
+:meth:`PagedChat.stream` passes its text deltas on as they arrive.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import copy
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any, Self
 
 from copage.core.pager import Context
-from copage.core.types import PageId, ToolCall
-from copage.llm.errors import BadResponse
-from copage.llm.messages import assistant_message, tool_message
-from copage.llm.types import ChatModel, ChatRequest, ChatResponse, Message, run_sync
+from copage.core.types import PageId
+from copage.llm.types import (
+    ChatModel,
+    ChatRequest,
+    StreamEvent,
+    fallback_stream,
+    run_sync,
+    stream,
+)
 from copage.memory import PagedMemory
+from copage.session.choose import Chooser, page_in
+from copage.session.engine import (
+    CALLS_AFTER_CAP,
+    LoopEnd,
+    LoopOutcome,
+    LoopSettings,
+    RecallLoopError,
+    RecallServed,
+    TextDelta,
+    run_recall_loop,
+)
+from copage.session.modes import RecallMode, parse_mode
+from copage.session.prompts import PROMPT_STYLES, styled
 from copage.session.report import ProbeRecord, RecallRecord, TurnReport, UsageSum
 from copage.session.speculate import DEFAULT_THRESHOLD, Speculation, Speculator
-from copage.session.tools import execute, refuse
 
-#: Model calls allowed after the recall cap is reached: one with ``tool_choice="none"``,
-#: then one without tools at all; tool calls in either are answered with an error.
-CALLS_AFTER_CAP = 2
-
-
-class RecallLoopError(BadResponse):
-    """The model kept calling tools after the per-turn cap; the turn was rolled back."""
+__all__ = ["CALLS_AFTER_CAP", "PagedChat", "RecallLoopError", "TurnDone", "TurnStream"]
 
 
 class _Discard(Exception):
     """Internal: leave a transaction without storing it."""
 
 
+@dataclass(frozen=True, slots=True)
+class TurnDone:
+    """The last event of :meth:`PagedChat.stream`: the turn is stored; its report."""
+
+    report: TurnReport
+
+
+TurnEvent = TextDelta | RecallServed | TurnDone
+
+
 @dataclass(slots=True)
-class _Outcome:
-    response: ChatResponse
-    records: list[RecallRecord] = field(default_factory=list)
-    usage: UsageSum = field(default_factory=UsageSum)
-    capped: bool = False
-    empty_retries: int = 0
+class _End:
+    outcome: LoopOutcome
+    spec: Speculation | None
+
+
+class TurnStream:
+    """The events of one streamed turn: :class:`TextDelta` s, :class:`RecallServed` s,
+    then :class:`TurnDone` (after the turn is stored).
+
+    Iterate it with ``async for``; :attr:`report` is set once the turn is done.
+    Leaving early (``break``, an exception, :meth:`aclose`) stores nothing: the
+    turn is rolled back like a failed model call. Use ``async with`` to make sure
+    the rollback happens at once rather than when the stream is garbage collected.
+    """
+
+    def __init__(self, events: AsyncIterator[TurnEvent]) -> None:
+        self._events = events
+        self.report: TurnReport | None = None
+
+    def __aiter__(self) -> TurnStream:
+        return self
+
+    async def __anext__(self) -> TurnEvent:
+        event = await self._events.__anext__()
+        if isinstance(event, TurnDone):
+            self.report = event.report
+        return event
+
+    async def text(self) -> AsyncIterator[str]:
+        """Only the answer's text deltas (the report is in :attr:`report` afterwards)."""
+        async for event in self:
+            if isinstance(event, TextDelta):
+                yield event.text
+
+    async def aclose(self) -> None:
+        """Stop the turn; if it has not finished, nothing of it is stored."""
+        close = getattr(self._events, "aclose", None)
+        if close is not None:
+            await close()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
 
 
 class PagedChat:
-    """A chat whose memory is paged: the model recalls evicted pages through a tool.
+    """A chat whose memory is paged: evicted pages come back by recall.
 
     Args:
         memory: the paged conversation (its store gets one commit per turn).
         model: a :class:`ChatModel` or a model spec such as ``"openai:gpt-4o-mini"``.
         max_recalls_per_turn: tool calls served per turn; after that the model is
             asked to answer without tools (``tool_choice="none"``).
-        speculative: page in the evicted page best matching the user's message
-            before calling the model (see :mod:`copage.session.speculate`).
+        recall_mode: how evicted pages come back (see :mod:`copage.session.modes`):
+            ``tool`` (the paper's: the model calls the recall tool), ``choose`` (one
+            constrained call picks a page first), ``speculative`` (BM25 page-in, no
+            model), combinations such as ``choose+tool`` or ``speculative+tool``,
+            ``none``, or ``auto`` (by what the model supports).
+        prompt: ``paper`` (the paper's preamble and bookmarks, unchanged) or
+            ``compact`` (for small models; see :mod:`copage.session.prompts`).
+        speculative: add the ``speculative`` step to ``recall_mode``.
         speculative_threshold: minimal normalised BM25 score for a speculative page-in.
         speculative_neighbours: also page in this many evicted pages on each side.
         temperature: sampling temperature of every call.
-        max_tokens: output token limit of every call (None: provider default).
+        max_tokens: output token limit of every answer call (None: provider default).
         logprobs: ask for token log-probabilities (returned in the report).
         extra: provider-specific request fields, passed through.
         enum_pages: list the evicted page ids as an ``enum`` in the recall tool's
             ``page`` schema, so servers that constrain tool arguments by grammar
             (llama.cpp) can only produce valid ids. Off by default: the schema then
             changes whenever the evicted set does, which defeats prompt caching.
+        choose_max_tokens: output limit of the ``choose`` call.
     """
 
     def __init__(
         self, memory: PagedMemory, model: ChatModel | str, *, max_recalls_per_turn: int = 3,
+        recall_mode: str = "tool", prompt: str = "paper",
         speculative: bool = False, speculative_threshold: float = DEFAULT_THRESHOLD,
         speculative_neighbours: int = 0, temperature: float | None = 0.0,
         max_tokens: int | None = None, logprobs: bool = False,
         extra: Mapping[str, Any] | None = None, enum_pages: bool = False,
+        choose_max_tokens: int = 24,
     ) -> None:
         if max_recalls_per_turn < 0:
             raise ValueError(f"max_recalls_per_turn must be >= 0, got {max_recalls_per_turn}")
+        _check_style(prompt)
         self.memory = memory
         self.model: ChatModel = _model(model)
         self.max_recalls = max_recalls_per_turn
-        self.speculator = (
-            Speculator(speculative_threshold, speculative_neighbours) if speculative else None
-        )
+        self.mode: RecallMode = parse_mode(recall_mode, model=self.model, speculative=speculative)
+        self.prompt = prompt
+        self._speculator = Speculator(speculative_threshold, speculative_neighbours)
+        self.speculator = self._speculator if self.mode.speculative else None
         self.temperature, self.max_tokens, self.logprobs = temperature, max_tokens, logprobs
         self.extra = dict(extra or {})
         self.enum_pages = enum_pages
+        self.chooser = Chooser(self.model, temperature=temperature, max_tokens=choose_max_tokens)
         self._lock = asyncio.Lock()
+
+    @property
+    def recall_mode(self) -> str:
+        """The resolved recall mode (``auto`` shows what it picked)."""
+        return self.mode.name
 
     # ------------------------------------------------------------------ turns
     async def send(self, user_text: str, *, force_recall: bool = False, **meta: Any) -> TurnReport:
@@ -89,32 +175,65 @@ class PagedChat:
         The user turn, the recalls' page-ins and the answer are stored as one
         change when the turn succeeds; if any model call fails, nothing is stored
         and the error (a ``ModelError``) propagates. ``force_recall`` makes the
-        first call name the recall tool in ``tool_choice``.
+        first call name the recall tool in ``tool_choice`` (modes with ``tool``).
         """
         _check_text(user_text, "user_text")
-        async with self._lock:
-            with self.memory.transaction() as mem:
-                user_id = mem.add("user", user_text, **meta)
-                spec = self._speculate(user_text)
-                out = await self._loop(mem.context(), force_recall)
-                answer_id = mem.add("assistant", out.response.text)
-        return _report(out, spec, user_id, answer_id)
+        report: TurnReport | None = None
+        async for event in self._send_events(user_text, force_recall, meta, streaming=False):
+            if isinstance(event, TurnDone):
+                report = event.report
+        assert report is not None
+        return report
+
+    def stream(self, user_text: str, *, force_recall: bool = False, **meta: Any) -> TurnStream:
+        """Like :meth:`send`, streaming: the answer's text arrives as it is generated.
+
+        Returns a :class:`TurnStream` of :class:`TextDelta` (answer text),
+        :class:`RecallServed` (a recall was answered; recall calls themselves are
+        never shown) and, last, :class:`TurnDone` with the :class:`TurnReport`,
+        sent after the turn is stored. The model streams from its server when it
+        can (``copage.llm.stream``); otherwise its reply arrives as one delta.
+        """
+        _check_text(user_text, "user_text")
+        return TurnStream(self._send_events(user_text, force_recall, meta, streaming=True))
 
     def send_sync(self, user_text: str, *, force_recall: bool = False, **meta: Any) -> TurnReport:
         """:meth:`send` from synchronous code."""
         return run_sync(self.send(user_text, force_recall=force_recall, **meta))
 
+    async def _send_events(
+        self, user_text: str, force_recall: bool, meta: dict[str, Any], *, streaming: bool
+    ) -> AsyncIterator[TurnEvent]:
+        async with self._lock:
+            with self.memory.transaction() as mem:
+                user_id = mem.add("user", user_text, **meta)
+                end: _End | None = None
+                events = self._turn(mem, user_text, None, force_recall, streaming, self.mode,
+                                    self.prompt)
+                async for event in events:
+                    if isinstance(event, _End):
+                        end = event
+                    else:
+                        yield event
+                assert end is not None
+                answer_id = mem.add("assistant", end.outcome.text)
+        yield TurnDone(self._report(end, user_id, answer_id, self.mode))
+
     async def ask_probe(
         self, question: str, needed_pages: Sequence[PageId] = (), *,
         force_recall: bool = False, keep_pages: bool = True,
+        recall_mode: str | None = None, prompt: str | None = None,
     ) -> ProbeRecord:
         """Ask a question without adding it (or the answer) to the conversation.
 
-        Recalls and speculative page-ins change the resident set like in a turn;
-        with ``keep_pages=False`` they are rolled back afterwards. Returns which
-        needed pages were evicted at the start, paged in speculatively and recalled.
+        Recalls and speculative or chosen page-ins change the resident set like in
+        a turn; with ``keep_pages=False`` they are rolled back afterwards. Returns
+        which needed pages were evicted at the start, paged in speculatively and
+        recalled. ``recall_mode`` and ``prompt`` override the chat's for this probe.
         """
         _check_text(question, "question")
+        mode = self.mode if recall_mode is None else parse_mode(recall_mode, model=self.model)
+        style = self.prompt if prompt is None else _check_style(prompt)
         async with self._lock:
             mem = self.memory
             known = {p.id for p in mem.pager.pages}
@@ -127,10 +246,14 @@ class PagedChat:
             try:
                 with mem.transaction():
                     mem.pager.cache.set_query(question)
-                    spec = self._speculate(question)
-                    out = await self._loop(mem.context(question), force_recall)
+                    end: _End | None = None
+                    events = self._turn(mem, question, question, force_recall, False, mode, style)
+                    async for event in events:
+                        if isinstance(event, _End):
+                            end = event
+                    assert end is not None
                     mem.pager.cache.set_query(_last_user_text(mem))
-                    report = _report(out, spec, None, None)
+                    report = self._report(end, None, None, mode)
                     record = ProbeRecord(
                         needed, tuple(p for p in needed if p in evicted), report.speculative,
                         report.recalls, question, report.answer, report,
@@ -145,29 +268,70 @@ class PagedChat:
     def ask_probe_sync(
         self, question: str, needed_pages: Sequence[PageId] = (), *,
         force_recall: bool = False, keep_pages: bool = True,
+        recall_mode: str | None = None, prompt: str | None = None,
     ) -> ProbeRecord:
         """:meth:`ask_probe` from synchronous code."""
-        return run_sync(
-            self.ask_probe(question, needed_pages, force_recall=force_recall, keep_pages=keep_pages)
+        return run_sync(self.ask_probe(
+            question, needed_pages, force_recall=force_recall, keep_pages=keep_pages,
+            recall_mode=recall_mode, prompt=prompt,
+        ))
+
+    # ------------------------------------------------------------------ closing
+    async def aclose(self) -> None:
+        """Close the model's HTTP clients on the running loop (if it has any)."""
+        close = getattr(self.model, "aclose", None)
+        if close is not None:
+            await close()
+
+    def close(self) -> None:
+        """Close the model's HTTP clients (from synchronous code)."""
+        close = getattr(self.model, "close", None)
+        if close is not None:
+            close()
+
+    # ------------------------------------------------------------------ one turn
+    async def _turn(
+        self, mem: PagedMemory, text: str, question: str | None, force_recall: bool,
+        streaming: bool, mode: RecallMode, style: str,
+    ) -> AsyncIterator[TextDelta | RecallServed | _End]:
+        """Speculative page-in, choose, then the recall engine; ``_End`` last."""
+        spec = self._speculator.page_in(mem.pager, text) if mode.speculative else None
+        records: list[RecallRecord] = []
+        usage = UsageSum()
+        if mode.choose:
+            choice = await self.chooser.ask(mem.pager, text)
+            if choice is not None:
+                usage.add(choice.response)
+                record = page_in(mem, choice, len(records) + 1)
+                if record is not None:
+                    records.append(record)
+                    yield RecallServed(record)
+        context = mem.context(question)
+        messages, tools = styled(
+            style, mem.pager, context.messages, self._tools(context), offer_tool=mode.tool,
         )
-
-    # ------------------------------------------------------------------ loop
-    def _speculate(self, text: str) -> Speculation | None:
-        if self.speculator is None:
-            return None
-        return self.speculator.page_in(self.memory.pager, text)
-
-    def _request(
-        self, messages: list[Message], tools: Sequence[Mapping[str, Any]], tool_choice: Any
-    ) -> ChatRequest:
-        return ChatRequest(
-            messages=tuple(messages), tools=tuple(tools),
-            tool_choice=tool_choice if tools else None,
-            temperature=self.temperature, max_tokens=self.max_tokens,
-            logprobs=self.logprobs, extra=self.extra,
+        settings = LoopSettings(
+            max_recalls=self.max_recalls + len(records), offer_recall=mode.tool,
+            force_recall=force_recall and mode.tool, temperature=self.temperature,
+            max_tokens=self.max_tokens, logprobs=self.logprobs, extra=self.extra,
+            provider=self.model.spec,
         )
+        call = self._streamer if streaming else self._completer
+        async for event in run_recall_loop(mem, messages, tools, settings, call,
+                                           records=records, usage=usage):
+            if isinstance(event, LoopEnd):
+                yield _End(event.outcome, spec)
+            elif isinstance(event, TextDelta | RecallServed):
+                yield event
 
-    def _tools(self, tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    def _streamer(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
+        return stream(self.model, request)
+
+    def _completer(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
+        return fallback_stream(self.model, request)
+
+    def _tools(self, context: Context) -> list[dict[str, Any]]:
+        tools = context.tools
         evicted = self.memory.evicted
         if not self.enum_pages or not evicted:
             return tools
@@ -178,79 +342,32 @@ class PagedChat:
                 fn["parameters"]["properties"]["page"]["enum"] = evicted
         return out
 
-    async def _loop(self, context: Context, force_recall: bool) -> _Outcome:
-        messages: list[Message] = list(context.messages)
-        tools = self._tools(context.tools)
-        records: list[RecallRecord] = []
-        usage = UsageSum()
-        seen_ids: set[str] = set()
-        tool = self.memory.config.tool_name
-        after_cap = empty = 0
-        while True:
-            capped = len(records) >= self.max_recalls
-            if capped:
-                choice: Any = "none"
-            elif force_recall and usage.calls == 0:
-                choice = {"type": "function", "function": {"name": tool}}
-            else:
-                choice = None
-            offered = tools if not capped or after_cap == 0 else []
-            request = self._request(messages, offered, choice)
-            response = await self.model.complete(request)
-            usage.add(response)
-            after_cap += capped
-            if not response.tool_calls:
-                if response.text.strip():
-                    return _Outcome(response, records, usage, capped, empty)
-                if empty:
-                    raise BadResponse(
-                        self.model.spec,
-                        f"empty reply twice (finish_reason={response.finish_reason!r})",
-                    )
-                empty += 1
-                continue
-            if capped and after_cap >= CALLS_AFTER_CAP:
-                raise RecallLoopError(
-                    self.model.spec,
-                    f"still calling tools after the cap of {self.max_recalls} recalls "
-                    f"and {CALLS_AFTER_CAP} requests without tools",
-                )
-            calls = [_unique(c, seen_ids, usage.calls) for c in response.tool_calls]
-            messages.append(assistant_message(response.text, calls))
-            for call in calls:
-                if len(records) >= self.max_recalls:
-                    text, rec = refuse(call, self.max_recalls)
-                else:
-                    text, rec = execute(self.memory, call)
-                records.append(rec)
-                messages.append(tool_message(call.id, text))
+    def _report(
+        self, end: _End, user_id: str | None, answer_id: str | None, mode: RecallMode
+    ) -> TurnReport:
+        out, spec = end.outcome, end.spec
+        r = out.response
+        u = out.usage
+        return TurnReport(
+            answer=out.text, recalls=tuple(out.records),
+            speculative=spec.paged_in if spec else (),
+            speculative_score=spec.score if spec else None,
+            model_calls=u.calls, prompt_tokens=tuple(u.prompt_tokens),
+            completion_tokens=u.completion_tokens, cost_usd=u.cost,
+            cached_calls=u.cached, paid_prompt_tokens=u.paid_prompt,
+            paid_completion_tokens=u.paid_completion, saved_usd=u.saved,
+            recall_mode=mode.name,
+            finish_reason=r.finish_reason, truncated=r.finish_reason == "length",
+            capped=out.capped, empty_retries=out.empty_retries,
+            user_turn_id=user_id, answer_turn_id=answer_id,
+            logprobs=tuple(r.logprobs) if r.logprobs is not None else None,
+        )
 
 
-def _unique(call: ToolCall, seen: set[str], n: int) -> ToolCall:
-    """The call with an id unique within the turn (some local servers reuse ids)."""
-    cid = call.id
-    if not cid or cid in seen:
-        cid = f"call_{n}_{len(seen)}"
-        call = ToolCall(cid, call.name, call.arguments)
-    seen.add(cid)
-    return call
-
-
-def _report(
-    out: _Outcome, spec: Speculation | None, user_id: str | None, answer_id: str | None
-) -> TurnReport:
-    r = out.response
-    return TurnReport(
-        answer=r.text, recalls=tuple(out.records),
-        speculative=spec.paged_in if spec else (),
-        speculative_score=spec.score if spec else None,
-        model_calls=out.usage.calls, prompt_tokens=tuple(out.usage.prompt_tokens),
-        completion_tokens=out.usage.completion_tokens, cost_usd=out.usage.cost,
-        finish_reason=r.finish_reason, truncated=r.finish_reason == "length",
-        capped=out.capped, empty_retries=out.empty_retries,
-        user_turn_id=user_id, answer_turn_id=answer_id,
-        logprobs=tuple(r.logprobs) if r.logprobs is not None else None,
-    )
+def _check_style(prompt: str) -> str:
+    if prompt not in PROMPT_STYLES:
+        raise ValueError(f"unknown prompt {prompt!r}; valid: {', '.join(PROMPT_STYLES)}")
+    return prompt
 
 
 def _check_text(text: object, what: str) -> None:
@@ -273,3 +390,4 @@ def _model(model: ChatModel | str) -> ChatModel:
     from copage.llm import get_model
 
     return get_model(model)
+

@@ -5,8 +5,10 @@
   triggered" figure (96.3% of 1,828 probes, GPT-4o-mini).
 * **recall precision**: share of recall calls, over all probes, that named a needed
   page (status ``paged_in`` or ``resident``). Per call, like the paper's Table 13.
+  Calls of unknown tools are not recall calls.
 * **right-page rate**: share of triggered probes (needed an evicted page and called
-  recall) in which at least one call named a needed page (the paper's 56.6%).
+  recall) in which a call paged in a needed page (the paper's 56.6%); naming a page
+  that was already resident does not count.
 * **speculative hit rate**: share of probes with an evicted needed page in which
   every such page was paged in speculatively before the model was called.
 """
@@ -52,6 +54,8 @@ def recall_precision(records: Sequence[ProbeRecord]) -> Rate:
     for r in records:
         needed = set(r.needed)
         for call in r.recalls:
+            if not call.is_recall:
+                continue
             total += 1
             hits += call.ok and call.page in needed
     return Rate(hits, total)

@@ -30,12 +30,18 @@ def _parse_args(raw: str) -> dict[str, Any] | None:
     return None
 
 
-def refuse(call: ToolCall, cap: int) -> tuple[str, RecallRecord]:
-    """The answer to a tool call made after the per-turn cap was reached."""
-    return _error(
-        call, "refused",
-        f"the limit of {cap} recall calls per turn is reached; answer now with what you have.",
-    )
+def refuse(
+    call: ToolCall, cap: int, tool: str | None = None, *, offered: bool = True
+) -> tuple[str, RecallRecord]:
+    """The answer to a call that is not served: after the per-turn cap was reached, or
+    while recall is not offered (``offered=False``). A call of another tool than
+    ``tool`` is recorded as ``unknown_tool``."""
+    status = "unknown_tool" if tool is not None and call.name != tool else "refused"
+    if not offered:
+        why = "pages cannot be recalled now; answer with what you have."
+    else:
+        why = f"the limit of {cap} recall calls per turn is reached; answer now with what you have."
+    return _error(call, status, why)
 
 
 def execute(memory: PagedMemory, call: ToolCall) -> tuple[str, RecallRecord]:
@@ -48,7 +54,9 @@ def execute(memory: PagedMemory, call: ToolCall) -> tuple[str, RecallRecord]:
     by_query = memory.config.recall_by_query
     form = '{"page": "p3"}' + (' or {"query": "a few words"}' if by_query else "")
     if call.name != tool:
-        return _error(call, "error", f"unknown tool {call.name!r}; the only tool is {tool!r}.")
+        return _error(
+            call, "unknown_tool", f"unknown tool {call.name!r}; the only tool is {tool!r}."
+        )
     args = _parse_args(call.arguments)
     if args is None:
         return _error(

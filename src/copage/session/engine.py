@@ -1,0 +1,399 @@
+"""The one recall loop, streaming: used by :class:`PagedChat` and by the proxy.
+
+:func:`run_recall_loop` is an async generator. It calls the model (streaming
+when the caller streams), yields the answer's text as it arrives, serves every
+recall call itself (page in through the pager, tool result back to the model,
+next model call), and ends with one :class:`LoopEnd` carrying the outcome:
+
+* :class:`TextDelta` - text to show. The answer is the concatenation of every
+  delta (text written before a recall is kept, separated by a blank line).
+* :class:`ClientToolDelta` - a piece of a call of one of the *client's* tools
+  (proxy only); client calls end the turn and are returned in the outcome.
+* :class:`RecallServed` - a recall call was answered (its :class:`RecallRecord`).
+* :class:`LoopEnd` - always last: the :class:`LoopOutcome`.
+
+Recall calls are never emitted: a native recall tool call is held from its
+first delta, and a call written as text (``RECALL p3``, ``<tool_call>...``, or a
+whole reply that is only a page id such as ``p3``) is held back by
+:class:`~copage.session.textfilter.CallTextFilter` and parsed when the reply
+ends, in every tool protocol. After the per-turn cap, or when recall
+is not offered, call-shaped text is refused and never kept as the answer.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from copage.core.types import ToolCall
+from copage.llm.errors import BadResponse
+from copage.llm.messages import assistant_message, tool_message
+from copage.llm.textproto import parse_reply
+from copage.llm.types import ChatRequest, ChatResponse, Message, StreamEvent, ToolCallDelta
+from copage.memory import PagedMemory
+from copage.session.report import RecallRecord, UsageSum
+from copage.session.textfilter import CallTextFilter
+from copage.session.tools import execute, refuse
+
+#: Model calls allowed after the recall cap is reached: one with ``tool_choice="none"``,
+#: then one without tools at all; tool calls in either are answered with an error.
+CALLS_AFTER_CAP = 2
+
+# A whole reply that is only a page id: "p12", "`p12`", "[p12]", "**p12**."
+_BARE_ID = re.compile(r"[\s`*\[(\"']*([pP]\d{1,9})[\s`*\])\"'.]*")
+
+Caller = Callable[[ChatRequest], AsyncIterator[StreamEvent]]
+"""Sends one request and streams the reply (``copage.llm.stream`` or a one-chunk fallback)."""
+
+
+class RecallLoopError(BadResponse):
+    """The model kept calling tools after the per-turn cap; the turn was rolled back."""
+
+
+@dataclass(frozen=True, slots=True)
+class LoopSettings:
+    """What varies between the loop's users.
+
+    Attributes:
+        max_recalls: tool calls served per turn (the cap).
+        offer_recall: offer the recall tool at all (False: answer-only modes).
+        force_recall: the first call names the recall tool in ``tool_choice``.
+        client_tools: the client's own tools (proxy). When not None, every call of
+            a tool other than recall is the client's: it ends the turn and is returned.
+        client_choice: the client's ``tool_choice`` (proxy): ``"required"`` holds on
+            every call, a named tool on the first call only.
+        temperature, max_tokens, logprobs, extra: request fields of every call.
+        provider: the name used in errors raised by the loop.
+        enum_pages: list the evicted page ids as an ``enum`` in the recall schema.
+    """
+
+    max_recalls: int = 3
+    offer_recall: bool = True
+    force_recall: bool = False
+    client_tools: tuple[Mapping[str, Any], ...] | None = None
+    client_choice: Any = None
+    temperature: float | None = None
+    max_tokens: int | None = None
+    logprobs: bool = False
+    extra: Mapping[str, Any] = field(default_factory=dict)
+    provider: str = "model"
+
+
+@dataclass(frozen=True, slots=True)
+class TextDelta:
+    """Answer text to show now."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ClientToolDelta:
+    """A piece of a call of a client tool (OpenAI streaming shape; indexes count client calls)."""
+
+    delta: ToolCallDelta
+
+
+@dataclass(frozen=True, slots=True)
+class RecallServed:
+    """A recall call was answered."""
+
+    record: RecallRecord
+
+
+@dataclass(slots=True)
+class LoopOutcome:
+    """The end of a turn.
+
+    Attributes:
+        text: the answer: every text delta emitted, joined, stripped.
+        tool_calls: client tool calls that ended the turn (proxy).
+        finish_reason: ``tool_calls`` when client calls end the turn, else the last reply's.
+        response: the last model reply.
+        records: every recall call answered this turn.
+        usage: tokens and cost over the turn's calls (cached replies counted apart).
+        capped: the recall cap was reached.
+        empty_retries: empty replies asked again.
+    """
+
+    text: str
+    tool_calls: tuple[ToolCall, ...]
+    finish_reason: str
+    response: ChatResponse
+    records: list[RecallRecord]
+    usage: UsageSum
+    capped: bool = False
+    empty_retries: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class LoopEnd:
+    """Always the last event."""
+
+    outcome: LoopOutcome
+
+
+LoopEvent = TextDelta | ClientToolDelta | RecallServed | LoopEnd
+
+
+@dataclass(slots=True)
+class _Reply:
+    """One model reply as the loop saw it while streaming."""
+
+    response: ChatResponse
+    emitted: str  # text released to the caller during this reply
+    held: str  # text held back by the filter
+
+
+class _Loop:
+    def __init__(
+        self, mem: PagedMemory, messages: Sequence[Message], recall_tools: Sequence[Mapping[str, Any]],
+        settings: LoopSettings, call: Caller, records: list[RecallRecord] | None,
+        usage: UsageSum | None,
+    ) -> None:
+        self.mem, self.s, self.call = mem, settings, call
+        self.tool = mem.config.tool_name
+        self.messages: list[Message] = list(messages)
+        self.recall_tools = list(recall_tools) if settings.offer_recall else []
+        self.client_tools = list(settings.client_tools or ())
+        self.records: list[RecallRecord] = records if records is not None else []
+        self.usage = usage if usage is not None else UsageSum()
+        self.answer: list[str] = []
+        self.seen: set[str] = set()
+        self.client_index: dict[int, int] = {}
+        self.pending: dict[int, list[ToolCallDelta]] = {}
+        self.names: dict[int, str] = {}
+        self.text_tools = list(recall_tools) or [_recall_stub(self.tool)]
+
+    # ------------------------------------------------------------------ requests
+    def _choice(self, offered: Sequence[Mapping[str, Any]], capped: bool, first: bool) -> Any:
+        if not offered:
+            return None
+        if capped:
+            return "none"
+        c = self.s.client_choice
+        if c == "required":
+            return "required"
+        if isinstance(c, Mapping) and first:
+            return c
+        if self.s.force_recall and first and self.recall_tools:
+            return {"type": "function", "function": {"name": self.tool}}
+        return "auto"
+
+    def _request(self, offered: Sequence[Mapping[str, Any]], choice: Any) -> ChatRequest:
+        return ChatRequest(
+            messages=tuple(self.messages), tools=tuple(offered),
+            tool_choice=choice if offered else None,
+            temperature=self.s.temperature, max_tokens=self.s.max_tokens,
+            logprobs=self.s.logprobs, extra=self.s.extra,
+        )
+
+    # ------------------------------------------------------------------ one reply
+    async def _reply(self, request: ChatRequest) -> AsyncIterator[LoopEvent | _Reply]:
+        filt = CallTextFilter(self.text_tools, self.tool)
+        self.client_index.clear()
+        self.pending.clear()
+        self.names.clear()
+        response: ChatResponse | None = None
+        emitted: list[str] = []
+        async for event in self.call(request):
+            if event.kind == "text" and event.text:
+                shown = filt.feed(event.text)
+                if shown:
+                    shown = self._separated(shown, emitted)
+                    emitted.append(shown)
+                    yield TextDelta(shown)
+            elif event.kind == "tool_call" and event.tool_call is not None:
+                for delta in self._client_deltas(event.tool_call):
+                    yield ClientToolDelta(delta)
+            elif event.kind == "done" and event.response is not None:
+                response = event.response
+        if response is None:
+            raise BadResponse(self.s.provider, "the reply stream ended without a response")
+        yield _Reply(response, "".join(emitted), filt.held())
+
+    def _separated(self, text: str, emitted_now: list[str]) -> str:
+        """Text opening a later reply is set apart from the earlier replies' text."""
+        if emitted_now or not self.answer:
+            return text
+        before = "".join(self.answer)
+        if not before.strip():
+            return text
+        sep = "" if before.endswith("\n\n") else "\n" if before.endswith("\n") else "\n\n"
+        return sep + text.lstrip("\n") if sep else text
+
+    def _client_deltas(self, delta: ToolCallDelta) -> list[ToolCallDelta]:
+        """Client call deltas to pass on now (recall calls are held; unknown names wait)."""
+        if self.s.client_tools is None:
+            return []
+        if delta.name:
+            self.names[delta.index] = delta.name
+        name = self.names.get(delta.index)
+        if name is None:
+            self.pending.setdefault(delta.index, []).append(delta)
+            return []
+        if name == self.tool:
+            self.pending.pop(delta.index, None)
+            return []
+        out = self.pending.pop(delta.index, []) + [delta]
+        idx = self.client_index.setdefault(delta.index, len(self.client_index))
+        return [ToolCallDelta(idx, d.id, d.name, d.arguments) for d in out]
+
+    # ------------------------------------------------------------------ the loop
+    async def run(self) -> AsyncIterator[LoopEvent]:
+        after_cap = empty = blocked = 0
+        while True:
+            capped = len(self.records) >= self.s.max_recalls
+            tools = [*self.recall_tools, *self.client_tools]
+            offered = tools if after_cap == 0 else self.client_tools
+            first = self.usage.calls == 0
+            request = self._request(offered, self._choice(offered, capped, first))
+            reply: _Reply | None = None
+            async for ev in self._reply(request):
+                if isinstance(ev, _Reply):
+                    reply = ev
+                else:
+                    if isinstance(ev, TextDelta):
+                        self.answer.append(ev.text)
+                    yield ev
+            assert reply is not None
+            response = reply.response
+            self.usage.add(response)
+            after_cap += capped
+            recall_offered = bool(self.recall_tools) and any(
+                _name(t) == self.tool for t in offered)
+            allowed = recall_offered and not capped and request.tool_choice != "none"
+            native = list(response.tool_calls)
+            text_calls, rest = self._text_calls(reply)
+            if rest.strip():
+                rest = self._separated(rest, [reply.emitted] if reply.emitted else [])
+                self.answer.append(rest)
+                yield TextDelta(rest)
+            recalls = [c for c in native if c.name == self.tool] + text_calls
+            if self.s.client_tools is not None:
+                client = [c for c in native if c.name != self.tool]
+                unknown: list[ToolCall] = []
+            else:
+                client = []
+                unknown = [c for c in native if c.name != self.tool]
+            if client:
+                for c in recalls:  # mixed reply: page in now, return the client's calls
+                    rec = self._serve(c, allowed)[1]
+                    yield RecallServed(rec)
+                yield LoopEnd(self._outcome(response, tuple(client), capped, empty))
+                return
+            calls = recalls + unknown
+            said = (reply.emitted + rest).strip()  # this reply's visible text
+            if not calls:
+                if said:
+                    yield LoopEnd(self._outcome(response, (), capped, empty))
+                    return
+                if empty:
+                    raise BadResponse(
+                        self.s.provider,
+                        f"empty reply twice (finish_reason={response.finish_reason!r})",
+                    )
+                empty += 1
+                continue
+            if not allowed and said:
+                # After the cap (or with recall not offered) text around a call-shaped
+                # line is the answer; the call was held back and is refused, never kept.
+                for c in calls:
+                    yield RecallServed(self._serve(c, False)[1])
+                yield LoopEnd(self._outcome(response, (), capped, empty))
+                return
+            if not allowed:
+                blocked += 1
+                if blocked >= CALLS_AFTER_CAP:
+                    why = (f"after the cap of {self.s.max_recalls} recalls" if capped
+                           else "while recall is not offered")
+                    raise RecallLoopError(
+                        self.s.provider,
+                        f"still calling tools {why} and {CALLS_AFTER_CAP} requests "
+                        "that did not allow them",
+                    )
+                after_cap = max(after_cap, 1)  # the next request offers no recall tool
+            unique = [_unique(c, self.seen, self.usage.calls) for c in calls]
+            self.messages.append(assistant_message(reply.emitted.strip(), unique))
+            for c in unique:
+                text_out, rec = self._serve(c, allowed)
+                self.messages.append(tool_message(c.id, text_out))
+                yield RecallServed(rec)
+
+    def _text_calls(self, reply: _Reply) -> tuple[list[ToolCall], str]:
+        """Recall calls written in the held text, and the held text that is not a call."""
+        held = reply.held
+        if not held.strip():
+            return [], held
+        parsed = parse_reply(held, self.text_tools)
+        if not parsed.tool_calls:
+            bare = _BARE_ID.fullmatch(held) if not reply.emitted.strip() else None
+            if bare:  # a reply that is only a page id ("p1"): small models' way to recall
+                args = json.dumps({"page": bare.group(1).lower()})
+                return [ToolCall(f"call_bare_{self.usage.calls}", self.tool, args)], ""
+            return [], held
+        return [c for c in parsed.tool_calls if c.name == self.tool], parsed.text
+
+    def _serve(self, call: ToolCall, allowed: bool) -> tuple[str, RecallRecord]:
+        if not allowed or len(self.records) >= self.s.max_recalls:
+            text, rec = refuse(call, self.s.max_recalls, self.tool, offered=bool(
+                self.recall_tools))
+        else:
+            text, rec = execute(self.mem, call)
+        self.records.append(rec)
+        return text, rec
+
+    def _outcome(
+        self, response: ChatResponse, client: tuple[ToolCall, ...], capped: bool, empty: int
+    ) -> LoopOutcome:
+        finish = "tool_calls" if client else (response.finish_reason or "stop")
+        return LoopOutcome(
+            "".join(self.answer).strip(), client, finish, response, self.records, self.usage,
+            capped or len(self.records) >= self.s.max_recalls, empty,
+        )
+
+
+def _name(tool: Mapping[str, Any]) -> str:
+    return str((tool.get("function") or tool).get("name", ""))
+
+
+def _recall_stub(name: str) -> dict[str, Any]:
+    """A minimal recall schema for parsing call-shaped text when recall is not offered."""
+    return {"type": "function", "function": {"name": name, "parameters": {
+        "type": "object", "properties": {"page": {"type": "string"}}}}}
+
+
+def _unique(call: ToolCall, seen: set[str], n: int) -> ToolCall:
+    """The call with an id unique within the turn (some local servers reuse ids)."""
+    cid = call.id
+    if not cid or cid in seen:
+        cid = f"call_{n}_{len(seen)}"
+        call = ToolCall(cid, call.name, call.arguments)
+    seen.add(cid)
+    return call
+
+
+def run_recall_loop(
+    mem: PagedMemory, messages: Sequence[Message], recall_tools: Sequence[Mapping[str, Any]],
+    settings: LoopSettings, call: Caller, *, records: list[RecallRecord] | None = None,
+    usage: UsageSum | None = None,
+) -> AsyncIterator[LoopEvent]:
+    """Run one turn's recall loop; yields :data:`LoopEvent` s, :class:`LoopEnd` last.
+
+    Args:
+        mem: the paged memory recalls are served from (page-ins go through its pager).
+        messages: the request messages (system, resident pages, open page, question).
+        recall_tools: the recall tool schema(s) to offer (``mem.context().tools``).
+        settings: the loop's settings (cap, forcing, client tools, request fields).
+        call: sends one request and streams the reply.
+        records, usage: lists to extend (a turn's earlier steps, e.g. ``choose``).
+
+    Raises:
+        ModelError: a model call failed (nothing is rolled back here: the caller's
+            transaction does that).
+        RecallLoopError: the model kept calling tools after the cap.
+        BadResponse: an empty reply twice.
+    """
+    return _Loop(mem, messages, recall_tools, settings, call, records, usage).run()
