@@ -7,10 +7,13 @@ import json
 import re
 from pathlib import Path
 
+import pytest
+
 from copage.eval.experiments.base import ExperimentResult
 from copage.eval.progress import Progress, format_seconds
 from copage.eval.report import build_summary, write_report
 from copage.eval.report.paper import pivot
+from copage.eval.report.plots import NO_FIGURES
 from copage.eval.report.tables import markdown
 
 POLICIES = [{"dataset": d, "model": None, "policy": p, "group": "paper", "hit_rate": h}
@@ -65,3 +68,23 @@ def test_progress_line_eta_calls_and_cost() -> None:
     prog.finish(task)
     assert buf.getvalue().count("\n") >= 2
     assert format_seconds(3700) == "1:01:40" and format_seconds(75.2) == "1:15"
+
+
+def test_report_without_matplotlib_says_so_instead_of_crashing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A plain ``pip install copage`` has no matplotlib: the run still writes its report."""
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "matplotlib" else real(name, *a))
+    main = ExperimentResult("main", {"methods": [
+        {"dataset": "a", "model": None, "method": "bm25", "probes": 20,
+         "evidence_coverage": 0.5, "prompt_tokens_mean": 900.0}]})
+    paths = write_report(tmp_path, [main], {"seed": 0})
+    html = paths["html"].read_text()
+    assert NO_FIGURES in paths["markdown"].read_text() and "data:image/png" not in html
+    assert "Figures skipped: matplotlib is not installed" in html
+    assert not list(tmp_path.glob("figures/*.png"))
+    assert "bm25" in paths["markdown"].read_text()

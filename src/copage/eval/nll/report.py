@@ -9,6 +9,7 @@ from typing import Any
 
 from copage.eval.jsonsafe import dumps
 from copage.eval.nll.result import NllResult
+from copage.eval.report.plots import can_plot
 
 
 def _f(x: float | None) -> str:
@@ -97,7 +98,7 @@ def write_outputs(result: NllResult, out: Path, *, plot_png: bool = True) -> dic
         writer.writeheader()
         writer.writerows(rows)
     files["json"].write_text(dumps(as_json(result), indent=1), encoding="utf-8")
-    if plot_png:
+    if plot_png and can_plot():
         files["plot"] = out / "nll.png"
         plot(result, files["plot"])
     return files

@@ -17,7 +17,7 @@ from copage.eval.experiments.base import ExperimentResult
 from copage.eval.jsonsafe import dumps
 from copage.eval.report.html import write_html
 from copage.eval.report.paper import paper_tables
-from copage.eval.report.plots import make_figures
+from copage.eval.report.plots import NO_FIGURES, can_plot, make_figures
 from copage.eval.report.tables import Row, markdown, write_table
 
 __all__ = ["build_summary", "write_report"]
@@ -57,6 +57,8 @@ def write_report(out: Path, results: Sequence[ExperimentResult], settings: Mappi
                  intro: Sequence[str] = ()) -> dict[str, Path]:
     """Write everything; returns the main paths (``summary``, ``html``, ``markdown``)."""
     out.mkdir(parents=True, exist_ok=True)
+    if not can_plot():
+        intro = [*intro, NO_FIGURES]
     summary = build_summary(results, settings)
     (out / "summary.json").write_text(dumps(summary, indent=1), encoding="utf-8")
     tables: dict[str, dict[str, list[Row]]] = {r.name: r.tables for r in results}

@@ -16,6 +16,17 @@ Tables = dict[str, dict[str, list[Row]]]
 _PAPER = ("fifo", "lru", "lfu", "belady")
 
 
+#: Said in place of the figures when matplotlib is missing (a plain ``pip install copage``).
+NO_FIGURES = "Figures skipped: matplotlib is not installed (pip install 'copage[bench]')."
+
+
+def can_plot() -> bool:
+    """Whether matplotlib is importable (it comes with the ``bench`` extra)."""
+    import importlib.util
+
+    return importlib.util.find_spec("matplotlib") is not None
+
+
 def _plt() -> Any:
     import matplotlib
 
@@ -221,6 +232,8 @@ FIGURES: tuple[Callable[[Tables, Path], Path | None], ...] = (
 
 
 def make_figures(tables: Tables, folder: Path) -> list[Path]:
-    """Every figure whose tables exist."""
+    """Every figure whose tables exist (none without matplotlib: see :data:`NO_FIGURES`)."""
+    if not can_plot():
+        return []
     folder.mkdir(parents=True, exist_ok=True)
     return [p for f in FIGURES if (p := f(tables, folder)) is not None]
