@@ -150,7 +150,7 @@ async def test_compact_prompt_dates_bookmarks_reminds_and_shows_no_example_id() 
     assert "- p2 (25 May, 2023): " in system
     question = req.messages[-1]["content"]
     assert question.startswith("When did I adopt a cat?")
-    assert question.endswith("(If the answer is in an evicted page, call recall with its id first.)")
+    assert question.endswith("call recall with the id of the evicted page most likely to hold it.)")
     listed = set(re.findall(r"^- (p\d+)", system, re.MULTILINE))
     outside = re.sub(r"^- p\d+.*$", "", system, flags=re.MULTILINE)
     assert listed == {"p1", "p2"} and not re.search(r"\bp\d+\b", outside)
@@ -171,7 +171,7 @@ async def test_ask_probe_overrides_mode_and_prompt() -> None:
     assert rec.report is not None and rec.report.recall_mode == "choose"
     assert rec.recalls[0].tool == "choose" and rec.right_page
     await chat.ask_probe("allergy?", prompt="compact")
-    assert model.requests[2].messages[-1]["content"].endswith("its id first.)")
+    assert model.requests[2].messages[-1]["content"].endswith("most likely to hold it.)")
     assert chat.recall_mode == "tool"
     with pytest.raises(ValueError, match="paper, compact"):
         await chat.ask_probe("q", prompt="tiny")

@@ -39,7 +39,12 @@ ANSWER_ONLY_PREAMBLE = (
     "Earlier parts of this conversation are stored in pages; the ones shown here were "
     "selected for the question. Answer from the messages shown."
 )
-REMINDER = "(If the answer is in an evicted page, call {tool} with its id first.)"
+#: Measured with Qwen2.5-Coder-1.5B (docs/loop.md): a softer "(If the answer is in an
+#: evicted page, call recall with its id first.)" got 0 of 6 recalls and more abstentions.
+REMINDER = (
+    "(If the messages above do not hold the answer, do not answer yet and do not say it is "
+    "not available: call {tool} with the id of the evicted page most likely to hold it.)"
+)
 PAGE_DESCRIPTION = "Id of an evicted page, exactly as listed in the bookmarks."
 
 
