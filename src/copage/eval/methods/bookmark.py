@@ -72,7 +72,7 @@ from copage.llm.types import ChatModel
 from copage.memory import PagedMemory
 from copage.session import PagedChat, Speculator
 from copage.session.choose import choose_request
-from copage.session.prompts import styled
+from copage.session.prompts import ANSWER_ONLY_PREAMBLE, REMINDER, styled
 
 ALL_RESIDENT = "every page resident"
 NO_RECALL = "no bookmark matches: recall reserve unused"
@@ -219,6 +219,8 @@ class Overhead:
     fixed: int  # system text with every page evicted + tool schema
     recall: int  # the largest recall: call + page block
     whole: int  # the prompt with every page resident (no bookmark), question not included
+    answer_only: int  # the system text of answer-only modes (no bookmark, no tool)
+    choose: int  # the choose call with every page but the last evicted, question not included
 
 
 _OVERHEAD: dict[tuple[str, str], Overhead] = {}
@@ -249,7 +251,13 @@ def measure(conversation: Conversation, config: PagerConfig) -> Overhead:
                                       tool_message("x", prompt.page_block(p.id, p.text))], [], tok)
                       for p in pager.pages), default=0)
         ctx = pager.context()
-        _OVERHEAD[key] = Overhead(fixed, recall, message_tokens(ctx.messages, ctx.tools, tok))
+        answer_only = message_tokens([{"role": "system", "content": INSTRUCTION + "\n\n"
+                                       + ANSWER_ONLY_PREAMBLE}], [], tok)
+        evicted = build_pager(conversation, replace(config, resident_tokens=1))
+        choose = request_tokens(choose_request(evicted, "", schema=False, temperature=None,
+                                               max_tokens=1), tok)
+        _OVERHEAD[key] = Overhead(fixed, recall, message_tokens(ctx.messages, ctx.tools, tok),
+                                  answer_only, choose)
     return _OVERHEAD[key]
 
 
@@ -283,11 +291,14 @@ class BookmarkConversation:
         if over.whole + self.question_tokens <= settings.budget:
             room = 10**9  # the whole conversation fits: nothing is evicted, no recall to reserve for
         else:
-            room = settings.budget - over.fixed - self.question_tokens - reserve
+            fixed = over.fixed if "tool" in variant.steps else over.answer_only
+            if "choose" in variant.steps:
+                fixed += over.choose
+            room = settings.budget - fixed - self.question_tokens - reserve
         self.config = pager_config(settings, variant, room)
         self.pager = build_pager(conversation, self.config)
         for _ in range(3):  # session heads make messages a little longer than pages: shrink
-            excess = self._snapshot(self.pager).tokens + self.question_tokens + reserve \
+            excess = self._fixed_tokens(self.pager) + self.question_tokens + reserve \
                 - settings.budget
             if excess <= 0 or room <= 1:
                 break
@@ -314,6 +325,21 @@ class BookmarkConversation:
         return tuple(self.pager.pages[i].id for i in idx)
 
     # ------------------------------------------------------------------ states
+    def _fixed_tokens(self, pager: Pager) -> int:
+        """The prompt tokens of ``pager``'s state before the question and any page-in: the
+        answer call's prompt in the variant's mode and prompt style, plus the choose call's."""
+        ctx = pager.context()
+        messages, tools = styled(self.settings.prompt_style, pager, ctx.messages, ctx.tools,
+                                 offer_tool="tool" in self.variant.steps)
+        n = message_tokens(messages, tools, pager.tokenizer)
+        if self.settings.prompt_style == "compact" and "tool" in self.variant.steps \
+                and pager.evicted:  # the reminder after the question
+            n += pager.tokenizer.count("\n\n" + REMINDER.format(tool=pager.config.tool_name))
+        if "choose" in self.variant.steps and pager.evicted:
+            n += request_tokens(choose_request(pager, "", schema=False, temperature=None,
+                                               max_tokens=1), pager.tokenizer)
+        return n
+
     def _snapshot(self, pager: Pager) -> _State:
         ctx = pager.context()
         visible = {t.id for p in pager.resident for t in pager.pages[int(p[1:]) - 1].turns}
