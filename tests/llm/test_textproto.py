@@ -213,3 +213,33 @@ def test_calls_beyond_the_scan_limit_stay_text() -> None:
     parsed = parse_reply(text, TOOLS)
     assert [json.loads(c.arguments) for c in parsed.tool_calls] == [{"page": "p2"}]
     assert parsed.text.endswith("RECALL p5")
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        # Qwen2.5's template shows the call as {{"name": <function-name>, ...}}: copied verbatim
+        '{{"name": "recall", "arguments": {"page": "p3"}}}',
+        '{{"name": "recall", "arguments": {"page": "p3"}}}}',
+        '{{"name": "recall", "arguments": {{"page": "p3"}}}}',
+        '{{"name": "recall", "arguments": {"page": p3}}}',
+        '{{ "name": "recall", "arguments": { "page": "p3" } }}',
+        '<tool_call>\n{{"name": "recall", "arguments": {"page": "p3"}}}\n</tool_call>',
+        'Let me check.\n{{"name": "recall", "arguments": {"page": "p3"}}}}',
+    ],
+)
+def test_doubled_brace_calls(reply: str) -> None:
+    parsed = parse_reply(reply, TOOLS)
+    assert [(c.name, json.loads(c.arguments)) for c in parsed.tool_calls] == [
+        ("recall", {"page": "p3"})
+    ]
+    assert "{" not in parsed.text and "}" not in parsed.text and "tool_call" not in parsed.text
+    assert parsed.text in ("", "Let me check.")
+
+
+def test_doubled_braces_of_other_tools_and_prose_are_not_calls() -> None:
+    assert args('{{"name": "search", "arguments": {"q": "x"}}}') == []
+    assert args("Use {{name}} in the template.") == []
+    assert args('{{"name": "get_weather", "arguments": {"city": "Oslo"}}}') == [
+        ("get_weather", {"city": "Oslo"})
+    ]

@@ -69,6 +69,9 @@ async def test_text_around_a_call_after_the_cap_is_kept_without_the_call() -> No
         'TOOL recall {"page": p3}',
         '<tool_call>\n{"name": "recall", "arguments": {"page": "p3"}}\n</tool_call>',
         "RECALL p3",
+        # Qwen2.5-Coder with tool_choice "required": its template's doubled braces, copied
+        '{{"name": "recall", "arguments": {"page": "p3"}}}}',
+        '{{"name": "recall", "arguments": {"page": "p3"}}}',
     ],
 )
 @pytest.mark.parametrize("protocol", ["text", "native"])
@@ -82,6 +85,17 @@ async def test_call_forms_in_text_are_calls_in_both_modes(reply: str, protocol: 
     assert "Zurich" in str(script.requests[1].messages)  # the page reached the model
     if protocol == "native":
         check_pairs(script.requests[1].messages)
+
+
+async def test_doubled_brace_call_is_never_streamed() -> None:
+    mem = new_memory()
+    script = ScriptedModel().reply('{{"name": "recall", "arguments": {"page": "p3"}}}}')
+    script.reply("Tuesday at 9.")
+    chat = PagedChat(mem, script)
+    async with chat.stream("When is the dentist?") as turn:
+        shown = "".join([t async for t in turn.text()])
+    assert shown.strip() == "Tuesday at 9."
+    assert turn.report is not None and [r.page for r in turn.report.recalls] == ["p3"]
 
 
 # ------------------------------------------------------------- tool_choice and forcing

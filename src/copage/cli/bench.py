@@ -52,6 +52,13 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("--budget", type=int, default=None,
                    help="prompt tokens per probe for every method of main/judges (default: "
                    "2048); main also draws coverage at 1024, 2048, 4096 and 8192")
+    p.add_argument("--categories", default=None, metavar="LIST",
+                   help="only probes of these LoCoMo categories, e.g. 1,2,4 (1 multi-hop, "
+                   "2 temporal, 3 open-domain, 4 single-hop, 5 adversarial), filtered before "
+                   "the seeded --probes sample; default: all")
+    p.add_argument("--prompt-style", default="paper", choices=["paper", "compact"],
+                   help="prompt style of the bookmark methods (paper: the paper's setup; "
+                   "compact: for small models, see docs/loop.md); default: paper")
     p.add_argument("--seed", type=int, default=0, help="default: 0")
     p.add_argument("--out", default=None, help="run directory (default: runs/<timestamp>)")
     p.add_argument("--boundary", default=DEFAULT_BOUNDARIES, help=f"default: {DEFAULT_BOUNDARIES}")
@@ -121,7 +128,11 @@ def make_model(spec: str, timeout: float) -> Any:
 def build_context(args: argparse.Namespace) -> Any:
     """Datasets, models and settings of the run (everything checked before anything runs)."""
     from copage.eval.experiments.base import BenchContext
-    from copage.eval.experiments.common import load_bench_dataset
+    from copage.eval.experiments.common import (
+        filter_categories,
+        load_bench_dataset,
+        parse_categories,
+    )
     from copage.eval.progress import Progress
 
     paging = paging_settings(args)
@@ -138,8 +149,14 @@ def build_context(args: argparse.Namespace) -> Any:
     if args.judges and not no_judge:
         judges = {s: make_model(s, args.timeout) for s in _list(args.judges)}
     out = Path(args.out) if args.out else Path("runs") / datetime.now().strftime("%Y%m%d-%H%M%S")
-    datasets = [load_bench_dataset(s, seed=args.seed) for s in specs]
+    categories = parse_categories(args.categories) if args.categories is not None else None
+    datasets = [filter_categories(load_bench_dataset(s, seed=args.seed), categories)
+                for s in specs]
     options: dict[str, Any] = {"cache": not args.no_cache, "no_judge": no_judge}
+    if categories is not None:
+        options["categories"] = list(categories)
+    if args.prompt_style != "paper":  # the default stays out of the fingerprint of older runs
+        options["prompt_style"] = args.prompt_style
     if args.budget is not None:
         if args.budget < 1:
             raise ValueError(f"--budget must be >= 1 token, got {args.budget}")
@@ -184,7 +201,10 @@ def run(args: argparse.Namespace) -> int:
         return 1
     results += finished(ctx, exclude=names)  # earlier runs into the same --out
     intro = [(f"datasets: {', '.join(d.name for d in ctx.datasets)}; model: "
-              f"{ctx.model_spec or 'none (LLM-free)'}; seed {ctx.seed}; probes cap {ctx.probes or 'none'}"),
+              f"{ctx.model_spec or 'none (LLM-free)'}; seed {ctx.seed}; probes cap {ctx.probes or 'none'}"
+              + (f"; LoCoMo categories {', '.join(map(str, ctx.options['categories']))} only"
+                 if ctx.options.get("categories") else "")
+              + f"; prompt style {ctx.options.get('prompt_style', 'paper')}"),
              f"experiments: {', '.join(names)}; total {time.perf_counter() - t0:.1f} s"]
     paths = write_report(ctx.out, results, settings_of(ctx), intro)
     print(f"report: {paths['html']}\nsummary: {paths['summary']}")

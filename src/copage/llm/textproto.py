@@ -6,9 +6,12 @@ any other tool as ``TOOL name {"arg": ...}``. :func:`parse_reply` reads calls ba
 tolerantly: any case, inside backticks or other text, ``recall(p3)``,
 ``recall("p3")``, ``recall(page="p3")``, ``RECALL: 3``, ``RECALL page 3``,
 ``RECALL [p3]``, ``TOOL recall {"page": p3}`` (unquoted value), JSON such as
-``{"tool": "recall", "page": "p3"}``, and Hermes/Qwen-style
+``{"tool": "recall", "page": "p3"}``, Hermes/Qwen-style
 ``<tool_call>{"name": ..., "arguments": ...}</tool_call>`` blocks left in the
-content by a server that did not parse them. Only names of offered tools are
+content by a server that did not parse them, and the same object in doubled
+braces, with or without the tags (``{{"name": "recall", "arguments": {...}}}``,
+often with a stray extra ``}``): Qwen2.5's own chat template shows the call
+format that way, and the model copies it, which llama-server does not parse. Only names of offered tools are
 recognised. Call ids are synthetic and deterministic.
 """
 
@@ -30,6 +33,9 @@ _PAGEISH = re.compile(r"(?i)p?\d+")
 _PAGE_VALUE = re.compile(r"(?i)\[?\s*(?:page\s*)?([pP]?\d{1,9})\s*(?::[^\]\n]*)?\]?")
 _BARE_VALUE = re.compile(r"(:\s*)([A-Za-z_][\w\-]*)(\s*[,}])")
 _TOOL_TAG, _TOOL_END = "<tool_call>", "</tool_call>"
+_DOUBLED = re.compile(r"\{[ \t]*\{")
+_PAIRED_OPEN, _PAIRED_CLOSE = re.compile(r"\{[ \t]*\{"), re.compile(r"\}[ \t]*\}")
+_STRAY_CLOSE = re.compile(r"(?:[ \t]*\})+")
 # ``\b`` first: without it a long word is rescanned from each of its letters.
 _PAIR = re.compile(r"\b(\w+)\s*[=:]\s*(\"[^\"]*\"|'[^']*'|[^,\s]+)")
 #: Replies are scanned for calls up to this many characters (the rest stays text):
@@ -201,6 +207,31 @@ def _braced(text: str, start: int, limit: int = 4000) -> int:
     return -1
 
 
+def _object_at(text: str, start: int) -> tuple[Any, int] | None:
+    """The object whose ``{`` is at ``start``, read leniently, and its end; None if none.
+
+    Doubled braces (``{{"name": ..., "arguments": {...}}}``, as Qwen2.5's template
+    shows the call format) are read as single ones: first without the outer pair,
+    then with every ``{{``/``}}`` pair halved; stray ``}`` right after the object
+    (the model closing one brace too many) belong to it.
+    """
+    end = _braced(text, start)
+    if end < 0:
+        return None
+    segment = text[start:end]
+    obj = _lenient_object(segment)
+    if obj is None and _DOUBLED.match(segment):
+        inner = segment[1:-1].strip()
+        obj = _lenient_object(inner)
+        if obj is None:
+            halved = _PAIRED_CLOSE.sub("}", _PAIRED_OPEN.sub("{", segment))
+            obj = _lenient_object(halved)
+        if obj is not None:
+            stray = _STRAY_CLOSE.match(text, end)
+            end = stray.end() if stray else end
+    return None if obj is None else (obj, end)
+
+
 def _json_call(obj: Mapping[str, Any], infos: Mapping[str, ToolInfo]) -> tuple[str, Any] | None:
     name = obj.get("tool") or obj.get("name") or obj.get("function")
     if isinstance(name, Mapping):  # {"function": {"name": ..., "arguments": ...}}
@@ -238,15 +269,22 @@ def parse_reply(text: str, tools: Sequence[ToolSpec]) -> ParsedReply:
         body = at + len(_TOOL_TAG)
         while body < len(work) and work[body].isspace():
             body += 1
-        end = _braced(work, body) if work.startswith("{", body) else -1
-        if end > 0:
-            obj = _lenient_object(work[body:end])
+        got = _object_at(work, body) if work.startswith("{", body) else None
+        if got is not None:
+            obj, end = got
             hit = _json_call(obj, infos) if isinstance(obj, dict) else None
             close = lowered.find(_TOOL_END, end)
             stop = close + len(_TOOL_END) if close >= 0 and not work[end:close].strip() else end
             if hit:
                 take(at, stop, hit[0], hit[1])
         at = lowered.find(_TOOL_TAG, body)
+    for m in list(_DOUBLED.finditer(work)):  # {{"name": ..., "arguments": ...}} (Qwen2.5)
+        if not work.startswith("{", m.start()):
+            continue  # blanked by an earlier call
+        got = _object_at(work, m.start())
+        hit = _json_call(got[0], infos) if got is not None and isinstance(got[0], dict) else None
+        if got is not None and hit:
+            take(m.start(), got[1], hit[0], hit[1])
     names = "|".join(re.escape(n) for n in sorted(infos, key=len, reverse=True))
     for m in list(re.finditer(rf"(?im)\b(?:TOOL|CALL)\s*(?::\s*)?({names})\b[ \t]*", work)):
         info, rest = infos[m.group(1).lower()], work[m.end() :]

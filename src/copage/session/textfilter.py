@@ -22,7 +22,8 @@ from collections.abc import Sequence
 from copage.llm.textproto import parse_reply
 from copage.llm.types import ToolSpec
 
-_JSONISH = r'\{\s*"(?:name|tool|function)"'
+# ``{{"name"``: Qwen2.5's template shows calls in doubled braces, and the model copies them.
+_JSONISH = r'\{(?:\s*\{)?\s*"(?:name|tool|function)"'
 # A reply may be only a page id ("p3"): hold a short reply that could still be one.
 _ID_PREFIX = re.compile(r"[\s`*\[(\"']*(?:[pP]\d{0,9})?[\s`*\])\"'.]*")
 
@@ -36,7 +37,7 @@ class CallTextFilter:
         self._marker = re.compile(
             rf"(?i)(?P<tag><tool_call)|(?P<json>{_JSONISH})|\b(?P<word>{name}|tool)\b"
         )
-        self._words = (tool_name.lower(), "tool", "<tool_call", '{"name"', '{"tool"',
+        self._words = (tool_name.lower(), "tool", "<tool_call", '{"name"', '{{"name"', '{"tool"',
                        '{"function"')
         self.buffer = ""  # held text, not released yet
         self.released = 0  # characters of the reply released so far

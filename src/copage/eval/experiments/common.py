@@ -17,7 +17,7 @@ from copage.llm.types import ChatModel
 _DEFAULT = PagingSettings()
 _SETTING_OPTIONS = ("budget", "full_window", "window", "top_k", "recall_reserve", "copage_policy",
                     "copage_boundary", "copage_keywords", "max_recalls", "max_tokens",
-                    "speculative_threshold")
+                    "speculative_threshold", "prompt_style")
 
 
 def mean(xs: Iterable[float | None]) -> float | None:
@@ -71,6 +71,32 @@ def sample_probes(dataset: Dataset, n: int | None, seed: int) -> list[tuple[Conv
         raise ValueError(f"--probes must be >= 1, got {n}")
     rng = random.Random(f"{seed}:{dataset.name}")
     return [pairs[i] for i in sorted(rng.sample(range(len(pairs)), n))]
+
+
+def parse_categories(text: str) -> tuple[int, ...]:
+    """``"1,2,4"`` -> ``(1, 2, 4)``, each checked (an unknown id fails listing the valid ones)."""
+    from copage.eval.scoring import check_category
+
+    parts = [t.strip() for t in text.split(",") if t.strip()]
+    if not parts:
+        raise ValueError("--categories: no category given (e.g. 1,2,4)")
+    return tuple(sorted({check_category(t) for t in parts}))
+
+
+def filter_categories(dataset: Dataset, categories: Iterable[int] | None) -> Dataset:
+    """``dataset`` with only the probes of ``categories`` (None: unchanged); a dataset left
+    with no probe is an error naming the categories it has."""
+    if categories is None:
+        return dataset
+    keep = set(categories)
+    convs = tuple(replace(c, probes=tuple(p for p in c.probes if p.category in keep))
+                  for c in dataset.conversations)
+    out = replace(dataset, conversations=convs)
+    if out.probes == 0:
+        have = sorted({p.category for c in dataset.conversations for p in c.probes})
+        raise ValueError(f"{dataset.name}: no probe of categories {sorted(keep)}; its probes "
+                         f"have categories {have}")
+    return out
 
 
 def cached(model: ChatModel, options: Mapping[str, Any]) -> ChatModel:

@@ -31,6 +31,7 @@ from copage.eval.methods import (
     COPAGE_VARIANTS,
     DEFAULT_BUDGET,
     PAPER_METHODS,
+    MethodSettings,
     coverage,
     evidence_groups,
     get_method,
@@ -56,6 +57,19 @@ SPEND = 0.9
 """A method whose prompts average less than this share of the budget says why."""
 
 
+def method_config(method: Any, settings: MethodSettings) -> str:
+    """The ``config`` key field of a method's rows: the settings that change its prompt
+    (the bookmark methods' variant adds its recall mode, prompt style and the session
+    templates; the other methods ignore the prompt style, so their rows stay valid
+    across styles)."""
+    values = asdict(settings)
+    variant = getattr(method, "variant", None)
+    if variant is None:
+        values.pop("prompt_style", None)
+        return config_id(values)
+    return config_id({**values, **variant.config(settings)})
+
+
 def build_tasks(ctx: BenchContext, methods: list[str], budget: int | None = None,
                 tick: Callable[[], None] | None = None,
                 ) -> tuple[list[ProbeTask], list[dict[str, Any]], list[str]]:
@@ -75,7 +89,10 @@ def build_tasks(ctx: BenchContext, methods: list[str], budget: int | None = None
                      f"policy={settings.policy}, keywords={settings.keywords}, "
                      f"window={settings.window}, full_window={settings.full_window}, "
                      f"top_k={settings.top_k}")
-        config = config_id(asdict(settings))
+        if ctx.options.get("categories"):
+            notes.append(f"{ds.name}: probes of LoCoMo categories "
+                         f"{', '.join(map(str, ctx.options['categories']))} only "
+                         f"({ds.probes} probes), sampled after the filter")
         pairs = sample_probes(ds, ctx.probes, ctx.seed)
         # Group by conversation (stable): consecutive calls then share their prompt
         # prefix, which a local server's prompt cache reuses. Results do not change.
@@ -84,6 +101,7 @@ def build_tasks(ctx: BenchContext, methods: list[str], budget: int | None = None
         synthetic = is_synthetic(ds)
         for name in methods:
             method = get_method(name)
+            config = method_config(method, settings)
             prepared: dict[str, Any] = {}
             for conv, probe in pairs:
                 if conv.id not in prepared:
@@ -186,7 +204,7 @@ class MainExperiment:
         methods_table = table(rows, GROUP)
         notes += spend_notes([r for r in curves if r.get("budget") != budget])
         notes += spend_notes([{**r, "budget": budget} for r in methods_table if r.get("model") is None])
-        sig = significance(rows, B=int(ctx.options.get("bootstrap_b", 10_000)), seed=ctx.seed)
+        sig = significance(rows, ("bookmark_recall", "bm25"), B=int(ctx.options.get("bootstrap_b", 10_000)), seed=ctx.seed)
         notes += sorted({f"{r['dataset']}/{r['method_b']}: {w}" for r in sig
                          for w in (r.get("conversation_warning"), r.get("probe_warning")) if w})
         tables = {

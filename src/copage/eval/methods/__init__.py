@@ -14,6 +14,10 @@ Every method fills one prompt of at most ``MethodSettings.budget`` tokens:
                               bookmarks, ``recall(page)``
 ``bookmark_recall+query``     ... and ``recall`` also takes a free-text ``query``
 ``bookmark_recall+speculative`` ... and the best-matching evicted page is paged in first
+``bookmark_recall+choose``    PagedChat's ``choose`` mode: one constrained call picks a page
+                              from the bookmarks, then the answer (no tool offered)
+``bookmark_recall+choose+tool`` ``choose``, with the recall tool still offered
+``bookmark_recall+choose+speculative`` speculative page-in, then ``choose``
 ``bookmark_recall+copage``    copage's own policy/boundary/keywords (adaptive, segment,
                               discriminative by default; see :class:`MethodSettings`)
 ============================  ==============================================================
@@ -51,6 +55,7 @@ PAPER_METHODS: tuple[str, ...] = (
 )
 COPAGE_VARIANTS: tuple[str, ...] = (
     "bookmark_recall+query", "bookmark_recall+speculative", "bookmark_recall+copage",
+    "bookmark_recall+choose", "bookmark_recall+choose+tool",
 )
 #: The three most competitive methods of the paper (its Tables 5-6).
 COMPETITIVE: tuple[str, ...] = ("bookmark_recall", "full_context", "bm25")
@@ -68,6 +73,15 @@ _ALL: dict[str, Method] = {
     "bookmark_recall+speculative": BookmarkMethod(
         "bookmark_recall+speculative", "bookmarks + recall + speculative page-in",
         Variant(speculative=True)),
+    "bookmark_recall+choose": BookmarkMethod(
+        "bookmark_recall+choose", "bookmarks + one choose call picks a page, then the answer",
+        Variant(recall="choose")),
+    "bookmark_recall+choose+tool": BookmarkMethod(
+        "bookmark_recall+choose+tool", "bookmarks + a choose call, then recall(page) still offered",
+        Variant(recall="choose+tool")),
+    "bookmark_recall+choose+speculative": BookmarkMethod(
+        "bookmark_recall+choose+speculative", "bookmarks + speculative page-in, then a choose call",
+        Variant(recall="choose", speculative=True)),
     "bookmark_recall+copage": BookmarkMethod(
         "bookmark_recall+copage", "bookmarks + recall with copage's policy/boundary/keywords",
         Variant(copage=True)),

@@ -19,6 +19,7 @@ from copage.core.types import PageId
 from copage.eval.datasets.model import Conversation, Probe
 from copage.llm.messages import text_of
 from copage.llm.types import ChatModel, ChatRequest
+from copage.session.prompts import PROMPT_STYLES
 
 ABSTAIN_ANSWER = "Not mentioned in the conversation"
 """LoCoMo's own wording for "no answer" (its category-5 option, which its scorer credits)."""
@@ -60,6 +61,9 @@ class MethodSettings:
         max_recalls: tool calls served per probe (recall or memory_search).
         speculative_threshold: ``bookmark_recall+speculative``'s page-in threshold.
         temperature, max_tokens: every answering call.
+        prompt_style: the bookmark methods' prompt style (``paper``: the paper's
+            preamble, bookmarks and schema; ``compact``: :class:`PagedChat`'s style for
+            small models); the other methods have one prompt.
     """
 
     budget: int = DEFAULT_BUDGET
@@ -78,8 +82,12 @@ class MethodSettings:
     speculative_threshold: float = 0.35
     temperature: float | None = 0.0
     max_tokens: int | None = 200
+    prompt_style: str = "paper"
 
     def __post_init__(self) -> None:
+        if self.prompt_style not in PROMPT_STYLES:
+            raise ValueError(f"unknown prompt style {self.prompt_style!r}; valid: "
+                             f"{', '.join(PROMPT_STYLES)}")
         for name in ("budget", "full_window", "window", "top_k", "max_recalls"):
             value = getattr(self, name)
             if value is None and name in ("full_window", "top_k"):

@@ -10,16 +10,25 @@ bookmarks and the model gets the ``recall`` tool (through
 :class:`~copage.session.PagedChat`, probes asked with ``keep_pages=False`` so each
 probe starts from the state after the whole conversation).
 
-LLM-free view of a probe, with no look at the gold evidence:
+LLM-free view of a probe, with no look at the gold evidence (the steps of the
+variant's recall mode, in the order :class:`PagedChat` runs them):
 
 1. ``speculative`` variants: the system's speculative page-in
    (:class:`~copage.session.Speculator`, the code of a real run) pages in the
    evicted page whose full text matches the question well enough, always.
-2. The first prompt is built from that state.
-3. The reference reader of the variant's recall kind (:mod:`.readers`) decides
-   on one tool call from the question and the bookmarks; the system executes it
-   read-only (the recalled page's text is appended as a tool result, as the
-   recall loop does) and the prompt tokens are those of that second call.
+2. ``choose`` variants: the ``choose`` reader (:mod:`.readers`) picks a page from
+   the question and the bookmarks left; it is paged in (read-only, on a copy).
+3. The prompt is built from that state in the prompt style
+   (``MethodSettings.prompt_style``, as :class:`PagedChat` styles it: without the
+   tool, answer-only modes have no bookmarks).
+4. Modes with the tool: the reference reader of the recall kind (``page`` or
+   ``query``) decides on one tool call from the question and the bookmarks
+   left; the system executes it read-only (the recalled page's text is appended
+   as a tool result, as the recall loop does).
+
+The prompt tokens are those of the last prompt (the answer call's, which holds
+the tool call and result), plus the ``choose`` call's prompt (bookmarks and
+question) in ``choose`` variants: the two prompts are separate, and both are paid.
 
 ``routing`` (the credit of the bookmarks when a needed page is evicted) is
 measured afterwards for the report; the reader never sees it.
@@ -31,7 +40,7 @@ import asyncio
 import copy
 import hashlib
 import json
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from copage.core import prompt
@@ -52,18 +61,29 @@ from copage.eval.methods.base import (
     RecallInfo,
     message_tokens,
     question_message,
+    request_tokens,
 )
 from copage.eval.methods.calls import Recorder
 from copage.eval.methods.readers import get_reader
+from copage.eval.methods.templates import session_templates_id
 from copage.eval.routing import route
 from copage.llm.messages import tool_message
 from copage.llm.types import ChatModel
 from copage.memory import PagedMemory
 from copage.session import PagedChat, Speculator
+from copage.session.choose import choose_request
+from copage.session.prompts import ANSWER_ONLY_PREAMBLE, REMINDER, styled
 
 ALL_RESIDENT = "every page resident"
 NO_RECALL = "no bookmark matches: recall reserve unused"
 OVER = "over budget: the pager keeps one page resident, and it does not fit"
+
+
+RECALL_MODES: dict[str, str] = {
+    "page": "tool", "query": "tool", "choose": "choose", "choose+tool": "choose+tool",
+}
+"""Recall kind of a bookmark method -> ``recall_mode`` of :class:`PagedChat` (without
+``speculative``, which :attr:`Variant.speculative` adds)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,9 +91,13 @@ class Variant:
     """Which copage features a bookmark method uses.
 
     Attributes:
-        recall: the recall kind, ``page`` (the paper) or ``query`` (``recall(query)``
-            allowed too); it names the reference reader (:mod:`.readers`). A future
-            recall mode of :class:`PagedChat` is a new value here, with its reader.
+        recall: the recall kind (:data:`RECALL_MODES`): ``page`` (the paper's
+            ``recall(page)`` tool), ``query`` (``recall(query)`` allowed too),
+            ``choose`` (:class:`PagedChat`'s ``choose`` mode: one constrained call
+            picks a page, then the answer without a tool) or ``choose+tool`` (the
+            same, the recall tool still offered). Each step has its reference
+            reader (:mod:`.readers`): ``choose`` for the choose call, ``page`` or
+            ``query`` for the tool.
         speculative: speculative page-in before each probe.
         copage: copage's own policy/boundary/keywords instead of the paper's.
     """
@@ -82,16 +106,39 @@ class Variant:
     speculative: bool = False
     copage: bool = False
 
+    def __post_init__(self) -> None:
+        if self.recall not in RECALL_MODES:
+            raise ValueError(f"unknown recall kind {self.recall!r}; valid: {', '.join(RECALL_MODES)}")
+
     @property
     def by_query(self) -> bool:
         """True when ``recall(query=...)`` is offered."""
         return self.recall == "query"
 
+    @property
+    def mode(self) -> str:
+        """The ``recall_mode`` of a model run (``speculative+`` first when speculative)."""
+        mode = RECALL_MODES[self.recall]
+        return f"speculative+{mode}" if self.speculative else mode
+
+    @property
+    def steps(self) -> tuple[str, ...]:
+        """The steps of :attr:`mode`, in the order they run."""
+        return tuple(self.mode.split("+"))
+
     def chat_options(self, settings: MethodSettings) -> dict[str, Any]:
         """Keyword arguments of :class:`PagedChat` for a model run of this variant."""
-        return {"max_recalls_per_turn": settings.max_recalls, "speculative": self.speculative,
+        return {"max_recalls_per_turn": settings.max_recalls, "recall_mode": self.mode,
+                "prompt": settings.prompt_style,
                 "speculative_threshold": settings.speculative_threshold,
                 "temperature": settings.temperature, "max_tokens": settings.max_tokens}
+
+    def config(self, settings: MethodSettings) -> dict[str, Any]:
+        """What of this variant changes its prompts, for the resume key: the recall mode,
+        the prompt style, and the templates of :class:`PagedChat`'s prompt styles and
+        choose call."""
+        return {"recall_mode": self.mode, "prompt_style": settings.prompt_style,
+                "session_templates": session_templates_id()}
 
 
 def pager_config(settings: MethodSettings, variant: Variant, resident_tokens: int = 10**9) -> PagerConfig:
@@ -172,6 +219,8 @@ class Overhead:
     fixed: int  # system text with every page evicted + tool schema
     recall: int  # the largest recall: call + page block
     whole: int  # the prompt with every page resident (no bookmark), question not included
+    answer_only: int  # the system text of answer-only modes (no bookmark, no tool)
+    choose: int  # the choose call with every page but the last evicted, question not included
 
 
 _OVERHEAD: dict[tuple[str, str], Overhead] = {}
@@ -202,7 +251,13 @@ def measure(conversation: Conversation, config: PagerConfig) -> Overhead:
                                       tool_message("x", prompt.page_block(p.id, p.text))], [], tok)
                       for p in pager.pages), default=0)
         ctx = pager.context()
-        _OVERHEAD[key] = Overhead(fixed, recall, message_tokens(ctx.messages, ctx.tools, tok))
+        answer_only = message_tokens([{"role": "system", "content": INSTRUCTION + "\n\n"
+                                       + ANSWER_ONLY_PREAMBLE}], [], tok)
+        evicted = build_pager(conversation, replace(config, resident_tokens=1))
+        choose = request_tokens(choose_request(evicted, "", schema=False, temperature=None,
+                                               max_tokens=1), tok)
+        _OVERHEAD[key] = Overhead(fixed, recall, message_tokens(ctx.messages, ctx.tools, tok),
+                                  answer_only, choose)
     return _OVERHEAD[key]
 
 
@@ -217,6 +272,7 @@ class _State:
     evicted: tuple[PageId, ...]
     bookmarks: tuple[str, ...]
     evicted_text: tuple[str, ...]
+    pager: Pager = field(compare=False, repr=False)
 
 
 class BookmarkConversation:
@@ -224,7 +280,9 @@ class BookmarkConversation:
 
     def __init__(self, conversation: Conversation, settings: MethodSettings, variant: Variant) -> None:
         self.conversation, self.settings, self.variant = conversation, settings, variant
-        self.reader = get_reader(variant.recall)
+        steps = variant.steps
+        self.chooser = get_reader("choose") if "choose" in steps else None
+        self.reader = get_reader("query" if variant.by_query else "page") if "tool" in steps else None
         config = pager_config(settings, variant)
         over = measure(conversation, config)
         reserve = settings.recall_reserve if settings.recall_reserve is not None else over.recall
@@ -233,11 +291,14 @@ class BookmarkConversation:
         if over.whole + self.question_tokens <= settings.budget:
             room = 10**9  # the whole conversation fits: nothing is evicted, no recall to reserve for
         else:
-            room = settings.budget - over.fixed - self.question_tokens - reserve
+            fixed = over.fixed if "tool" in variant.steps else over.answer_only
+            if "choose" in variant.steps:
+                fixed += over.choose
+            room = settings.budget - fixed - self.question_tokens - reserve
         self.config = pager_config(settings, variant, room)
         self.pager = build_pager(conversation, self.config)
         for _ in range(3):  # session heads make messages a little longer than pages: shrink
-            excess = self._snapshot(self.pager).tokens + self.question_tokens + reserve \
+            excess = self._fixed_tokens(self.pager) + self.question_tokens + reserve \
                 - settings.budget
             if excess <= 0 or room <= 1:
                 break
@@ -248,7 +309,7 @@ class BookmarkConversation:
         self.page_of = {tid: p.index for p in self.pager.pages for tid in p.turn_ids}
         self.lock = asyncio.Lock()
         self.speculator = Speculator(settings.speculative_threshold)
-        self._states: dict[PageId | None, _State] = {}
+        self._states: dict[tuple[PageId, ...], _State] = {}
         self._memory: PagedMemory | None = None
 
     @property
@@ -264,6 +325,21 @@ class BookmarkConversation:
         return tuple(self.pager.pages[i].id for i in idx)
 
     # ------------------------------------------------------------------ states
+    def _fixed_tokens(self, pager: Pager) -> int:
+        """The prompt tokens of ``pager``'s state before the question and any page-in: the
+        answer call's prompt in the variant's mode and prompt style, plus the choose call's."""
+        ctx = pager.context()
+        messages, tools = styled(self.settings.prompt_style, pager, ctx.messages, ctx.tools,
+                                 offer_tool="tool" in self.variant.steps)
+        n = message_tokens(messages, tools, pager.tokenizer)
+        if self.settings.prompt_style == "compact" and "tool" in self.variant.steps \
+                and pager.evicted:  # the reminder after the question
+            n += pager.tokenizer.count("\n\n" + REMINDER.format(tool=pager.config.tool_name))
+        if "choose" in self.variant.steps and pager.evicted:
+            n += request_tokens(choose_request(pager, "", schema=False, temperature=None,
+                                               max_tokens=1), pager.tokenizer)
+        return n
+
     def _snapshot(self, pager: Pager) -> _State:
         ctx = pager.context()
         visible = {t.id for p in pager.resident for t in pager.pages[int(p[1:]) - 1].turns}
@@ -272,19 +348,22 @@ class BookmarkConversation:
         return _State(tuple(ctx.messages), tuple(ctx.tools),
                       message_tokens(ctx.messages, ctx.tools, pager.tokenizer), frozenset(visible),
                       evicted, tuple(pager.bookmark(p).text for p in evicted),
-                      tuple(pager.pages[int(p[1:]) - 1].text for p in evicted))
+                      tuple(pager.pages[int(p[1:]) - 1].text for p in evicted), pager)
 
-    def state(self, speculated: PageId | None) -> _State:
-        """The state after paging in ``speculated`` (None: as built), memoised; the built
-        pager itself is never changed (a copy takes the page-in)."""
-        if speculated not in self._states:
-            if speculated is None:
-                self._states[None] = self._snapshot(self.pager)
+    def state(self, paged_in: tuple[PageId, ...] = ()) -> _State:
+        """The state after paging in ``paged_in`` in order (the first speculatively when
+        the variant is speculative), memoised; the built pager itself is never changed
+        (a copy takes the page-ins)."""
+        if paged_in not in self._states:
+            if not paged_in:
+                self._states[()] = self._snapshot(self.pager)
             else:
                 pager = copy_pager(self.pager)
-                pager.access(speculated, kind="speculative")
-                self._states[speculated] = self._snapshot(pager)
-        return self._states[speculated]
+                for pid in paged_in:
+                    pager.access(pid, kind="speculative" if self.variant.speculative
+                                 and pid == paged_in[0] else "recall")
+                self._states[paged_in] = self._snapshot(pager)
+        return self._states[paged_in]
 
     # ------------------------------------------------------------------ the LLM-free view
     def _resolve(self, state: _State, args: dict[str, Any], question: str) -> PageId | None:
@@ -299,25 +378,38 @@ class BookmarkConversation:
         return page_id(best.key) if best.key is not None else None
 
     def build(self, probe: Probe) -> MethodPrompt:
-        """The prompt a model would see after the reference reader's one tool call."""
+        """The prompt a model would see last: after the speculative page-in, the choose
+        reader's pick and the tool reader's one call (the steps the variant has)."""
         question = probe.question
-        speculated: PageId | None = None
+        speculated: tuple[PageId, ...] = ()
         if self.variant.speculative:
             best, score = self.speculator.score(self.pager, question)
             if best is not None and score >= self.settings.speculative_threshold:
-                speculated = best
-        state = self.state(speculated)
+                speculated = (best,)
+        base = self.state(speculated)
         needed = self.needed(probe)
-        missing = tuple(p for p in needed if p in state.evicted)
+        missing = tuple(p for p in needed if p in base.evicted)
         evicted_before = tuple(p for p in needed if p in self.pager.evicted)
         credit: float | None = None
         if missing:  # measured for the report, after the reader decided
-            want = {i for i, p in enumerate(state.evicted) if p in needed}
-            credit = route(question, list(state.bookmarks), want).credit
-        messages = [*state.messages, question_message(probe)]
-        extra = [question_message(probe)]
+            want = {i for i, p in enumerate(base.evicted) if p in needed}
+            credit = route(question, list(base.bookmarks), want).credit
+        chosen: PageId | None = None
+        choose_tokens = 0
+        if self.chooser is not None and base.evicted:  # the choose call, then its pick is paged in
+            request = choose_request(base.pager, question, schema=False, temperature=None,
+                                     max_tokens=1)
+            choose_tokens = request_tokens(request, self.tokenizer)
+            pick = self.chooser(question, list(zip(base.evicted, base.bookmarks, strict=True)))
+            chosen = self._resolve(base, pick, question) if pick is not None else None
+        state = self.state(speculated + (chosen,)) if chosen is not None else base
+        offer_tool = self.reader is not None
+        messages, tools = styled(self.settings.prompt_style, state.pager,
+                                 [*state.messages, question_message(probe)], state.tools,
+                                 offer_tool=offer_tool)
         visible = set(state.visible)
-        args = self.reader(question, list(zip(state.evicted, state.bookmarks, strict=True)))
+        args = (self.reader(question, list(zip(state.evicted, state.bookmarks, strict=True)))
+                if self.reader is not None else None)
         recalled = self._resolve(state, args, question) if args is not None else None
         tool = self.pager.config.tool_name
         if args is not None:
@@ -329,13 +421,13 @@ class BookmarkConversation:
             else:
                 result = tool_message("ref_1", "error: no evicted page matches.")
             messages += [call, result]
-            extra += [call, result]
-        tokens = state.tokens + message_tokens(extra, [], self.tokenizer)
-        limit = ALL_RESIDENT if not state.evicted else (NO_RECALL if recalled is None else None)
+        tokens = choose_tokens + message_tokens(messages, tools, self.tokenizer)
+        fetched = chosen or recalled
+        limit = ALL_RESIDENT if not base.evicted else (NO_RECALL if fetched is None else None)
         if tokens > self.settings.budget:
             limit = OVER
-        return MethodPrompt(messages, list(state.tools), frozenset(visible), tokens, needed,
-                            evicted_before, recalled, credit, limit)
+        return MethodPrompt(messages, list(tools), frozenset(visible), tokens, needed,
+                            evicted_before, fetched, credit, limit)
 
     # ------------------------------------------------------------------ a model run
     async def answer(self, probe: Probe, model: ChatModel) -> MethodAnswer:

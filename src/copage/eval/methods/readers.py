@@ -13,6 +13,10 @@ system then executes the call as it would for a model (see
   earlier page), else make no call.
 * ``query`` (``recall(query)``): call ``recall(query=<the question>)``; the pager
   resolves the query to the evicted page whose full text matches best.
+* ``choose`` (the ``choose`` call of :class:`copage.session.PagedChat`): the
+  ``page`` rule, on the same bookmarks: the best-matching bookmark's page, or
+  none (the model's ``{"page": "none"}``) when no bookmark shares a word with
+  the question.
 
 A new way of recalling (a ``recall_mode`` of :class:`copage.session.PagedChat`)
 is added by registering its reader here under the same name.
@@ -48,9 +52,15 @@ def query_reader(question: str, bookmarks: Bookmarks) -> dict[str, Any] | None:
     return {"query": question} if bookmarks else None
 
 
+def choose_reader(question: str, bookmarks: Bookmarks) -> dict[str, Any] | None:
+    """The page the choose call picks: :func:`page_reader`'s rule (None: ``none``)."""
+    return page_reader(question, bookmarks)
+
+
 READERS: Registry[Reader] = Registry("reader")
 READERS.register("page", lambda: page_reader)
 READERS.register("query", lambda: query_reader)
+READERS.register("choose", lambda: choose_reader)
 
 
 def get_reader(name: str) -> Reader:

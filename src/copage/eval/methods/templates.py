@@ -61,6 +61,28 @@ def judge_template_id() -> str:
     return fingerprint({k: build_judge_messages(k, "Q?", "G", "A") for k in JUDGE_KINDS})
 
 
+@lru_cache(maxsize=1)
+def session_template_texts() -> dict[str, str]:
+    """The templates of :class:`~copage.session.PagedChat`'s prompt styles and ``choose``
+    call (the bookmark methods' prompts depend on them when a style or mode uses them)."""
+    from copage.session import choose, prompts
+
+    return {
+        "compact_preamble": prompts.COMPACT_PREAMBLE + "|" + prompts.COMPACT_QUERY_HINT,
+        "answer_only": prompts.ANSWER_ONLY_PREAMBLE,
+        "reminder": prompts.REMINDER,
+        "page_description": prompts.PAGE_DESCRIPTION,
+        "choose": choose.CHOOSE_SYSTEM + "|" + choose.CHOOSE_PROMPT,
+        "compact_tools": dumps(prompts.compact_tools([prompt.recall_tool("recall")], "recall"),
+                               sort_keys=True),
+    }
+
+
+def session_templates_id() -> str:
+    """Fingerprint of :func:`session_template_texts`."""
+    return fingerprint(session_template_texts())
+
+
 def config_id(settings: Mapping[str, Any]) -> str:
     """The ``config`` key field: ``settings`` plus the answering templates."""
     return fingerprint({"settings": dict(settings), "templates": template_id()})

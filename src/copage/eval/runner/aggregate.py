@@ -10,10 +10,12 @@ from __future__ import annotations
 import math
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import replace
 from typing import Any
 
 from copage.eval.stats import mcnemar_exact, paired_bootstrap, wilson_interval
 from copage.session.metrics import (
+    Rate,
     recall_precision,
     right_page_rate,
     speculative_hit_rate,
@@ -58,6 +60,29 @@ def probe_record(row: Row) -> ProbeRecord:
                        tuple(row.get("speculative_pages") or ()), recalls)
 
 
+def provider_tokens(row: Row) -> int | None:
+    """The server's prompt tokens of a row, summed over its calls (None when it gave none)."""
+    counts = [int(c) for c in row.get("provider_prompt_tokens") or () if c is not None]
+    return sum(counts) if counts and any(counts) else None
+
+
+def needed_paged_in_rate(records: Sequence[ProbeRecord]) -> Rate:
+    """Share of probes with an evicted needed page in which some evicted needed page was
+    paged in, by any step (speculative page-in, a choose pick, a recall call)."""
+    pool = [r for r in records if r.evicted]
+    hits = 0
+    for r in pool:
+        evicted = set(r.evicted)
+        got = set(r.speculative) | {c.page for c in r.recalls if c.status == "paged_in"}
+        hits += bool(got & evicted)
+    return Rate(hits, len(pool))
+
+
+def _tool_only(record: ProbeRecord) -> ProbeRecord:
+    """``record`` without its ``choose`` picks (the trigger rate of the recall tool alone)."""
+    return replace(record, recalls=tuple(c for c in record.recalls if c.tool != "choose"))
+
+
 def _rate(value: float) -> float | None:
     return None if math.isnan(value) else value
 
@@ -100,6 +125,7 @@ def summarise(rows: Sequence[Row]) -> Row:
             out["faults"] = len(routed)
         return out
     out["prompt_tokens_mean"] = _mean(r.get("prompt_tokens_total") for r in rows)
+    out["provider_prompt_tokens_mean"] = _mean(provider_tokens(r) for r in rows)
     out["calls_mean"] = _mean(r.get("calls") for r in rows)
     out["cached_calls"] = sum(int(r.get("cached_calls") or 0) for r in rows)
     out["errors"] = sum(1 for r in rows if r.get("error"))
@@ -117,6 +143,12 @@ def summarise(rows: Sequence[Row]) -> Row:
         out["recall_precision"] = _rate(recall_precision(recs).value)
         out["right_page_rate"] = _rate(right_page_rate(recs).value)
         out["speculative_hit_rate"] = _rate(speculative_hit_rate(recs).value)
+        trig = trigger_rate(recs)
+        out["needs_recall"], out["triggered"] = trig.total, trig.hits
+        tool = trigger_rate([_tool_only(r) for r in recs])
+        out["tool_trigger_rate"] = _rate(tool.value)
+        paged = needed_paged_in_rate(recs)
+        out["needed_paged_in_rate"], out["needed_paged_in"] = _rate(paged.value), paged.hits
         needing = [r for r in rows if r.get("evicted_needed")]
         out["needed_evicted"] = len(needing)
         rec_acc = _acc(needing, "recall_accuracy")
@@ -149,40 +181,53 @@ def _metrics(rows: Sequence[Row]) -> dict[str, Callable[[Row], float | None]]:
     return out
 
 
-def significance(rows: Sequence[Row], reference: str = "bookmark_recall", *,
+def significance(rows: Sequence[Row], reference: str | Sequence[str] = "bookmark_recall", *,
                  B: int = 10_000, seed: int = 0) -> list[Row]:
-    """Paired bootstrap (units probe and conversation) and exact McNemar: reference vs each."""
+    """Paired bootstrap (units probe and conversation) and exact McNemar: each reference
+    (in order) vs every other method; a pair already compared is not repeated."""
+    refs = [reference] if isinstance(reference, str) else list(reference)
     out: list[Row] = []
     for (dataset, model), grp in group(rows, ("dataset", "model")).items():
         by_method = group(grp, ("method",))
-        ref = {(r["conversation"], r["probe"]): r for r in by_method.get((reference,), [])}
-        if not ref:
+        done: set[frozenset[str]] = set()
+        for ref in refs:
+            out += _against(dataset, model, grp, by_method, ref, done, B, seed)
+    return out
+
+
+def _against(dataset: Any, model: Any, grp: Sequence[Row],
+             by_method: dict[tuple[Any, ...], list[Row]], reference: str,
+             done: set[frozenset[str]], B: int, seed: int) -> list[Row]:
+    out: list[Row] = []
+    ref = {(r["conversation"], r["probe"]): r for r in by_method.get((reference,), [])}
+    if not ref:
+        return out
+    for (method,), other in by_method.items():
+        if method == reference or frozenset((method, reference)) in done:
             continue
-        for (method,), other in by_method.items():
-            if method == reference:
+        done.add(frozenset((method, reference)))
+        pairs = [(ref[(r["conversation"], r["probe"])], r) for r in other
+                 if (r["conversation"], r["probe"]) in ref]
+        for metric, get in _metrics(grp).items():
+            vals = [(get(a), get(b), a["conversation"]) for a, b in pairs]
+            vals = [v for v in vals if v[0] is not None and v[1] is not None]
+            if not vals:
                 continue
-            pairs = [(ref[(r["conversation"], r["probe"])], r) for r in other
-                     if (r["conversation"], r["probe"]) in ref]
-            for metric, get in _metrics(grp).items():
-                vals = [(get(a), get(b), a["conversation"]) for a, b in pairs]
-                vals = [v for v in vals if v[0] is not None and v[1] is not None]
-                if not vals:
-                    continue
-                a = [float(v[0]) for v in vals]  # type: ignore[arg-type]
-                b = [float(v[1]) for v in vals]  # type: ignore[arg-type]
-                row: Row = {"dataset": dataset, "model": model, "method_a": reference,
-                            "method_b": method, "metric": metric, "n": len(vals),
-                            "mean_a": sum(a) / len(a), "mean_b": sum(b) / len(b)}
-                for unit, clusters in (("probe", None), ("conversation", [v[2] for v in vals])):
-                    res = paired_bootstrap(a, b, clusters=clusters, B=B, seed=seed)
-                    row.update({f"{unit}_delta": res.delta, f"{unit}_ci_low": res.ci_low,
-                                f"{unit}_ci_high": res.ci_high, f"{unit}_p": res.p_value,
-                                f"{unit}_clusters": res.n_clusters, f"{unit}_warning": res.warning})
-                if metric in ("accuracy", "evidence_coverage"):
-                    mc = mcnemar_exact([x >= 0.5 for x in a], [x >= 0.5 for x in b])
-                    row.update({"mcnemar_b01": mc.b01, "mcnemar_b10": mc.b10,
-                                "mcnemar_p": mc.p_value})
-                out.append(row)
+            a = [float(v[0]) for v in vals]  # type: ignore[arg-type]
+            b = [float(v[1]) for v in vals]  # type: ignore[arg-type]
+            row: Row = {"dataset": dataset, "model": model, "method_a": reference,
+                        "method_b": method, "metric": metric, "n": len(vals),
+                        "mean_a": sum(a) / len(a), "mean_b": sum(b) / len(b)}
+            for unit, clusters in (("probe", None), ("conversation", [v[2] for v in vals])):
+                res = paired_bootstrap(a, b, clusters=clusters, B=B, seed=seed)
+                row.update({f"{unit}_delta": res.delta, f"{unit}_ci_low": res.ci_low,
+                            f"{unit}_ci_high": res.ci_high, f"{unit}_p": res.p_value,
+                            f"{unit}_clusters": res.n_clusters, f"{unit}_warning": res.warning})
+            if metric in ("accuracy", "evidence_coverage"):
+                mc = mcnemar_exact([x >= 0.5 for x in a], [x >= 0.5 for x in b])
+                row.update({"mcnemar_b01": mc.b01, "mcnemar_b10": mc.b10,
+                            "mcnemar_p": mc.p_value})
+            out.append(row)
     return out
 
 
