@@ -243,6 +243,12 @@ class Pager:
         self._pending = ChangeSet()
         self._state_dirty = True  # the first drain stores a snapshot
         self._event_seq = 0
+        # Pages paged in (or recalled) since the turn began: a later page-in of the same
+        # turn evicts them only when nothing else can go, so a speculative page-in is not
+        # undone by the recall that follows it. ``_pins_user`` is the user turn they
+        # belong to (-1: none), so a restored pager drops pins of an earlier turn.
+        self._pins: list[PageId] = []
+        self._pins_user = -1
         tools = self.tools()
         self._fixed_tokens = self.tokenizer.count(self._preamble()) + self.tokenizer.count(
             prompt.tool_tokens_text(tools)
@@ -258,10 +264,19 @@ class Pager:
         self._pending.turns.append((seq, turn))
         if turn.role == "user":
             self.cache.set_query(turn.text)
+            self._pins, self._pins_user = [], seq
         closed = [self._close(s) for s in self.paginator.step(self.turns)]
         if closed:
             self._refresh_stale()
         return closed
+
+    def begin_turn(self) -> None:
+        """Start a turn without adding a user message (a probe): pages recalled before
+        are no longer protected. Adding a user turn does this by itself."""
+        if self._pins:
+            self._pins = []
+            self._state_dirty = True
+        self._pins_user = len(self.turns)
 
     def close_open_page(self) -> list[PageId]:
         """Close the open page (end of a conversation, or before probes)."""
@@ -400,10 +415,18 @@ class Pager:
 
         ``kind`` says who uses it: ``recall`` and ``speculative`` page-ins are
         counted apart from demand uses (``probe``, the default), see :class:`Counters`.
+        Pages they bring in stay protected for the rest of the turn (see
+        :meth:`begin_turn`): a later recall of the turn evicts them only when no
+        other page can go.
         """
         idx = self._index(pid)
         pid = page_id(idx)
+        if kind in _NOT_DEMAND:
+            protect = {*protect, *self._pins}
         result = self.cache.access(pid, protect=protect)
+        if kind in _NOT_DEMAND and pid not in self._pins:
+            self._pins.append(pid)
+            self._state_dirty = True
         counts = self.counters
         if result.hit:
             if kind not in _NOT_DEMAND:
@@ -611,6 +634,7 @@ class Pager:
             "event_seq": self._event_seq,
             "epochs": {str(i): b.epoch for i, b in self.books.items()},
             "system": self.system,
+            "pins": {"user": self._pins_user, "pages": list(self._pins)},
         }
 
     @classmethod
@@ -653,6 +677,13 @@ class Pager:
         pager.counters = Counters.from_json(state.get("counters", state.get("stats")))
         pager._event_seq = int(state.get("event_seq", 0))
         pager.system = state.get("system")
+        pins = state.get("pins") or {}
+        user_seq = max((i for i, t in enumerate(pager.turns) if t.role == "user"), default=-1)
+        pager._pins_user = int(pins.get("user", -1))
+        if pager._pins_user >= user_seq:  # pins of this turn (or of a probe after it)
+            pager._pins = [str(p) for p in pins.get("pages", ()) if str(p) in res]
+        else:
+            pager._pins_user = user_seq
         # The latest user message is the query policy's query; it is not in the
         # snapshot (which is written only when pages change), so take it from the turns.
         last_user = next((t.text for t in reversed(pager.turns) if t.role == "user"), None)

@@ -245,6 +245,7 @@ class PagedChat:
             record: ProbeRecord | None = None
             try:
                 with mem.transaction():
+                    mem.pager.begin_turn()  # pages recalled by an earlier probe are fair game
                     mem.pager.cache.set_query(question)
                     end: _End | None = None
                     events = self._turn(mem, question, question, force_recall, False, mode, style)
