@@ -35,6 +35,8 @@ class Reply:
     pieces: list[str] | None = None
     #: ... with this pause before each chunk after the first.
     chunk_delay: float = 0.0
+    #: Streaming: after this many text pieces, an error event instead of the rest.
+    fail_after: int | None = None
 
 
 Responder = Callable[[dict[str, Any]], Reply]
@@ -85,6 +87,8 @@ class FakeUpstream:
         self.paths: list[str] = []
         #: Numbers of the requests whose streamed reply has been sent to its end.
         self.streamed: list[int] = []
+        #: ``time.monotonic()`` when each streamed reply's last chunk was sent, by number.
+        self.ended: dict[int, float] = {}
         self._n = 0
         self._lock = threading.Lock()
         self._httpd = _Server(("127.0.0.1", port), _handler(self))
@@ -191,18 +195,24 @@ def _handler(server: FakeUpstream) -> type[BaseHTTPRequestHandler]:
                 time.sleep(delay)
             try:
                 if status == 200 and body.get("stream"):
-                    self._stream(stream_events(body, reply, n), reply.chunk_delay)
+                    events = stream_events(body, reply, n)
+                    if reply.fail_after is not None:
+                        events = events[:reply.fail_after + 1] + [
+                            {"error": {"message": reply.error or "fake failure mid-stream",
+                                       "type": "server_error"}}]
+                    self._stream(events, reply.chunk_delay, done=reply.fail_after is None)
+                    server.ended[n] = time.monotonic()
                     server.streamed.append(n)
                 else:
                     self._send(status, payload)
             except (BrokenPipeError, ConnectionResetError):
                 pass
 
-        def _stream(self, events: list[dict[str, Any]], pause: float) -> None:
+        def _stream(self, events: list[dict[str, Any]], pause: float, done: bool = True) -> None:
             self.wfile.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
                              b"transfer-encoding: chunked\r\ncache-control: no-cache\r\n\r\n")
             datas = [f"data: {json.dumps(e)}\n\n".encode() for e in events]
-            for i, data in enumerate([*datas, b"data: [DONE]\n\n"]):
+            for i, data in enumerate([*datas, b"data: [DONE]\n\n"] if done else datas):
                 if i and pause:
                     time.sleep(pause)
                 self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
