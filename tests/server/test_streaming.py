@@ -98,7 +98,7 @@ def test_openai_sdk_gets_the_first_delta_before_the_upstream_has_finished(
     cid = raw.headers["x-copage-conversation"]
     assert turns(proxy, cid) == [("user", "count"), ("assistant", SLOW)]
     copage = [ch.model_extra.get("copage_stats") for ch in chunks if ch.model_extra]
-    assert [s for s in copage if s] and [s for s in copage if s][0]["upstream_calls"] == 1
+    assert next(s for s in copage if s)["upstream_calls"] == 1
 
 
 def test_non_streaming_requests_consume_the_same_turn_without_streaming_upstream(

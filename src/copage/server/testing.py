@@ -159,6 +159,7 @@ def stream_events(body: dict[str, Any], reply: Reply, n: int) -> list[dict[str, 
 def _handler(server: FakeUpstream) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
+        disable_nagle_algorithm = True  # streamed chunks go out at once, as real servers do
 
         def log_message(self, format: str, *args: Any) -> None:
             return
