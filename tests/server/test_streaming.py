@@ -490,3 +490,29 @@ def test_copage_serve_process_streams_at_the_default_log_level(tmp_path: Path) -
     out = log.read_text()
     assert "Logging error" not in out and "Traceback" not in out, out[-3000:]
     assert out.count('"POST /v1/chat/completions HTTP/1.1" 200') == 2, out[-3000:]
+
+
+def test_postgres_stream_commits_and_a_disconnect_rolls_back(
+        make_proxy: Any, upstream: FakeUpstream, pg_url: str) -> None:
+    """The store work of a PostgreSQL turn runs in the pool: the same states."""
+    upstream.responder = slow(pause=0.1)
+    proxy = make_proxy(store=pg_url)
+    hdr = {"X-Copage-Conversation": "pg-1"}
+    chunks = list(proxy.client(default_headers=hdr).chat.completions.create(
+        model="fake-model", stream=True, messages=[{"role": "user", "content": "one"}]))
+    assert "".join(c.choices[0].delta.content or "" for c in chunks if c.choices) == SLOW
+    upstream.responder = slow(pause=0.2)
+    http, resp = sse_post(proxy.url, {"model": "fake-model", "stream": True, "messages": [
+        {"role": "user", "content": "two"}]}, hdr)
+    try:
+        lines = resp.iter_lines()
+        next(d for d in datas(lines) if json.loads(d)["choices"][0]["delta"].get("content"))
+    finally:
+        resp.close()
+        http.close()
+    wait_for(lambda: not proxy.state.service._locks)
+    assert turns(proxy, "pg-1") == [("user", "one"), ("assistant", SLOW)]
+    upstream.responder = echo
+    proxy.client(default_headers=hdr).chat.completions.create(
+        model="fake-model", messages=[{"role": "user", "content": "two"}])
+    assert [t for _, t in turns(proxy, "pg-1")][2:] == ["two", "echo: two"]

@@ -4,11 +4,13 @@ A turn is opened (:meth:`ProxyService.open_turn`), run, then committed or
 abandoned. Opening finds the conversation (see :mod:`copage.server.recognise`),
 takes its locks, loads it and adds the request's new messages inside a deferred
 transaction; committing adds the answer, commits, updates the lookup aids and
-unlocks. Everything between (the upstream calls, later a stream of events sent
-to the client as they come) runs with the conversation locked, and a turn that
+unlocks. Everything between (the upstream calls, the answer's deltas streamed to
+the client as they come) runs with the conversation locked, and a turn that
 ends in any other way (an error, a cancelled task, a client that went away
 mid-stream) is rolled back: the stored conversation stays as it was before the
 turn, nothing of it is stored, and the client's retry runs the turn again.
+:meth:`ProxyService.turn` is the whole turn as events, streamed or consumed
+whole (:meth:`ProxyService.chat`): one path for both kinds of response.
 
 Store work is synchronous, so it runs in a thread pool (prepare: load + add the
 new messages; finish: add the answer + commit + unlock). With a local store
