@@ -64,7 +64,7 @@ class TurnStream:
 
     def __init__(self, events: AsyncIterator[TurnEvent], receive: Receive) -> None:
         self.queue: asyncio.Queue[TurnEvent | BaseException | _End] = asyncio.Queue()
-        self.gone = False
+        self.gone = self.finished = False
         self.task = asyncio.create_task(self._produce(events))
         self.watch = asyncio.create_task(self._watch(receive))
 
@@ -94,6 +94,7 @@ class TurnStream:
             return None
         if isinstance(item, BaseException):
             raise item
+        self.finished = self.finished or isinstance(item, Finished)
         return item
 
     async def head(self) -> tuple[Opened | None, list[TurnEvent]]:
@@ -112,9 +113,10 @@ class TurnStream:
                 return opened, seen
 
     async def close(self) -> None:
-        """Stop watching; cancel the turn if it has not ended and wait for its rollback."""
+        """Stop watching; cancel the turn unless it was committed, and wait for its end
+        (a cancelled turn's rollback)."""
         self.watch.cancel()
-        if not self.task.done():
+        if not self.finished:
             self.task.cancel()
         await asyncio.wait([self.task, self.watch])
 
