@@ -85,6 +85,8 @@ class FakeUpstream:
         self.received: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
         self.paths: list[str] = []
+        #: The client port of each request's connection (a reused connection repeats it).
+        self.peers: list[int] = []
         #: Numbers of the requests whose streamed reply has been sent to its end.
         self.streamed: list[int] = []
         #: ``time.monotonic()`` when each streamed reply's last chunk was sent, by number.
@@ -113,8 +115,8 @@ class FakeUpstream:
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
-    def handle(self, body: dict[str, Any], headers: dict[str, str], path: str = ""
-               ) -> tuple[int, Any, float, Reply, int]:
+    def handle(self, body: dict[str, Any], headers: dict[str, str], path: str = "",
+               peer: int = 0) -> tuple[int, Any, float, Reply, int]:
         with self._lock:
             self._n += 1
             n = self._n
@@ -122,6 +124,7 @@ class FakeUpstream:
                 self.received.append(body)
                 self.headers.append(headers)
                 self.paths.append(path)
+                self.peers.append(peer)
         reply = self.responder(body)
         if reply.status != 200:
             err = {"error": {"message": reply.error or "fake error", "type": "fake"}}
@@ -191,7 +194,8 @@ def _handler(server: FakeUpstream) -> type[BaseHTTPRequestHandler]:
                 self._send(404, {"error": {"message": f"no route {self.path}"}})
                 return
             headers = {k.lower(): v for k, v in self.headers.items()}
-            status, payload, delay, reply, n = server.handle(body, headers, self.path)
+            status, payload, delay, reply, n = server.handle(body, headers, self.path,
+                                                             self.client_address[1])
             if delay:
                 time.sleep(delay)
             try:
