@@ -25,7 +25,9 @@ the median over the rounds (the machine is shared: load changes hit all systems)
 (``"stream": true``), alternately straight to the upstream and through the proxy
 (header mode, SQLite), and times the first non-empty ``delta.content`` and the
 last byte of each. The upstream streams a ``--words``-word answer, one word per
-chunk, ``--chunk-delay`` seconds apart (its first chunk, the role, at once).
+chunk, ``--chunk-delay`` seconds apart (its first chunk, the role, at once); asked
+without ``stream`` it sends the same answer whole after as long (so a proxy that
+does not stream from its upstream shows its first token at the whole answer's time).
 
     python bench/bench_proxy.py [--conversations 200] [--turns 20] [--clients 50]
         [--postgres postgresql://postgres@127.0.0.1:5432/test] [--json out.json]
@@ -72,13 +74,16 @@ def proxy_main(argv: list[str], impl: str) -> None:
 
 def upstream_main(port: int, chunk_delay: float = 0.0, words: int = 16) -> None:
     """The scripted upstream (run in its own process): recall on 'RECALL', else echo;
-    a streamed request gets ``words`` words, one per chunk, ``chunk_delay`` apart."""
+    with ``chunk_delay`` (``--stream``) every request gets ``words`` words: streamed one
+    per chunk, ``chunk_delay`` apart, or whole after as long as the stream would take."""
     from copage.server.testing import FakeUpstream, Reply, echo
 
     def respond(body: dict[str, Any]) -> Reply:
-        if body.get("stream"):
-            return Reply(text=" ".join(f"word{i}" for i in range(words)),
-                         chunk_delay=chunk_delay)
+        if chunk_delay:  # --stream: an answer that takes as long streamed or not
+            text = " ".join(f"word{i}" for i in range(words))
+            if body.get("stream"):
+                return Reply(text=text, chunk_delay=chunk_delay)
+            return Reply(text=text, delay=chunk_delay * (words + 3))  # + finish, usage, DONE
         last = body["messages"][-1]
         if last["role"] == "tool":
             return Reply(text="answer from the recalled page")
@@ -438,7 +443,7 @@ def main() -> int:
     started = time.monotonic()
     up_port = free_port()
     up_proc = subprocess.Popen([sys.executable, __file__, "--upstream-server", str(up_port),
-                                "--chunk-delay", str(args.chunk_delay),
+                                "--chunk-delay", str(args.chunk_delay if args.stream else 0),
                                 "--words", str(args.words)])
     upstream = f"http://127.0.0.1:{up_port}/v1"
     results: list[dict[str, Any]] = []
