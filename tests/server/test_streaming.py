@@ -374,12 +374,12 @@ def test_sdk_retry_after_a_timeout_streams_the_answer_once(
 
     def respond(body: dict[str, Any]) -> Reply:
         calls.append(1)  # the first attempt is slower than the client's timeout
-        return Reply(text="late answer", delay=2.0 if len(calls) == 1 else 0.0)
+        return Reply(text="late answer", delay=4.0 if len(calls) == 1 else 0.0)
 
     upstream.responder = respond
     proxy = make_proxy(store="sqlite")
     client = openai.OpenAI(base_url=proxy.url + "/v1", api_key=KEY_A, max_retries=1,
-                           timeout=0.7, default_headers={"X-Copage-Conversation": "rt-1"})
+                           timeout=1.5, default_headers={"X-Copage-Conversation": "rt-1"})
     chunks = list(client.chat.completions.create(
         model="fake-model", stream=True, messages=[{"role": "user", "content": "q"}]))
     assert "".join(c.choices[0].delta.content or "" for c in chunks if c.choices) == (
