@@ -64,7 +64,7 @@ class TurnStream:
 
     def __init__(self, events: AsyncIterator[TurnEvent], receive: Receive) -> None:
         self.queue: asyncio.Queue[TurnEvent | BaseException | _End] = asyncio.Queue()
-        self.gone = self.finished = False
+        self.finished = False  # a Finished event was read: the turn is committed
         self.task = asyncio.create_task(self._produce(events))
         self.watch = asyncio.create_task(self._watch(receive))
 
@@ -82,7 +82,6 @@ class TurnStream:
         while True:
             message = await receive()
             if message.get("type") == "http.disconnect":
-                self.gone = True
                 self.task.cancel()
                 self.queue.put_nowait(ClientGone())
                 return
