@@ -21,11 +21,20 @@ database, no callbacks) in front of the same upstream with the same client.
 Every system runs once per round, ``--repeat`` rounds; each reported figure is
 the median over the rounds (the machine is shared: load changes hit all systems).
 
+``--stream`` measures time to first token: one client sends streamed requests
+(``"stream": true``), alternately straight to the upstream and through the proxy
+(header mode, SQLite), and times the first non-empty ``delta.content`` and the
+last byte of each. The upstream streams a ``--words``-word answer, one word per
+chunk, ``--chunk-delay`` seconds apart (its first chunk, the role, at once); asked
+without ``stream`` it sends the same answer whole after as long (so a proxy that
+does not stream from its upstream shows its first token at the whole answer's time).
+
     python bench/bench_proxy.py [--conversations 200] [--turns 20] [--clients 50]
         [--postgres postgresql://postgres@127.0.0.1:5432/test] [--json out.json]
     python bench/bench_proxy.py --shape full [--at 10,200,800] [--window 20]
         [--modes header,transparent] [--stores sqlite,postgres]
         [--litellm /opt/litellm-venv/bin/litellm] [--server-impl auto|asyncio] [--repeat 3]
+    python bench/bench_proxy.py --stream [--sequential 200] [--chunk-delay 0.01] [--words 16]
 """
 
 from __future__ import annotations
@@ -63,11 +72,18 @@ def proxy_main(argv: list[str], impl: str) -> None:
     sys.exit(cli(argv))
 
 
-def upstream_main(port: int) -> None:
-    """The scripted upstream (run in its own process): recall on 'RECALL', else echo."""
+def upstream_main(port: int, chunk_delay: float = 0.0, words: int = 16) -> None:
+    """The scripted upstream (run in its own process): recall on 'RECALL', else echo;
+    with ``chunk_delay`` (``--stream``) every request gets ``words`` words: streamed one
+    per chunk, ``chunk_delay`` apart, or whole after as long as the stream would take."""
     from copage.server.testing import FakeUpstream, Reply, echo
 
     def respond(body: dict[str, Any]) -> Reply:
+        if chunk_delay:  # --stream: an answer that takes as long streamed or not
+            text = " ".join(f"word{i}" for i in range(words))
+            if body.get("stream"):
+                return Reply(text=text, chunk_delay=chunk_delay)
+            return Reply(text=text, delay=chunk_delay * (words + 3))  # + finish, usage, DONE
         last = body["messages"][-1]
         if last["role"] == "tool":
             return Reply(text="answer from the recalled page")
@@ -175,6 +191,84 @@ def sequential(proxy: str, upstream: str, n: int) -> dict[str, Any]:
             proxied.append(time.perf_counter() - t0)
             assert r.status_code == 200, r.text
     return {"requests": n, **summary(direct, proxied)}
+
+
+def _streamed(http: httpx.Client, url: str, body: dict[str, Any],
+              headers: dict[str, str]) -> tuple[float, float]:
+    """One streamed request: seconds to the first content delta, and to the last byte."""
+    t0 = time.perf_counter()
+    first = None
+    with http.stream("POST", url, json=body, headers=headers) as r:
+        if r.status_code != 200:
+            raise RuntimeError(f"{url}: {r.status_code} {r.read()[:300]!r}")
+        for line in r.iter_lines():
+            if first is None and line.startswith("data: {"):
+                choices = json.loads(line[6:]).get("choices") or [{}]
+                if (choices[0].get("delta") or {}).get("content"):
+                    first = time.perf_counter() - t0
+    total = time.perf_counter() - t0
+    if first is None:
+        raise RuntimeError(f"{url}: no content delta")
+    return first, total
+
+
+def time_to_first_token(proxy: str, upstream: str, n: int) -> dict[str, Any]:
+    """One client, streamed requests, direct and proxied alternating (see module docstring)."""
+    rows: dict[str, dict[str, list[float]]] = {
+        side: {"first": [], "total": []} for side in ("direct", "proxied")}
+    cid = f"ttft-{uuid.uuid4().hex[:8]}"
+    with httpx.Client(timeout=60) as http:
+        for t in range(5):  # warm-up
+            _streamed(http, f"{proxy}/v1/chat/completions", {
+                "model": "fake", "stream": True,
+                "messages": [{"role": "user", "content": "warm"}]},
+                {"X-Copage-Conversation": cid})
+        for t in range(n):
+            # the usage chunk asked for both ways: the proxy always asks its upstream for it
+            body = {"model": "fake", "stream": True, "stream_options": {"include_usage": True},
+                    "messages": [{"role": "user", "content": f"streamed turn {t}"}]}
+            for side in ("direct", "proxied") if t % 2 else ("proxied", "direct"):
+                if side == "direct":
+                    first, total = _streamed(http, f"{upstream}/chat/completions", body, {})
+                else:
+                    first, total = _streamed(http, f"{proxy}/v1/chat/completions", body, {
+                        "X-Copage-Conversation": f"{cid}-{t // 20}"})
+                rows[side]["first"].append(first)
+                rows[side]["total"].append(total)
+    out: dict[str, Any] = {"requests": n, **{
+        f"{side}_{k}_{q}_ms": pct(rows[side][k], v) for side in rows
+        for k in ("first", "total") for q, v in (("p50", 0.5), ("p99", 0.99))}}
+    for k in ("first", "total"):
+        added = [p - d for p, d in zip(rows["proxied"][k], rows["direct"][k], strict=True)]
+        out[f"paired_added_{k}_p50_ms"] = pct(added, 0.5)
+        out[f"paired_added_{k}_p99_ms"] = pct(added, 0.99)
+    return out
+
+
+def run_stream(args: argparse.Namespace, upstream: str, tmp: str) -> dict[str, Any]:
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, __file__, "--serve-proxy", args.server_impl, "serve",
+         "--upstream", upstream, "--store", f"sqlite://{tmp}/stream.db", "--port", str(port),
+         "--log-level", "warning", *PAGING],
+        env={**os.environ, "COPAGE_KEYS": ""}, stderr=subprocess.DEVNULL)
+    try:
+        wait_up(f"http://127.0.0.1:{port}/healthz", proc)
+        res = time_to_first_token(f"http://127.0.0.1:{port}", upstream, args.sequential)
+    finally:
+        proc.terminate()
+        proc.wait(20)
+    res.update(chunk_delay_s=args.chunk_delay, words=args.words)
+    print(json.dumps(res), flush=True)
+    print("\n| | first content delta p50 / p99 | whole answer p50 / p99 |")
+    print("|---|---|---|")
+    for side in ("direct", "proxied"):
+        print(f"| {side} | {res[side + '_first_p50_ms']:.1f} / {res[side + '_first_p99_ms']:.1f}"
+              f" ms | {res[side + '_total_p50_ms']:.1f} / {res[side + '_total_p99_ms']:.1f} ms |")
+    print(f"| added (paired) | {res['paired_added_first_p50_ms']:.1f} / "
+          f"{res['paired_added_first_p99_ms']:.1f} ms | {res['paired_added_total_p50_ms']:.1f}"
+          f" / {res['paired_added_total_p99_ms']:.1f} ms |")
+    return res
 
 
 def full_history(proxy: str, upstream: str, *, header: bool, at: list[int], window: int,
@@ -336,19 +430,32 @@ def main() -> int:
                     help="--shape full: rounds over every system (figures: median of rounds)")
     ap.add_argument("--server-impl", choices=["auto", "asyncio"], default="auto",
                     help="uvicorn loop/parser: auto (uvloop+httptools if installed) or asyncio")
+    ap.add_argument("--stream", action="store_true",
+                    help="time to first token, direct vs proxied (streamed requests)")
+    ap.add_argument("--chunk-delay", type=float, default=0.01,
+                    help="--stream: the upstream's pause between chunks (seconds)")
+    ap.add_argument("--words", type=int, default=16, help="--stream: words per answer")
     ap.add_argument("--upstream-server", type=int, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.upstream_server:
-        upstream_main(args.upstream_server)
+        upstream_main(args.upstream_server, args.chunk_delay, args.words)
         return 0
     started = time.monotonic()
     up_port = free_port()
-    up_proc = subprocess.Popen([sys.executable, __file__, "--upstream-server", str(up_port)])
+    up_proc = subprocess.Popen([sys.executable, __file__, "--upstream-server", str(up_port),
+                                "--chunk-delay", str(args.chunk_delay if args.stream else 0),
+                                "--words", str(args.words)])
     upstream = f"http://127.0.0.1:{up_port}/v1"
     results: list[dict[str, Any]] = []
     try:
         wait_up(f"{upstream}/models", up_proc)
         tmp = tempfile.mkdtemp(prefix="copage-bench-")
+        if args.stream:
+            res = run_stream(args, upstream, tmp)
+            if args.json:
+                with open(args.json, "w") as f:
+                    json.dump(res, f, indent=1)
+            return 0
         if args.shape == "full":
             full = run_full(args, upstream, tmp)
             if args.json:

@@ -7,11 +7,11 @@ from typing import Any
 
 from copage.llm import get_model
 from copage.llm.fake_server import FakeReply, FakeServer
-from copage.llm.types import ChatModel, ChatRequest, StreamEvent, stream
+from copage.llm.types import ChatModel, ChatRequest, StreamEvent, fallback_stream, stream
 from copage.memory import PagedMemory
-from copage.server.loop import loop_events, run_loop
+from copage.server.loop import loop_events, outcome_of
 from copage.server.request import ChatCall
-from copage.session import ClientToolDelta, LoopEnd, RecallServed
+from copage.session import ClientToolDelta, LoopEnd, RecallServed, TextDelta
 
 WEATHER = {"type": "function", "function": {
     "name": "get_weather", "parameters": {"type": "object", "properties": {
@@ -68,7 +68,7 @@ async def test_recall_held_client_call_streamed_through_with_its_own_index() -> 
     assert body["tool_choice"] == "auto"
 
 
-async def test_run_loop_serves_a_text_written_recall_and_returns_the_answer() -> None:
+async def test_loop_serves_a_text_written_recall_and_returns_the_answer() -> None:
     def reply(text: str) -> FakeReply:
         return FakeReply({"choices": [{"message": {"content": text}, "finish_reason": "stop"}],
                           "model": "up", "usage": {"prompt_tokens": 7, "completion_tokens": 1}})
@@ -79,10 +79,14 @@ async def test_run_loop_serves_a_text_written_recall_and_returns_the_answer() ->
                           "\n</tool_call>"), reply("You live in Lisbon.")) as srv:
         model = get_model(f"openai:up@{srv.url}/v1", max_retries=0)
 
-        async def complete(m: ChatModel, request: ChatRequest) -> tuple[Any, float]:
-            return await m.complete(request), 0.01
+        def whole(m: ChatModel, request: ChatRequest) -> AsyncIterator[StreamEvent]:
+            return fallback_stream(m, request)
 
-        out = await run_loop(mem, model, call, complete, max_recalls=3)
+        events = [e async for e in loop_events(mem, model, call, whole, max_recalls=3)]
+    end = events[-1]
+    assert isinstance(end, LoopEnd)
+    out = outcome_of(end, model, [0.01, 0.01])
+    assert [e.text for e in events if isinstance(e, TextDelta)] == ["You live in Lisbon."]
     assert out.text == "You live in Lisbon." and out.calls == 2
     assert out.prompt_tokens == 14 and out.latencies == [0.01, 0.01]
     assert [r.page for r in out.recalls] == ["p1"]

@@ -115,13 +115,18 @@ def test_client_tools_go_back_to_the_client(proxy: Proxy, stream: bool) -> None:
         chunks = list(c.chat.completions.create(model="fake-model", messages=history,
                                                 tools=[WEATHER_TOOL], stream=True))
         calls = [tc for ch in chunks if ch.choices for tc in (ch.choices[0].delta.tool_calls or [])]
-        assert [tc.function.name for tc in calls] == ["get_weather"]
+        assert len(calls) > 1, "the call's arguments arrive as deltas"
+        assert {tc.index for tc in calls} == {0}
+        assert [tc.function.name for tc in calls if tc.function.name] == ["get_weather"]
+        assert json.loads("".join(tc.function.arguments or "" for tc in calls)) == {
+            "city": "Paris"}
         call_id = calls[0].id
         finish = [ch.choices[0].finish_reason for ch in chunks if ch.choices][-1]
         assert finish == "tool_calls"
         history.append({"role": "assistant", "content": None, "tool_calls": [
             {"id": call_id, "type": "function", "function": {
-                "name": "get_weather", "arguments": calls[0].function.arguments}}]})
+                "name": "get_weather",
+                "arguments": "".join(tc.function.arguments or "" for tc in calls)}}]})
     else:
         comp = c.chat.completions.create(model="fake-model", messages=history,
                                          tools=[WEATHER_TOOL])

@@ -74,3 +74,33 @@ def test_conversation_through_proxy(real_server: LlamaServer, tmp_path: Path) ->
     assert "[p1:" in prompt  # the evicted first page's bookmark
     assert FACTS[0] not in prompt, "the evicted page was sent anyway"
     assert FACTS[-1] in prompt  # the resident page
+
+
+def test_streaming_through_proxy_to_a_real_server(real_server: LlamaServer,
+                                                   tmp_path: Path) -> None:
+    """llama-server's own SSE stream passes through as several deltas; what was
+    streamed is what was stored (no recording proxy in between: it buffers)."""
+    import time
+
+    settings = ServeSettings(upstream=real_server.base_url, store=f"sqlite://{tmp_path}/s.db",
+                             paging=PagerConfig(boundary="fixed_2", resident_pages=1),
+                             upstream_timeout=120.0, max_recalls=1)
+    with ServerThread(create_app(settings)) as srv:
+        client = openai.OpenAI(base_url=srv.url + "/v1", api_key="unused", max_retries=0)
+        raw = client.chat.completions.with_raw_response.create(
+            model="smollm2", stream=True, max_tokens=48, temperature=0,
+            stream_options={"include_usage": True},
+            messages=[{"role": "user", "content": "Write two sentences about the sea."}])
+        got: list[tuple[float, str]] = []
+        usage = None
+        for chunk in raw.parse():
+            if chunk.choices and chunk.choices[0].delta.content:
+                got.append((time.monotonic(), chunk.choices[0].delta.content))
+            usage = chunk.usage or usage
+        cid = raw.headers["x-copage-conversation"]
+        stored = srv.server.config.app.state.proxy.store.load(cid, tenant="default")
+    assert len(got) >= 5, "the answer arrived in one piece"
+    assert got[-1][0] - got[0][0] > 0.05  # spread over the generation, not one burst
+    assert usage is not None and usage.completion_tokens > 0
+    assert stored.turns[-1].role == "assistant"
+    assert stored.turns[-1].text == "".join(t for _, t in got)

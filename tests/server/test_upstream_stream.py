@@ -200,3 +200,52 @@ def test_sse_parser_handles_any_split() -> None:
     assert asyncio.run(run([bytes([b]) for b in text])) == expect  # byte by byte
     for cut in range(1, len(text)):
         assert asyncio.run(run([text[:cut], text[cut:]])) == expect
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_streamed_calls_reuse_one_kept_alive_connection(kind: str) -> None:
+    """After [DONE] the body's end is read (in the background), so the connection goes
+    back to the pool: no new TCP (or TLS) handshake before each first token."""
+    with FakeUpstream(lambda b: Reply(text="one two three")) as up:
+        model = _model(up.url, kind)
+
+        async def main() -> list[str]:
+            texts = []
+            for _ in range(3):
+                events = [e async for e in model.stream(REQ)]
+                assert events[-1].response is not None
+                texts.append(events[-1].response.text)
+                for _ in range(100):  # let the background drain return the connection
+                    await asyncio.sleep(0.01)
+                    if kind == "httpx" or model._transport()._idle:  # type: ignore[attr-defined]
+                        break
+            await model._transport().aclose()
+            return texts
+
+        assert asyncio.run(main()) == ["one two three"] * 3
+    assert len(set(up.peers)) == 1, up.peers
+
+
+def test_a_stale_idle_connection_is_replaced_for_a_stream() -> None:
+    """An idle connection the server closed is dropped, and the stream opens a new one."""
+    with FakeUpstream(lambda b: Reply(text="fine")) as up:
+        model = _model(up.url, "loopback")
+
+        async def main() -> str:
+            transport = model._transport()
+            assert isinstance(transport, LoopbackTransport)
+
+            def hang_up(r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
+                w.close()
+
+            # an idle connection whose server hangs up on the next request
+            closer = await asyncio.start_server(hang_up, "127.0.0.1", 0)
+            port = closer.sockets[0].getsockname()[1]
+            transport._idle.append(await asyncio.open_connection("127.0.0.1", port))
+            events = [e async for e in model.stream(REQ)]
+            await transport.aclose()
+            closer.close()
+            assert events[-1].response is not None
+            return events[-1].response.text
+
+        assert asyncio.run(main()) == "fine"

@@ -18,7 +18,6 @@ from starlette.responses import (
     JSONResponse,
     PlainTextResponse,
     Response,
-    StreamingResponse,
 )
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
@@ -32,9 +31,10 @@ from copage.server.guard import BrowserGuard
 from copage.server.logs import Redactor, install_redaction
 from copage.server.metrics import Metrics
 from copage.server.recognise import Ask
-from copage.server.request import check_conversation_id, parse_call
+from copage.server.request import ChatCall, check_conversation_id, parse_call
 from copage.server.service import ProxyService
 from copage.server.settings import ServeSettings
+from copage.server.streaming import ClientGone, EventStreamResponse, TurnStream
 from copage.server.transcript import TranscriptIndex, index_for
 from copage.server.upstream import Upstream
 from copage.stores.base import ConversationNotFound, PageStore, StoreError
@@ -71,6 +71,20 @@ def _error(e: ProxyError, state: ProxyState, headers: dict[str, str] | None = No
                         headers={**e.headers, **(headers or {})})
 
 
+def proxy_error(exc: Exception, name: str) -> ProxyError:
+    """The OpenAI-format error a failure is answered with (logged when unexpected)."""
+    if isinstance(exc, ProxyError):
+        return exc
+    if isinstance(exc, ModelError):
+        return from_model_error(exc)
+    if isinstance(exc, StoreError):
+        log.error("store error on %s: %s", name, exc)
+        return ProxyError(503, "the conversation store is unavailable", type="server_error",
+                          code="store_error")
+    log.error("internal error on %s", name, exc_info=exc)
+    return ProxyError(500, "internal error", type="server_error", code="internal_error")
+
+
 def endpoint(name: str) -> Callable[[Handler], Handler]:
     """Wrap a handler: errors become OpenAI-format responses; requests are counted."""
 
@@ -79,18 +93,8 @@ def endpoint(name: str) -> Callable[[Handler], Handler]:
             state: ProxyState = request.app.state.proxy
             try:
                 response = await fn(request)
-            except ProxyError as e:
-                response = _error(e, state)
-            except ModelError as e:
-                response = _error(from_model_error(e), state)
-            except StoreError as e:
-                log.error("store error on %s: %s", name, e)
-                response = _error(ProxyError(503, "the conversation store is unavailable",
-                                             type="server_error", code="store_error"), state)
-            except Exception:
-                log.exception("internal error on %s", name)
-                response = _error(ProxyError(500, "internal error", type="server_error",
-                                             code="internal_error"), state)
+            except Exception as e:  # noqa: BLE001 - every failure gets an OpenAI-format body
+                response = _error(proxy_error(e, name), state)
             state.metrics.inc("copage_requests_total", endpoint=name,
                               status=str(response.status_code))
             return response
@@ -144,16 +148,36 @@ async def chat_completions(request: Request) -> Response:
         raise ProxyError(400, str(e), code="invalid_json") from None
     call = parse_call(body.data, max_messages=s.max_messages, max_tools=s.max_tools)
     via = known.get(body.continues) if body.continues is not None else None
+    if call.stream:
+        return await _stream(request, state, tenant, call, cid, small=small, via=via)
     result = await state.service.chat(tenant, call, cid, _ask(request), small=small, via=via)
     headers = {CONV_HEADER: result.conversation_id,
                "X-Copage-Stats": json.dumps(result.stats, separators=(",", ":"))}
     env = responses.Envelope.new(result.outcome.model or call.model or "")
-    if call.stream:
-        return StreamingResponse(
-            responses.chunks(env, result.outcome, include_usage=call.include_usage),
-            media_type="text/event-stream", headers={**headers, "cache-control": "no-cache"},
-        )
     return JSONResponse(responses.completion(env, result.outcome), headers=headers)
+
+
+async def _stream(request: Request, state: ProxyState, tenant: str, call: ChatCall,
+                  cid: str | None, *, small: bool, via: str | None) -> Response:
+    """A streamed turn: errors until its first visible event are HTTP errors, later
+    ones an SSE error event (see :mod:`copage.server.streaming`)."""
+    events = state.service.turn(tenant, call, cid, _ask(request), small=small, via=via,
+                                stream=True)
+    stream = TurnStream(events, request.receive)
+    try:
+        opened, head = await stream.head()
+    except ClientGone:
+        await stream.close()
+        return Response(status_code=499)  # nobody reads it; counted as such
+    except BaseException:
+        await stream.close()
+        raise
+    assert opened is not None, "a turn opens before its first event"
+    env = responses.Envelope.new(opened.model or call.model or "")
+    chunks = responses.Chunks(env, include_usage=call.include_usage)
+    return EventStreamResponse(
+        stream, head, chunks, error_of=lambda e: proxy_error(e, "chat"), clean=state.redact,
+        metrics=state.metrics, headers={CONV_HEADER: opened.conversation_id})
 
 
 @endpoint("models")

@@ -18,13 +18,17 @@ Failures before the first event are retried like a non-streamed call; once
 events have been yielded nothing is retried (they cannot be taken back). An
 error event mid-stream, a stream that breaks or stalls for ``timeout`` seconds,
 or one that ends before the model finished, raise the same errors as above.
+After ``[DONE]`` the end of the body is read in the background, so the connection
+goes back to the pool (a new connection per streamed call would cost a TCP, or
+TLS, handshake before every first token).
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import random
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Coroutine
 from typing import Any
 
 from copage.llm.errors import (
@@ -43,6 +47,16 @@ from copage.server.sse import EventTooLarge, events
 from copage.server.transport import RawResponse, RawStream, Transport
 
 PROVIDER = "upstream"
+#: After ``[DONE]``, how long the rest of a streamed body may take to arrive (read in
+#: the background): a body read to its end keeps its connection for the next call.
+DRAIN_GRACE = 2.0
+_draining: set[asyncio.Task[None]] = set()
+
+
+def _background(aw: Coroutine[Any, Any, None]) -> None:
+    task = asyncio.ensure_future(aw)
+    _draining.add(task)
+    task.add_done_callback(_draining.discard)
 
 
 def request_body(model: str, request: ChatRequest) -> dict[str, Any]:
@@ -145,7 +159,10 @@ class HttpChatModel:
         except EventTooLarge as e:
             raise BadResponse(PROVIDER, str(e)) from None
         finally:
-            await raw.aclose()
+            if finished:  # the rest (the body's end) is read in the background
+                _background(raw.release(DRAIN_GRACE))
+            else:
+                await raw.aclose()
         if not finished and acc.finish_reason is None:
             raise UpstreamError(PROVIDER, "the upstream stream ended before the reply did")
         yield StreamEvent("done", response=acc.response())

@@ -6,28 +6,44 @@ here (``PagedMemory.recall_result`` through :func:`copage.session.tools.execute`
 and never reach the client; any other tool call ends the turn and goes back to
 the client. Usage is summed over every upstream call of the turn.
 
-:func:`loop_events` is the streaming form (the engine's events: text deltas,
-client tool-call deltas, recalls served, the end); :func:`run_loop` consumes it
-and returns the :class:`Outcome` the non-streaming responses are built from.
+:func:`loop_events` gives the turn as the engine's events (text deltas, client
+tool-call deltas, recalls served, the end), shaped as the client will see them:
+the text deltas add up to exactly the stored answer (the engine strips the
+answer's surrounding whitespace, so leading whitespace is dropped and trailing
+whitespace held until more text follows), and every client call has its id in
+its first delta, the same id as the stored call. Streamed and non-streamed
+responses are both built from these events (:mod:`copage.server.service`);
+only how one upstream call is made differs (streamed, or one whole reply).
 """
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass, field
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field, replace
+from typing import TypeVar
 
 from copage.core.types import ToolCall
 from copage.llm.errors import BadResponse
-from copage.llm.types import ChatModel, ChatRequest, ChatResponse, StreamEvent, events_of
+from copage.llm.types import ChatModel, ChatRequest, ChatResponse, StreamEvent, ToolCallDelta
 from copage.memory import PagedMemory
 from copage.server.request import ChatCall
-from copage.session.engine import LoopEnd, LoopEvent, LoopSettings, run_recall_loop
+from copage.session.engine import (
+    ClientToolDelta,
+    LoopEnd,
+    LoopEvent,
+    LoopSettings,
+    TextDelta,
+    run_recall_loop,
+)
 from copage.session.report import RecallRecord
 
 Complete = Callable[[ChatModel, ChatRequest], Awaitable[tuple[ChatResponse, float]]]
 """One upstream call: the reply and its latency in seconds."""
 Stream = Callable[[ChatModel, ChatRequest], AsyncIterator[StreamEvent]]
-"""One streamed upstream call (the last event carries the whole reply)."""
+"""One upstream call as stream events (the last one, ``done``, carries the whole reply)."""
+T = TypeVar("T")
 #: Provider label in errors a tenant may see (a model's spec can hold the upstream URL).
 UPSTREAM = "upstream"
 
@@ -47,6 +63,18 @@ class Outcome:
     recalls: list[RecallRecord] = field(default_factory=list)
 
 
+@asynccontextmanager
+async def closing(events: AsyncIterator[T]) -> AsyncIterator[AsyncIterator[T]]:
+    """``events``, closed on leaving (its ``aclose``: an async generator's cleanup runs now,
+    not when it is collected; a turn rolls back at once)."""
+    try:
+        yield events
+    finally:
+        close = getattr(events, "aclose", None)
+        if close is not None:
+            await close()
+
+
 def settings_for(call: ChatCall, max_recalls: int) -> LoopSettings:
     """The engine settings of a proxied request: the client's tools end the turn."""
     client_tools = () if call.tool_choice == "none" else tuple(call.tools)
@@ -61,36 +89,28 @@ def settings_for(call: ChatCall, max_recalls: int) -> LoopSettings:
 def loop_events(
     mem: PagedMemory, model: ChatModel, call: ChatCall, upstream: Stream, *, max_recalls: int,
 ) -> AsyncIterator[LoopEvent]:
-    """The turn as engine events (``LoopEnd`` last). ``upstream`` streams one call; every
-    reply is checked for text that cannot be stored (lone surrogates) first."""
+    """The turn as engine events (``LoopEnd`` last), as the client sees them (see module
+    docstring). ``upstream`` makes one call; every reply is checked for text that cannot
+    be stored (lone surrogates) first."""
     ctx = mem.context()
 
     async def checked(request: ChatRequest) -> AsyncIterator[StreamEvent]:
-        async for event in upstream(model, request):
-            if event.response is not None:
-                _check_text(event.response)
-            yield event
+        async with closing(upstream(model, request)) as events:
+            async for event in events:
+                if event.response is not None:
+                    _check_text(event.response)
+                yield event
 
-    return run_recall_loop(mem, ctx.messages, ctx.tools, settings_for(call, max_recalls), checked)
+    return _as_sent(run_recall_loop(mem, ctx.messages, ctx.tools,
+                                    settings_for(call, max_recalls), checked))
 
 
-async def run_loop(
-    mem: PagedMemory, model: ChatModel, call: ChatCall, complete: Complete, *,
-    max_recalls: int,
-) -> Outcome:
-    """Run upstream calls until the model answers or calls a client tool."""
-    latencies: list[float] = []
-
-    async def one_chunk(m: ChatModel, request: ChatRequest) -> AsyncIterator[StreamEvent]:
-        response, latency = await complete(m, request)
-        latencies.append(latency)
-        for event in events_of(response):
-            yield event
-
-    async for event in loop_events(mem, model, call, one_chunk, max_recalls=max_recalls):
-        if isinstance(event, LoopEnd):
-            return outcome_of(event, model, latencies)
-    raise BadResponse(UPSTREAM, "the recall loop ended without an outcome")
+def replay_events(out: Outcome) -> list[TextDelta | ClientToolDelta]:
+    """A stored answer (a retry's) as the events of a turn: its text, its calls."""
+    events: list[TextDelta | ClientToolDelta] = [TextDelta(out.text)] if out.text else []
+    events += [ClientToolDelta(ToolCallDelta(i, c.id, c.name, c.arguments))
+               for i, c in enumerate(out.tool_calls)]
+    return events
 
 
 def outcome_of(end: LoopEnd, model: ChatModel, latencies: list[float]) -> Outcome:
@@ -102,6 +122,53 @@ def outcome_of(end: LoopEnd, model: ChatModel, latencies: list[float]) -> Outcom
         completion_tokens=o.usage.completion_tokens, calls=o.usage.calls,
         latencies=list(latencies), recalls=list(o.records),
     )
+
+
+class _Trim:
+    """Streams ``"".join(parts).strip()``: leading whitespace dropped, trailing held back."""
+
+    def __init__(self) -> None:
+        self.started = False
+        self.held = ""
+
+    def feed(self, text: str) -> str:
+        if not self.started:
+            text = text.lstrip()
+            if not text:
+                return ""
+            self.started = True
+        text = self.held + text
+        shown = text.rstrip()
+        self.held = text[len(shown):]
+        return shown
+
+
+async def _as_sent(events: AsyncIterator[LoopEvent]) -> AsyncIterator[LoopEvent]:
+    trim = _Trim()
+    ids: dict[int, str] = {}
+    async with closing(events):
+        async for event in events:
+            if isinstance(event, TextDelta):
+                shown = trim.feed(event.text)
+                if shown:
+                    yield TextDelta(shown)
+            elif isinstance(event, ClientToolDelta):
+                d = event.delta
+                if d.index not in ids:  # a call's first delta: it carries the id
+                    ids[d.index] = d.id or "call_" + secrets.token_hex(12)
+                    d = replace(d, id=ids[d.index])
+                yield ClientToolDelta(d)
+            elif isinstance(event, LoopEnd):
+                o = event.outcome
+                # A call streamed without an upstream id is stored under the id sent.
+                calls = tuple(replace(c, id=ids.get(i, c.id))
+                              for i, c in enumerate(o.tool_calls))
+                if calls != o.tool_calls:
+                    o = replace(o, tool_calls=calls)
+                yield LoopEnd(o)
+                return
+            else:
+                yield event
 
 
 def _check_text(response: ChatResponse) -> None:

@@ -26,6 +26,9 @@ COUNTERS = {
     "copage_index_errors_total": "Transcript index updates that failed after a commit",
     "copage_retries_replayed_total": "Retried requests answered from the store (no model call)",
     "copage_requests_refused_total": "Requests refused by the browser guard, by reason",
+    "copage_stream_disconnects_total": "Streamed turns whose client went away (rolled back "
+                                       "unless already committed)",
+    "copage_stream_errors_total": "Streamed turns that failed after the stream began, by code",
 }
 
 

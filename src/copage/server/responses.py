@@ -1,7 +1,8 @@
-"""OpenAI response shapes: a ``chat.completion`` and its SSE ``chat.completion.chunk`` s.
+"""OpenAI response shapes: a ``chat.completion`` and the SSE ``chat.completion.chunk`` s.
 
-Streaming and non-streaming share one path: the turn runs to its end, then the
-same final values are either returned as JSON or emitted as chunks.
+Both are built from the same turn events (:meth:`copage.server.service.ProxyService.turn`):
+a whole response from the committed :class:`~copage.server.loop.Outcome`, a
+streamed one by :class:`Chunks` as the events arrive.
 """
 
 from __future__ import annotations
@@ -9,12 +10,16 @@ from __future__ import annotations
 import json
 import secrets
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from copage.llm.messages import tool_call_dict
+from copage.server.errors import ProxyError
 from copage.server.loop import Outcome
+from copage.server.service import TurnResult
+from copage.session.engine import ClientToolDelta, TextDelta
+
+DONE = "data: [DONE]\n\n"
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,23 +60,69 @@ def completion(env: Envelope, out: Outcome) -> dict[str, Any]:
     }
 
 
-def _chunk(env: Envelope, delta: dict[str, Any], finish: str | None = None) -> str:
-    body = {"id": env.id, "object": "chat.completion.chunk", "created": env.created,
-            "model": env.model,
-            "choices": [{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}]}
-    return f"data: {json.dumps(body, ensure_ascii=False)}\n\n"
+def error_event(error: ProxyError, clean: Any) -> str:
+    """An error after the stream began: the OpenAI error body as one SSE event (no
+    ``[DONE]`` follows; the ``openai`` SDK raises it as an ``APIError``)."""
+    return _data(error.body(clean))
 
 
-def chunks(env: Envelope, out: Outcome, *, include_usage: bool) -> Iterator[str]:
-    """The SSE events of a streamed reply, ``data: [DONE]`` last."""
-    yield _chunk(env, {"role": "assistant", "content": ""})
-    if out.text:
-        yield _chunk(env, {"content": out.text})
-    for i, c in enumerate(out.tool_calls):
-        yield _chunk(env, {"tool_calls": [{"index": i, **tool_call_dict(c)}]})
-    yield _chunk(env, {}, out.finish_reason)
-    if include_usage:
-        body = {"id": env.id, "object": "chat.completion.chunk", "created": env.created,
-                "model": env.model, "choices": [], "usage": usage(out)}
-        yield f"data: {json.dumps(body)}\n\n"
-    yield "data: [DONE]\n\n"
+class Chunks:
+    """The SSE events of a streamed reply, made as the turn's events arrive.
+
+    The first visible event is preceded by the role chunk; a client call's id, type
+    and name are sent in its first delta only (clients concatenate repeated strings);
+    :meth:`end` sends the finish chunk (carrying the turn's ``X-Copage-Stats`` values as
+    ``copage_stats``), the usage chunk when asked for, and ``data: [DONE]``.
+    """
+
+    def __init__(self, env: Envelope, *, include_usage: bool) -> None:
+        self.env, self.include_usage = env, include_usage
+        self.started = False
+        self.calls: set[int] = set()
+
+    def event(self, event: object) -> list[str]:
+        """The SSE text of one turn event (nothing for the events clients do not see)."""
+        if isinstance(event, TextDelta):
+            return self._start() + [self._chunk({"content": event.text})]
+        if isinstance(event, ClientToolDelta):
+            d = event.delta
+            call: dict[str, Any] = {"index": d.index}
+            fn: dict[str, Any] = {"arguments": d.arguments}
+            if d.index not in self.calls:
+                self.calls.add(d.index)
+                call.update(id=d.id, type="function")
+                fn = {"name": d.name, **fn}
+            call["function"] = fn
+            return self._start() + [self._chunk({"tool_calls": [call]})]
+        return []
+
+    def end(self, result: TurnResult) -> list[str]:
+        """The finish chunk, the usage chunk (if asked for) and ``[DONE]``."""
+        out = result.outcome
+        body = self._body({}, out.finish_reason)
+        body["copage_stats"] = result.stats
+        events = self._start() + [_data(body)]
+        if self.include_usage:
+            events.append(_data({**self._head(), "choices": [], "usage": usage(out)}))
+        return [*events, DONE]
+
+    def _start(self) -> list[str]:
+        if self.started:
+            return []
+        self.started = True
+        return [self._chunk({"role": "assistant", "content": ""})]
+
+    def _head(self) -> dict[str, Any]:
+        return {"id": self.env.id, "object": "chat.completion.chunk",
+                "created": self.env.created, "model": self.env.model}
+
+    def _body(self, delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+        return {**self._head(), "choices": [{"index": 0, "delta": delta,
+                                             "finish_reason": finish, "logprobs": None}]}
+
+    def _chunk(self, delta: dict[str, Any]) -> str:
+        return _data(self._body(delta))
+
+
+def _data(body: dict[str, Any]) -> str:
+    return f"data: {json.dumps(body, ensure_ascii=False, separators=(',', ':'))}\n\n"

@@ -4,11 +4,13 @@ A turn is opened (:meth:`ProxyService.open_turn`), run, then committed or
 abandoned. Opening finds the conversation (see :mod:`copage.server.recognise`),
 takes its locks, loads it and adds the request's new messages inside a deferred
 transaction; committing adds the answer, commits, updates the lookup aids and
-unlocks. Everything between (the upstream calls, later a stream of events sent
-to the client as they come) runs with the conversation locked, and a turn that
+unlocks. Everything between (the upstream calls, the answer's deltas streamed to
+the client as they come) runs with the conversation locked, and a turn that
 ends in any other way (an error, a cancelled task, a client that went away
 mid-stream) is rolled back: the stored conversation stays as it was before the
 turn, nothing of it is stored, and the client's retry runs the turn again.
+:meth:`ProxyService.turn` is the whole turn as events, streamed or consumed
+whole (:meth:`ProxyService.chat`): one path for both kinds of response.
 
 Store work is synchronous, so it runs in a thread pool (prepare: load + add the
 new messages; finish: add the answer + commit + unlock). With a local store
@@ -45,10 +47,20 @@ from typing import Any, TypeVar
 
 from copage.core.config import PagerConfig
 from copage.core.types import ToolCall
+from copage.llm.errors import BadResponse
+from copage.llm.types import ChatModel, ChatRequest, StreamEvent, events_of
 from copage.memory import PagedMemory, new_conversation_id
 from copage.server.body import Known, Messages
 from copage.server.errors import ProxyError, bad_request
-from copage.server.loop import Outcome, run_loop
+from copage.server.loop import (
+    UPSTREAM,
+    Outcome,
+    Stream,
+    closing,
+    loop_events,
+    outcome_of,
+    replay_events,
+)
 from copage.server.memcache import DEFAULT_SIZE, MemoryCache
 from copage.server.metrics import Metrics
 from copage.server.recognise import (
@@ -67,6 +79,7 @@ from copage.server.recognise import (
 from copage.server.request import ChatCall, Message
 from copage.server.transcript import GENESIS, TranscriptIndex, chain, digest, link
 from copage.server.upstream import Upstream
+from copage.session.engine import ClientToolDelta, LoopEnd, RecallServed, TextDelta
 from copage.stores.base import PageStore
 
 T = TypeVar("T")
@@ -100,6 +113,32 @@ class TurnResult:
     conversation_id: str
     outcome: Outcome
     stats: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Opened:
+    """The turn's conversation is locked and its new messages added (first event).
+
+    Attributes:
+        conversation_id: the conversation (a branch's new id for a regenerate).
+        model: the model name answering (the stored one for a replay).
+        replayed: a retry answered from the store, without an upstream call.
+    """
+
+    conversation_id: str
+    model: str
+    replayed: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Finished:
+    """The turn is committed and acknowledged (last event)."""
+
+    result: TurnResult
+
+
+TurnEvent = Opened | TextDelta | ClientToolDelta | RecallServed | Finished
+"""What :meth:`ProxyService.turn` yields."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -232,23 +271,78 @@ class ProxyService:
     async def chat(self, tenant: str, call: ChatCall, conversation_id: str | None,
                    ask: Ask | None = None, *, small: bool = True, via: str | None = None,
                    ) -> TurnResult:
-        """One turn: ``conversation_id`` from the header, or recognised from the messages.
+        """One turn, not streamed: :meth:`turn` consumed whole.
 
-        ``small`` is False for a large request: its store work then runs in the pool.
+        ``conversation_id`` comes from the header (None: recognised from the messages);
+        ``small`` is False for a large request (its store work then runs in the pool);
         ``via`` names the conversation whose last request's prefix the body continued.
+        """
+        async with closing(self.turn(tenant, call, conversation_id, ask, small=small,
+                                      via=via)) as events:
+            async for event in events:
+                if isinstance(event, Finished):
+                    return event.result
+        raise RuntimeError("unreachable: a turn ends with Finished or an error")
+
+    async def turn(self, tenant: str, call: ChatCall, conversation_id: str | None,
+                   ask: Ask | None = None, *, small: bool = True, via: str | None = None,
+                   stream: bool = False) -> AsyncIterator[TurnEvent]:
+        """One turn as events: :class:`Opened`, the answer's deltas as the engine yields
+        them (:func:`copage.server.loop.loop_events`), then :class:`Finished` once the
+        turn is committed. The same events make the streamed and the whole response;
+        ``stream`` only chooses how each upstream call is made (streamed, or one reply).
+
+        Closing the generator (or cancelling its task) before :class:`Finished` rolls
+        the turn back (see :meth:`open_turn`). Errors are raised (nothing is stored).
         """
         async with self.open_turn(tenant, call, conversation_id, ask, small=small,
                                   via=via) as turn:
             if turn.replay is not None:
-                return await turn.commit(turn.replay)
+                yield Opened(turn.conversation_id, turn.replay.model or call.model or "", True)
+                for delta in replay_events(turn.replay):
+                    yield delta
+                yield Finished(await turn.commit(turn.replay))
+                return
+            model = self.upstream.model_for(call.model)
+            yield Opened(turn.conversation_id, model.name, False)
+            latencies: list[float] = []
+            out: Outcome | None = None
             try:
-                model = self.upstream.model_for(call.model)
-                out = await run_loop(turn.mem, model, call, self._complete,
-                                     max_recalls=self.max_recalls)
+                async with closing(loop_events(turn.mem, model, call,
+                                                self._caller(stream, latencies),
+                                                max_recalls=self.max_recalls)) as events:
+                    async for event in events:
+                        if isinstance(event, LoopEnd):
+                            out = outcome_of(event, model, latencies)
+                            break
+                        yield event
             except Exception as e:
                 self.metrics.inc("copage_upstream_errors_total", kind=type(e).__name__)
                 raise
-            return await turn.commit(out)
+            if out is None:
+                raise BadResponse(UPSTREAM, "the recall loop ended without an outcome")
+            yield Finished(await turn.commit(out))
+
+    def _caller(self, stream: bool, latencies: list[float]) -> Stream:
+        """One upstream call as stream events: streamed, or one whole reply as one chunk."""
+        async def whole(model: ChatModel, request: ChatRequest) -> AsyncIterator[StreamEvent]:
+            response, _ = await self.upstream.complete(model, request)
+            for event in events_of(response):
+                yield event
+
+        async def call(model: ChatModel, request: ChatRequest) -> AsyncIterator[StreamEvent]:
+            t0 = time.perf_counter()
+            source = self.upstream.stream(model, request) if stream else whole(model, request)
+            async with closing(source) as events:
+                async for event in events:
+                    if event.kind == "done":
+                        latency = time.perf_counter() - t0
+                        latencies.append(latency)
+                        self.metrics.inc("copage_upstream_calls_total")
+                        self.metrics.observe_upstream(latency)
+                    yield event
+
+        return call
 
     @asynccontextmanager
     async def open_turn(self, tenant: str, call: ChatCall, conversation_id: str | None,
@@ -413,12 +507,6 @@ class ProxyService:
                     self.executor.submit(lock.__exit__, None, None, None)
             fut.add_done_callback(release)
             raise
-
-    async def _complete(self, model: Any, request: Any) -> Any:
-        response, latency = await self.upstream.complete(model, request)
-        self.metrics.inc("copage_upstream_calls_total")
-        self.metrics.observe_upstream(latency)
-        return response, latency
 
     def _abort_later(self, fut: asyncio.Future[_Prep]) -> None:
         if not fut.cancelled() and fut.exception() is None:

@@ -35,6 +35,8 @@ class Reply:
     pieces: list[str] | None = None
     #: ... with this pause before each chunk after the first.
     chunk_delay: float = 0.0
+    #: Streaming: after this many text pieces, an error event instead of the rest.
+    fail_after: int | None = None
 
 
 Responder = Callable[[dict[str, Any]], Reply]
@@ -83,8 +85,12 @@ class FakeUpstream:
         self.received: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
         self.paths: list[str] = []
+        #: The client port of each request's connection (a reused connection repeats it).
+        self.peers: list[int] = []
         #: Numbers of the requests whose streamed reply has been sent to its end.
         self.streamed: list[int] = []
+        #: ``time.monotonic()`` when each streamed reply's last chunk was sent, by number.
+        self.ended: dict[int, float] = {}
         self._n = 0
         self._lock = threading.Lock()
         self._httpd = _Server(("127.0.0.1", port), _handler(self))
@@ -109,8 +115,8 @@ class FakeUpstream:
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
-    def handle(self, body: dict[str, Any], headers: dict[str, str], path: str = ""
-               ) -> tuple[int, Any, float, Reply, int]:
+    def handle(self, body: dict[str, Any], headers: dict[str, str], path: str = "",
+               peer: int = 0) -> tuple[int, Any, float, Reply, int]:
         with self._lock:
             self._n += 1
             n = self._n
@@ -118,6 +124,7 @@ class FakeUpstream:
                 self.received.append(body)
                 self.headers.append(headers)
                 self.paths.append(path)
+                self.peers.append(peer)
         reply = self.responder(body)
         if reply.status != 200:
             err = {"error": {"message": reply.error or "fake error", "type": "fake"}}
@@ -155,6 +162,7 @@ def stream_events(body: dict[str, Any], reply: Reply, n: int) -> list[dict[str, 
 def _handler(server: FakeUpstream) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
+        disable_nagle_algorithm = True  # streamed chunks go out at once, as real servers do
 
         def log_message(self, format: str, *args: Any) -> None:
             return
@@ -186,23 +194,30 @@ def _handler(server: FakeUpstream) -> type[BaseHTTPRequestHandler]:
                 self._send(404, {"error": {"message": f"no route {self.path}"}})
                 return
             headers = {k.lower(): v for k, v in self.headers.items()}
-            status, payload, delay, reply, n = server.handle(body, headers, self.path)
+            status, payload, delay, reply, n = server.handle(body, headers, self.path,
+                                                             self.client_address[1])
             if delay:
                 time.sleep(delay)
             try:
                 if status == 200 and body.get("stream"):
-                    self._stream(stream_events(body, reply, n), reply.chunk_delay)
+                    events = stream_events(body, reply, n)
+                    if reply.fail_after is not None:
+                        events = events[:reply.fail_after + 1] + [
+                            {"error": {"message": reply.error or "fake failure mid-stream",
+                                       "type": "server_error"}}]
+                    self._stream(events, reply.chunk_delay, done=reply.fail_after is None)
+                    server.ended[n] = time.monotonic()
                     server.streamed.append(n)
                 else:
                     self._send(status, payload)
             except (BrokenPipeError, ConnectionResetError):
                 pass
 
-        def _stream(self, events: list[dict[str, Any]], pause: float) -> None:
+        def _stream(self, events: list[dict[str, Any]], pause: float, done: bool = True) -> None:
             self.wfile.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
                              b"transfer-encoding: chunked\r\ncache-control: no-cache\r\n\r\n")
             datas = [f"data: {json.dumps(e)}\n\n".encode() for e in events]
-            for i, data in enumerate([*datas, b"data: [DONE]\n\n"]):
+            for i, data in enumerate([*datas, b"data: [DONE]\n\n"] if done else datas):
                 if i and pause:
                     time.sleep(pause)
                 self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")

@@ -73,6 +73,18 @@ class RawStream:
         """Release the connection."""
         await self._close()
 
+    async def release(self, grace: float) -> None:
+        """Read what is left of the body (for at most ``grace`` seconds), then close:
+        a body read to its end leaves the connection reusable (kept alive)."""
+        try:
+            async with asyncio.timeout(grace):
+                async for _ in self._chunks:
+                    pass
+        except Exception:  # noqa: BLE001, S110 - the connection is simply not reused
+            pass
+        finally:
+            await self._close()
+
 
 class Transport(Protocol):
     """POSTs a body to a URL (see module docstring for the errors)."""
@@ -159,21 +171,25 @@ class LoopbackTransport:
         return ("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + content
 
     async def stream(self, url: str, content: bytes, headers: Mapping[str, str]) -> RawStream:
-        """POST ``content`` on a new connection; the body is read as it arrives."""
+        """POST ``content`` (on an idle connection if one is left, else a new one); the
+        body is read as it arrives."""
         request = self._request(url, content, headers)
         errors = (OSError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, ValueError)
         try:
             async with asyncio.timeout(self.timeout):
-                reader, writer = await asyncio.open_connection(self.host, self.port,
-                                                               limit=MAX_HEAD)
-                try:
-                    writer.write(request)
-                    await writer.drain()
-                    status, hdrs, keep = await _read_head(await reader.readuntil(b"\r\n"),
-                                                          reader)
-                except BaseException:
-                    writer.close()
-                    raise
+                head = None
+                while self._idle and head is None:
+                    reader, writer = self._idle.pop()
+                    if writer.is_closing() or reader.at_eof():
+                        writer.close()
+                        continue
+                    head = await self._open(reader, writer, request, reused=True)
+                if head is None:
+                    reader, writer = await asyncio.open_connection(self.host, self.port,
+                                                                   limit=MAX_HEAD)
+                    head = await self._open(reader, writer, request, reused=False)
+                assert head is not None
+                status, hdrs, keep = head
         except TimeoutError:
             raise ModelTimeout(PROVIDER, f"POST to the upstream timed out after {self.timeout}s") from None
         except errors as e:
@@ -199,6 +215,25 @@ class LoopbackTransport:
                 writer.close()
 
         return RawStream(status, hdrs, chunks(), close)
+
+    async def _open(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+                    request: bytes, *, reused: bool) -> tuple[int, dict[str, str], bool] | None:
+        """Send the request and read the reply's head; None if a reused connection had
+        been closed by the server (nothing was processed: try another)."""
+        try:
+            writer.write(request)
+            await writer.drain()
+            try:
+                first = await reader.readuntil(b"\r\n")
+            except (asyncio.IncompleteReadError, ConnectionError):
+                if reused:
+                    writer.close()
+                    return None
+                raise
+            return await _read_head(first, reader)
+        except BaseException:
+            writer.close()
+            raise
 
     async def post(self, url: str, content: bytes, headers: Mapping[str, str]) -> RawResponse:
         """POST ``content``; a dropped idle connection is retried once on a new one."""
