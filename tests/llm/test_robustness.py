@@ -176,37 +176,38 @@ def test_sync_calls_reuse_one_client_and_leak_no_sockets() -> None:
 
 
 FD_SCRIPT = textwrap.dedent("""
-    import resource, sys
+    import resource, sys, time
     from copage.llm import complete_sync, get_model
-    from copage.llm.fake_server import FakeReply, FakeServer
 
-    body = {"choices": [{"message": {"content": "hi"}, "finish_reason": "stop"}]}
-    reply = FakeReply(body, headers={"connection": "close"})  # every call needs a new socket
-    with FakeServer(default=reply) as srv:
-        model = get_model(f"openai:m@{srv.url}/v1", max_retries=0, timeout=5)
-        complete_sync(model, [{"role": "user", "content": "q"}])
-        resource.setrlimit(resource.RLIMIT_NOFILE, (64, 64))
-        hog = []
+    model = get_model(f"openai:m@{sys.argv[1]}/v1", max_retries=0, timeout=5)
+    complete_sync(model, [{"role": "user", "content": "q"}])
+    resource.setrlimit(resource.RLIMIT_NOFILE, (64, 64))
+    hog = []
+    for _ in range(3):  # a socket the last call closes may free an fd a moment later
         try:
             while True:
                 hog.append(open("/dev/null"))
         except OSError:
-            pass
-        try:
-            complete_sync(model, [{"role": "user", "content": "q"}])
-        except Exception as e:
-            print("ERROR", type(e).__name__, e)
-        else:
-            print("NO_ERROR")
+            time.sleep(0.2)
+    try:
+        complete_sync(model, [{"role": "user", "content": "q"}])
+    except Exception as e:
+        print("ERROR", type(e).__name__, e)
+    else:
+        print("NO_ERROR")
 """)
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="rlimit behaviour checked on Linux")
 def test_fd_exhaustion_is_reported_as_itself() -> None:
-    out = subprocess.run(
-        [sys.executable, "-c", FD_SCRIPT], check=False, capture_output=True, text=True, timeout=60,
-        env={**os.environ, "COPAGE_FORBID_NETWORK_MODELS": "1"},
-    )
+    body = {"choices": [{"message": {"content": "hi"}, "finish_reason": "stop"}]}
+    reply = FakeReply(body, headers={"connection": "close"})  # every call needs a new socket
+    # The server runs here, not in the child: the child's fd limit must only hit its client.
+    with FakeServer(default=reply) as srv:
+        out = subprocess.run(
+            [sys.executable, "-c", FD_SCRIPT, srv.url], check=False, capture_output=True,
+            text=True, timeout=60, env={**os.environ, "COPAGE_FORBID_NETWORK_MODELS": "1"},
+        )
     assert "ERROR OutOfFileDescriptors" in out.stdout, out.stdout + out.stderr
     assert "too many open files" in out.stdout
 
