@@ -236,47 +236,18 @@ class LoopbackTransport:
             raise
 
     async def post(self, url: str, content: bytes, headers: Mapping[str, str]) -> RawResponse:
-        """POST ``content``; a dropped idle connection is retried once on a new one."""
-        request = self._request(url, content, headers)
+        """POST ``content`` and read the whole reply (the :meth:`stream` path, read to its
+        end within ``timeout`` seconds, so the connection is kept for the next request)."""
         try:
             async with asyncio.timeout(self.timeout):
-                while self._idle:
-                    conn = self._idle.pop()
-                    if conn[1].is_closing() or conn[0].at_eof():
-                        conn[1].close()
-                        continue
-                    reply = await self._exchange(conn, request, reused=True)
-                    if reply is not None:
-                        return reply
-                conn = await asyncio.open_connection(self.host, self.port, limit=MAX_HEAD)
-                reply = await self._exchange(conn, request, reused=False)
-                assert reply is not None
-                return reply
+                raw = await self.stream(url, content, headers)
+                try:
+                    body = b"".join([part async for part in raw.chunks()])
+                finally:
+                    await raw.aclose()
         except TimeoutError:
             raise ModelTimeout(PROVIDER, f"POST to the upstream timed out after {self.timeout}s") from None
-        except (OSError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, ValueError) as e:
-            raise UpstreamError(PROVIDER, f"POST to the upstream failed ({type(e).__name__})") from None
-
-    async def _exchange(self, conn: _Conn, request: bytes, *, reused: bool) -> RawResponse | None:
-        """Send and read one reply; None if a reused connection was closed before replying."""
-        reader, writer = conn
-        keep = False
-        try:
-            writer.write(request)
-            await writer.drain()
-            try:
-                first = await reader.readuntil(b"\r\n")
-            except (asyncio.IncompleteReadError, ConnectionError):
-                if reused:
-                    return None  # the server closed the idle connection: nothing was processed
-                raise
-            reply, keep = await _read_reply(first, reader)
-            return reply
-        finally:
-            if keep and len(self._idle) < MAX_IDLE:
-                self._idle.append(conn)
-            else:
-                writer.close()
+        return RawResponse(raw.status, raw.headers, body)
 
     async def aclose(self) -> None:
         """Close idle connections."""
@@ -335,32 +306,6 @@ async def _body_parts(status: int, headers: Mapping[str, str], reader: asyncio.S
             if not part:
                 return
             yield part
-
-
-async def _read_reply(first: bytes, reader: asyncio.StreamReader) -> tuple[RawResponse, bool]:
-    """Parse a reply after its status line; also whether the connection can be reused."""
-    status, headers, keep = await _read_head(first, reader)
-    if "chunked" in headers.get("transfer-encoding", "").lower():
-        body = await _read_chunked(reader)
-    elif "content-length" in headers:
-        body = await reader.readexactly(int(headers["content-length"]))
-    elif status in (204, 304) or 100 <= status < 200:
-        body = b""
-    else:
-        body = await reader.read()
-    return RawResponse(status, headers, body), keep
-
-
-async def _read_chunked(reader: asyncio.StreamReader) -> bytes:
-    parts: list[bytes] = []
-    while True:
-        size = int((await reader.readuntil(b"\r\n")).split(b";", 1)[0].strip(), 16)
-        if size == 0:
-            while (await reader.readuntil(b"\r\n")) != b"\r\n":
-                pass  # trailers
-            return b"".join(parts)
-        parts.append(await reader.readexactly(size))
-        await reader.readexactly(2)
 
 
 def transport_for(base_url: str, timeout: float) -> Transport:
