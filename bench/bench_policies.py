@@ -20,12 +20,10 @@ from __future__ import annotations
 import argparse
 import random
 import time
-from typing import Any
 
-from copage.core.cache import PageCache, replay
+from copage.core.cache import replay
 from copage.core.policies import POLICIES, get_policy
-
-PHASES = ("freq", "recency", "freq", "recency")
+from copage.eval.phases import PHASES, phase_hit_rates, phase_trace
 
 
 def throughput(args: argparse.Namespace) -> None:
@@ -43,37 +41,6 @@ def throughput(args: argparse.Namespace) -> None:
         result = replay(trace, name, args.capacity)
         rate = args.accesses / (time.perf_counter() - start)
         print(f"{name:<10}{rate:>14,.0f}{result.hits:>9}{result.misses:>9}")
-
-
-def phase_trace(k: int, seed: int, phase_len: int) -> tuple[list[str], list[range]]:
-    """The phased trace described in the module docstring, and each phase's positions."""
-    rng = random.Random(seed)
-    trace: list[str] = []
-    phases: list[range] = []
-    for i, kind in enumerate(PHASES):
-        start, window = len(trace), 0
-        while len(trace) - start < phase_len:
-            if kind == "freq":
-                hot = rng.random() < 0.55
-                trace.append(f"h{i}.{rng.randrange(k - 2)}" if hot else f"once{len(trace)}")
-            else:
-                window += rng.random() < 0.12
-                trace.append(f"w{i}.{window + rng.randrange(k - 1)}")
-        phases.append(range(start, len(trace)))
-    return trace, phases
-
-
-def phase_hit_rates(policy: Any, trace: list[str], phases: list[range], k: int) -> list[float]:
-    """Hit rate of ``policy`` (capacity ``k``) within each phase."""
-    cache = PageCache(policy, k)
-    hits: list[bool] = []
-    for p in trace:
-        if p in cache.history.first:
-            hits.append(cache.access(p).hit)
-        else:
-            cache.admit(p)
-            hits.append(False)
-    return [sum(hits[i] for i in r) / len(r) for r in phases]
 
 
 def phases(args: argparse.Namespace) -> None:

@@ -10,6 +10,7 @@ import pytest
 from copage.core.cache import PageCache, replay
 from copage.core.policies import get_policy
 from copage.core.policies.adaptive import AdaptivePolicy
+from copage.eval.phases import phase_hit_rates, phase_trace
 
 
 def run(policy: AdaptivePolicy, trace: list[str], k: int) -> tuple[PageCache, list[list[str]]]:
@@ -97,37 +98,6 @@ def test_bad_threshold(bad: object) -> None:
 def test_bad_half_life(bad: object) -> None:
     with pytest.raises(ValueError, match="half_life"):
         get_policy("adaptive", half_life=bad)
-
-
-def phase_trace(k: int, seed: int, phase_len: int = 400) -> tuple[list[str], list[range]]:
-    """Four phases: frequency-friendly (k-2 hot pages among one-time pages), then
-    recency-friendly (a small working set sliding forward), then both again with new pages."""
-    rng = random.Random(seed)
-    trace: list[str] = []
-    phases: list[range] = []
-    for i, kind in enumerate(("freq", "recency", "freq", "recency")):
-        start, window = len(trace), 0
-        while len(trace) - start < phase_len:
-            if kind == "freq":
-                hot = rng.random() < 0.55
-                trace.append(f"h{i}.{rng.randrange(k - 2)}" if hot else f"once{len(trace)}")
-            else:
-                window += rng.random() < 0.12
-                trace.append(f"w{i}.{window + rng.randrange(k - 1)}")
-        phases.append(range(start, len(trace)))
-    return trace, phases
-
-
-def phase_hit_rates(policy: object, trace: list[str], phases: list[range], k: int) -> list[float]:
-    cache = PageCache(policy, k)  # type: ignore[arg-type]
-    hits = []
-    for p in trace:
-        if p in cache.history.first:
-            hits.append(cache.access(p).hit)
-        else:
-            cache.admit(p)  # a first access is a miss
-            hits.append(False)
-    return [sum(hits[i] for i in r) / len(r) for r in phases]
 
 
 @pytest.mark.parametrize("k", [3, 5, 8])
