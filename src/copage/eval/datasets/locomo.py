@@ -227,5 +227,15 @@ def _parse_probe(
         answer=None if answer is None else str(answer),
         adversarial_answer=None if adv is None else str(adv),
         fact_type=q.get("fact_type") if isinstance(q.get("fact_type"), str) else None,
-        meta={k: v for k, v in q.items() if k in ("probe_kind",)},
+        meta=_probe_meta(q),
     )
+
+
+def _probe_meta(q: dict[str, Any]) -> dict[str, Any]:
+    """What else a probe carries: ``probe_kind``, and the synthetic generator's
+    ``answer_forms`` (accepted surface forms of the answer, for exact match)."""
+    meta: dict[str, Any] = {k: v for k, v in q.items() if k in ("probe_kind",)}
+    forms = q.get("answer_forms")
+    if isinstance(forms, list) and forms and all(isinstance(f, str) for f in forms):
+        meta["answer_forms"] = tuple(forms)
+    return meta

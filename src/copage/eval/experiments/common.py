@@ -127,44 +127,9 @@ def is_synthetic(dataset: Dataset) -> bool:
     return any(c.id.startswith("synth-") for c in dataset.conversations)
 
 
-def _raw_samples(spec: str, seed: int) -> list[Any]:
-    """The samples of a preset (generated) or a LoCoMo-format file, as JSON values."""
-    import json
-
-    from copage.eval.datasets import preset_names
-
-    if spec in preset_names():
-        from copage.eval.synthetic import generate_preset
-
-        return list(generate_preset(spec, seed=seed))
-    try:
-        data = json.loads(Path(spec).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return []  # load_dataset has said what is wrong with it
-    return data if isinstance(data, list) else []
-
-
 def load_bench_dataset(spec: str, *, seed: int = 0) -> Dataset:
-    """:func:`copage.eval.datasets.load_dataset`, keeping each probe's ``answer_forms``.
-
-    The synthetic generator lists the accepted surface forms of every answer
-    ("April 6", "April 6th"; "$1,200", "twelve hundred bucks"); they go to
-    ``Probe.meta["answer_forms"]`` so exact match accepts any of them.
-    """
+    """:func:`copage.eval.datasets.load_dataset` (probes keep the synthetic generator's
+    ``answer_forms`` in ``Probe.meta``, so exact match accepts any of them)."""
     from copage.eval.datasets import load_dataset
 
-    ds = load_dataset(spec, seed=seed)
-    forms: dict[str, tuple[str, ...]] = {}
-    for sample in _raw_samples(spec, seed):
-        if not isinstance(sample, dict):
-            continue
-        for k, q in enumerate(sample.get("qa") or ()):
-            got = q.get("answer_forms") if isinstance(q, dict) else None
-            if isinstance(got, list) and got:
-                forms[f"{sample.get('sample_id')}/q{k}"] = tuple(str(f) for f in got)
-    if not forms:
-        return ds
-    convs = tuple(replace(c, probes=tuple(
-        replace(p, meta={**p.meta, "answer_forms": forms[p.id]}) if p.id in forms else p
-        for p in c.probes)) for c in ds.conversations)
-    return replace(ds, conversations=convs)
+    return load_dataset(spec, seed=seed)
