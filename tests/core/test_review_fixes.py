@@ -102,7 +102,9 @@ def test_context_shows_session_dates_of_resident_pages() -> None:
     for i in range(4):
         mem.add("user" if i % 2 == 0 else "assistant", f"line {i}", speaker=["Ann", "Bob"][i % 2],
                 session=1 + i // 2, timestamp=f"{i + 1} May, 2023")
-    contents = [m["content"] for m in mem.context().messages[1:]]
+    messages = mem.context().messages
+    assert messages[0]["role"] == "user"  # nothing evicted yet: no paging system message
+    contents = [m["content"] for m in messages]
     assert contents[0].startswith("(session 1, 1 May, 2023) Ann:")
     assert contents[2].startswith("(session 2, 3 May, 2023) Ann:")
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 from test_bench import tiny_locomo
-from test_methods import SETTINGS, _budget_for, _conv
+from test_methods import PAD, SETTINGS, _budget_for, _conv
 
 from copage.cli.bench import build_context
 from copage.cli.main import build_parser
@@ -64,7 +64,7 @@ def test_choose_reader_is_the_bookmark_rule() -> None:
 
 
 def test_choose_offline_prompt_has_the_pick_and_no_tool() -> None:
-    conv = _conv()
+    conv = _conv(PAD)
     settings = replace(SETTINGS, budget=_budget_for(conv, 2))
     prep = get_method("bookmark_recall+choose").prepare(conv, settings)
     built = prep.build(conv.probes[0])  # "zanzibar ferry tickets": p1 evicted, its bookmark matches
@@ -84,7 +84,7 @@ def test_choose_offline_prompt_has_the_pick_and_no_tool() -> None:
 
 
 def test_compact_style_reaches_the_offline_prompt() -> None:
-    conv = _conv()
+    conv = _conv(PAD)
     settings = replace(SETTINGS, budget=_budget_for(conv, 2), prompt_style="compact")
     built = get_method("bookmark_recall").prepare(conv, settings).build(conv.probes[0])
     question = next(m for m in built.messages if m["role"] == "user"
@@ -121,7 +121,7 @@ def _ctx(out: Path, data: Path, model: Any, methods: list[str], **options: Any) 
 
 
 def test_choose_model_run_rows_and_table(tmp_path: Path) -> None:
-    data = tiny_locomo(tmp_path / "tiny.json")
+    data = tiny_locomo(tmp_path / "tiny.json", turns=48)  # longer than the budget: paged
     model = _scripted()
     methods = ["bm25", "bookmark_recall", "bookmark_recall+choose"]
     res = EXPERIMENT.run(_ctx(tmp_path / "run", data, model, methods))
@@ -147,7 +147,7 @@ def test_choose_model_run_rows_and_table(tmp_path: Path) -> None:
 
 
 def test_prompt_style_changes_the_requests_and_the_key(tmp_path: Path) -> None:
-    data = tiny_locomo(tmp_path / "tiny.json")
+    data = tiny_locomo(tmp_path / "tiny.json", turns=48)  # longer than the budget: paged
     paper = _scripted()
     EXPERIMENT.run(_ctx(tmp_path / "run", data, paper, ["bm25", "bookmark_recall"]))
     compact = _scripted()
@@ -220,7 +220,7 @@ def test_categories_filter_before_the_seeded_sample() -> None:
 
 
 def test_cli_categories_and_prompt_style(tmp_path: Path) -> None:
-    data = tiny_locomo(tmp_path / "tiny.json")
+    data = tiny_locomo(tmp_path / "tiny.json", turns=48)  # longer than the budget: paged
     args = build_parser().parse_args(["bench", "main", "--dataset", str(data), "--categories", "4",
                                       "--prompt-style", "compact", "--out", str(tmp_path / "o")])
     ctx, names = build_context(args)

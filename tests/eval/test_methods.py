@@ -35,12 +35,17 @@ ALL = ["full_context", "truncation", "bm25", "word_overlap", "search_tool", "boo
 BOOKMARKS = [m for m in ALL if m.startswith("bookmark")]
 
 
-def _conv() -> Conversation:
+#: Stopwords only: longer pages (so that paging pays off) with the same keywords.
+PAD = " And so it was, as it is, and it was so." * 3
+
+
+def _conv(pad: str = "") -> Conversation:
     turns = []
     for s in range(len(TOPICS)):
         for j in range(10):
             role = "user" if j % 2 == 0 else "assistant"
-            text = f"We talked about {TOPICS[s]} detail {j}." if j == 2 else f"Filler chat {s} {j} ok."
+            text = (f"We talked about {TOPICS[s]} detail {j}." if j == 2 else
+                    f"Filler chat {s} {j} ok.{pad}")
             turns.append(Turn(f"D{s + 1}:{j + 1}", role, text, speaker=None, session=s + 1))
     probes = (
         Probe("c/q0", "When are the zanzibar ferry tickets?", "x", 4, ("D1:3",)),
@@ -169,7 +174,7 @@ def _budget_for(conv: Conversation, resident: int) -> int:
 
 
 def test_bookmark_resident_pages_follow_the_budget() -> None:
-    conv = _conv()
+    conv = _conv(PAD)  # bigger than the budgets: paged
     one = get_method("bookmark_recall").prepare(conv, replace(SETTINGS, budget=_budget_for(conv, 1)))
     two = get_method("bookmark_recall").prepare(conv, replace(SETTINGS, budget=_budget_for(conv, 2)))
     assert one.pager.resident == ["p5"] and two.pager.resident == ["p4", "p5"]
@@ -201,7 +206,7 @@ def test_bookmark_readers_never_look_at_the_gold_evidence(name: str) -> None:
 
 
 def test_no_matching_bookmark_means_no_recall() -> None:
-    conv = _conv()
+    conv = _conv(PAD)  # bigger than the budgets: paged
     prep = get_method("bookmark_recall").prepare(conv, replace(SETTINGS, budget=_budget_for(conv, 2)))
     built = prep.build(conv.probes[3])  # its evidence (p1) is evicted, but nothing matches
     assert built.routed is None and built.messages[-1]["role"] == "user"

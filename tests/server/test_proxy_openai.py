@@ -136,7 +136,7 @@ def test_client_tools_go_back_to_the_client(proxy: Proxy, stream: bool) -> None:
         call_id = msg.tool_calls[0].id
         history.append(msg.model_dump(exclude_none=True))
     sent_tools = [t["function"]["name"] for t in proxy.upstream.received[-1]["tools"]]
-    assert sent_tools == ["recall", "get_weather"]
+    assert sent_tools == ["get_weather"]  # nothing is evicted yet: copage adds no tool
     history.append({"role": "tool", "tool_call_id": call_id, "content": "sunny, 21C"})
     raw = c.chat.completions.with_raw_response.create(model="fake-model", messages=history,
                                                       tools=[WEATHER_TOOL])
@@ -149,9 +149,10 @@ def test_client_tools_go_back_to_the_client(proxy: Proxy, stream: bool) -> None:
 
 def test_client_tool_named_recall_renames_copages(proxy: Proxy) -> None:
     tool = {"type": "function", "function": {"name": "recall", "parameters": {"type": "object"}}}
-    c = proxy.client()
-    c.chat.completions.create(model="fake-model", tools=[tool],
-                              messages=[{"role": "user", "content": "hi"}])
+    c = proxy.client(default_headers={"X-Copage-Conversation": "renamed"})
+    for text in ("one", "two", "three", "four"):  # pages of 2 turns, 1 resident: p1 evicted
+        c.chat.completions.create(model="fake-model", tools=[tool],
+                                  messages=[{"role": "user", "content": text}])
     names = [t["function"]["name"] for t in proxy.upstream.received[-1]["tools"]]
     assert names == ["copage_recall", "recall"]
     assert "`copage_recall`" in proxy.upstream.received[-1]["messages"][0]["content"]

@@ -28,14 +28,16 @@ def test_tenants_are_isolated(proxy: Proxy) -> None:
         model="m", messages=[{"role": "user", "content": "transparent alice"}])
     a_transparent = a_raw.headers["x-copage-conversation"]
     # bob uses alice's ids: separate conversations in bob's space, recall sees nothing of hers
-    for cid in ("shared-name", a_transparent):
+    for n, cid in enumerate(("shared-name", a_transparent)):
         bob = proxy.client(KEY_B, default_headers={"X-Copage-Conversation": cid})
+        for t in (f"bob one {n}", f"bob two {n}", f"bob three {n}"):  # bob's own pages
+            bob.chat.completions.create(model="m", messages=[{"role": "user", "content": t}])
         raw = bob.chat.completions.with_raw_response.create(
             model="m", messages=[{"role": "user", "content": "RECALL p1"}])
         assert raw.headers["x-copage-conversation"] == cid
         sent = json.dumps(proxy.upstream.received[-2:])
         assert "7319" not in sent and "filler" not in sent
-        assert "no page p1" in raw.parse().choices[0].message.content
+        assert f"bob one {n}" in sent  # the recall served bob's own p1
     # bob resending alice's transcript (transparent mode) gets a new conversation
     hist = [{"role": "user", "content": "transparent alice"},
             {"role": "assistant", "content": "echo: transparent alice"},

@@ -546,22 +546,29 @@ class Pager:
         return self._index_lines
 
     def context(self, question: str | None = None) -> Context:
-        """Messages for the model: system (preamble + bookmarks), resident pages, open page."""
-        system = self._preamble() + "\n\n" + self.bookmark_index()
-        if self.system:
-            system = self.system + "\n\n" + system
-        messages: list[dict[str, Any]] = [{"role": "system", "content": system}]
+        """Messages for the model: system (preamble + bookmarks), resident pages, open page.
+
+        Paging stays out of sight until it is needed: while no page is evicted, the
+        conversation goes out as it is (the pinned system prompt, if any, and every
+        turn), with no preamble, no bookmark list and no recall tool.
+        """
+        parts = [self.system] if self.system else []
+        if self._evicted_set:
+            parts.append(self._preamble() + "\n\n" + self.bookmark_index())
+        messages: list[dict[str, Any]] = (
+            [{"role": "system", "content": "\n\n".join(parts)}] if parts else [])
         turns = [t for pid in self.resident for t in self.pages[self._index(pid)].turns]
         turns.extend(self.open_turns)
         messages.extend(prompt.turn_messages(turns))
         if question is not None:
             messages.append({"role": "user", "content": question})
-        return Context(messages, self.tools(), self.stats(question))
+        tools = self.tools() if self._evicted_set else []
+        return Context(messages, tools, self.stats(question))
 
     def prompt_tokens(self, question: str | None = None) -> int:
         """Content tokens of :meth:`context` (preamble, tool schema, bookmarks, resident
         pages, open page, question); per-message framing is not counted."""
-        n = self._fixed_tokens + self.tokenizer.count(self.system or "")
+        n = (self._fixed_tokens if self._evicted_set else 0) + self.tokenizer.count(self.system or "")
         n += self._resident_tokens + self._bookmark_tokens
         n += sum(self._turn_tokens[self.paginator.start :])
         if question:

@@ -40,9 +40,10 @@ ConversationId = str | Callable[[Runtime[Any]], str] | None
 
 @dataclass(frozen=True, slots=True)
 class _View:
-    system: str
+    system: str  # copage's system text ("" while no page is evicted)
     messages: list[AnyMessage]
-    tool: dict[str, Any]
+    tool: dict[str, Any] | None  # the recall tool, offered once a page is evicted
+    tool_name: str
 
 
 class CopageMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
@@ -125,7 +126,10 @@ class CopageMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         turns.extend(mem.pager.open_turns)
         shown = [m if (m := by_id.get(t.id)) is not None else from_turn(t)
                  for t in turns if t.role != "system"]
-        return _View(str(ctx.messages[0]["content"]), shown, ctx.tools[0])  # type: ignore[arg-type]
+        head = ctx.messages[0] if ctx.messages else {}
+        system = str(head["content"]) if head.get("role") == "system" else ""
+        tool = dict(ctx.tools[0]) if ctx.tools else None
+        return _View(system, shown, tool, mem.config.tool_name)  # type: ignore[arg-type]
 
     def _serve(self, cid: str, calls: Sequence[LcToolCall], served: int) -> list[ToolMessage]:
         out = []
@@ -185,17 +189,17 @@ class _Loop:
 
     def __init__(self, cap: int, request: ModelRequest[Any], view: _View) -> None:
         self.cap, self.base, self.view = cap, request, view
-        self.name = str(view.tool["function"]["name"])
+        self.name = view.tool_name
         self.extra: list[AnyMessage] = []
         self.served = 0
         self.refused_rounds = 0
-        app = request.system_prompt
-        self.system = SystemMessage(content=f"{app}\n\n{view.system}" if app else view.system)
+        parts = [p for p in (request.system_prompt, view.system) if p]
+        self.system = SystemMessage(content="\n\n".join(parts)) if parts else None
 
     def request(self) -> ModelRequest[Any]:
         """The request for the next model call: the paged view, then this turn's recalls."""
         tools = list(self.base.tools)
-        if self.served < self.cap:
+        if self.view.tool is not None and self.served < self.cap:
             tools.append(self.view.tool)
         return self.base.override(system_message=self.system, tools=tools,
                                   messages=[*self.view.messages, *self.extra])
