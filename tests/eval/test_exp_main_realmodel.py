@@ -20,6 +20,10 @@ from copage.llm import get_model
 
 pytestmark = [pytest.mark.realmodel, pytest.mark.slow]
 METHODS = ("full_context", "truncation", "bookmark_recall")
+# ablation's conversations (~2000 tokens) outgrow bookmark_recall's resident pages at the
+# default budget, so pages are evicted and the recall tool is offered (a conversation that
+# fits is sent without paging: no bookmarks, no tool).
+DATASET = "ablation"
 
 
 @pytest.fixture(scope="module")
@@ -31,7 +35,8 @@ def server() -> Iterator[LlamaServer]:
 def test_main_with_real_model(server: LlamaServer, tmp_path: Path) -> None:
     with RecordingProxy(server.base_url) as proxy:
         model = get_model(f"openai:smollm2@{proxy.base_url}")
-        res = smoke(model, tmp_path, spec=server.spec, probes=3, methods=METHODS, max_tokens=32,
+        res = smoke(model, tmp_path, spec=server.spec, dataset=DATASET, probes=3, methods=METHODS,
+                    max_tokens=32,
                     judge_max_tokens=32,
                     cache_path=str(tmp_path / "cache.sqlite"))
     lines = (tmp_path / "main" / "probes.jsonl").read_text().splitlines()
@@ -52,7 +57,7 @@ def test_main_with_real_model(server: LlamaServer, tmp_path: Path) -> None:
     for probe in {r["probe"] for r in rows}:
         assert first[probe, "truncation"] < first[probe, "full_context"]
 
-    # bookmark_recall offered the recall tool on every probe, and the model was shown it.
+    # bookmark_recall evicted pages and offered the recall tool on every probe, and the model was shown it.
     with_tools = [c for c in proxy.chats if c.body.get("tools")]
     for r in rows:
         if r["method"] == "bookmark_recall":
@@ -64,6 +69,6 @@ def test_main_with_real_model(server: LlamaServer, tmp_path: Path) -> None:
         assert_verbatim(c.body, prompt)
 
     # a repeated run is served from the log: no new rows
-    smoke(model, tmp_path, spec=server.spec, probes=3, methods=METHODS, max_tokens=32,
+    smoke(model, tmp_path, spec=server.spec, dataset=DATASET, probes=3, methods=METHODS, max_tokens=32,
           cache_path=str(tmp_path / "cache.sqlite"))
     assert len((tmp_path / "main" / "probes.jsonl").read_text().splitlines()) == len(lines)

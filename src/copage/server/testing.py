@@ -87,9 +87,10 @@ class FakeUpstream:
         self.paths: list[str] = []
         #: The client port of each request's connection (a reused connection repeats it).
         self.peers: list[int] = []
-        #: Numbers of the requests whose streamed reply has been sent to its end.
+        #: Numbers of the requests whose streamed reply has been sent to its end (recorded
+        #: just before the last chunk goes out, so a client that read it all sees it here).
         self.streamed: list[int] = []
-        #: ``time.monotonic()`` when each streamed reply's last chunk was sent, by number.
+        #: ``time.monotonic()`` just before each streamed reply's last chunk, by number.
         self.ended: dict[int, float] = {}
         self._n = 0
         self._lock = threading.Lock()
@@ -205,21 +206,28 @@ def _handler(server: FakeUpstream) -> type[BaseHTTPRequestHandler]:
                         events = events[:reply.fail_after + 1] + [
                             {"error": {"message": reply.error or "fake failure mid-stream",
                                        "type": "server_error"}}]
-                    self._stream(events, reply.chunk_delay, done=reply.fail_after is None)
-                    server.ended[n] = time.monotonic()
-                    server.streamed.append(n)
+                    def last_chunk() -> None:  # recorded before the client can see the end
+                        server.ended[n] = time.monotonic()
+                        server.streamed.append(n)
+
+                    self._stream(events, reply.chunk_delay, done=reply.fail_after is None,
+                                 before_last=last_chunk)
                 else:
                     self._send(status, payload)
             except (BrokenPipeError, ConnectionResetError):
                 pass
 
-        def _stream(self, events: list[dict[str, Any]], pause: float, done: bool = True) -> None:
+        def _stream(self, events: list[dict[str, Any]], pause: float, done: bool = True,
+                    before_last: Callable[[], None] | None = None) -> None:
             self.wfile.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
                              b"transfer-encoding: chunked\r\ncache-control: no-cache\r\n\r\n")
             datas = [f"data: {json.dumps(e)}\n\n".encode() for e in events]
-            for i, data in enumerate([*datas, b"data: [DONE]\n\n"] if done else datas):
+            sent = [*datas, b"data: [DONE]\n\n"] if done else datas
+            for i, data in enumerate(sent):
                 if i and pause:
                     time.sleep(pause)
+                if i == len(sent) - 1 and before_last is not None:
+                    before_last()
                 self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
                 self.wfile.flush()
             self.wfile.write(b"0\r\n\r\n")
