@@ -45,3 +45,17 @@ def test_without_a_system_prompt_no_system_message() -> None:
     mem = PagedMemory(store="memory://", boundary="fixed_2", resident_pages=2)
     mem.add("user", "hi")
     assert mem.context().messages == [{"role": "user", "content": "hi"}]
+
+
+def test_every_prompt_style_and_mode_leaves_an_unpaged_conversation_alone() -> None:
+    from copage.session.prompts import PROMPT_STYLES, styled
+
+    mem = _mem()
+    for i in range(3):
+        mem.add("user" if i % 2 == 0 else "assistant", f"message {i}")
+    ctx = mem.context()
+    for style in PROMPT_STYLES:
+        for offer_tool in (True, False):  # tool modes and answer-only modes (choose, speculative)
+            messages, tools = styled(style, mem.pager, ctx.messages, ctx.tools,
+                                     offer_tool=offer_tool)
+            assert (messages, tools) == (ctx.messages, []), (style, offer_tool)

@@ -112,12 +112,15 @@ def styled(
     style: str, pager: Pager, messages: Sequence[Mapping[str, Any]],
     tools: Sequence[Mapping[str, Any]], *, offer_tool: bool,
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """``(messages, tools)`` of a context in ``style`` (``paper`` leaves them as they are)."""
+    """``(messages, tools)`` of a context in ``style`` (``paper`` leaves them as they are;
+    so does every style while no page is evicted)."""
     msgs = [dict(m) for m in messages]
     tools_out = [dict(t) for t in tools]
     if style not in PROMPT_STYLES:
         raise ValueError(f"unknown prompt style {style!r}; valid: {', '.join(PROMPT_STYLES)}")
     tool = pager.config.tool_name
+    if not pager.evicted:  # nothing paged out: the conversation goes out as it is, in any style
+        return msgs, tools_out
     if not offer_tool:  # answer-only modes: nothing about a tool in any style
         if msgs and msgs[0].get("role") == "system":
             msgs[0]["content"] = compact_system(pager, tool, offer_tool=False)
