@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 from typing import Any
 
 import httpx
@@ -30,14 +31,16 @@ def _assert_error(r: httpx.Response, status: int, code: str | None = None) -> di
     return dict(err)
 
 
-@pytest.mark.parametrize(("reply", "status", "exc"), [
-    (Reply(status=500, error="boom"), 502, openai.InternalServerError),
-    (Reply(status=429, error="slow down"), 429, openai.RateLimitError),
+@pytest.mark.parametrize(("reply", "status", "exc", "level"), [
+    (Reply(status=500, error="boom"), 502, openai.InternalServerError, logging.WARNING),
+    (Reply(status=429, error="slow down"), 429, openai.RateLimitError, logging.WARNING),
     (Reply(status=401, error=f"Incorrect API key provided: {UPSTREAM_KEY}"), 401,
-     openai.AuthenticationError),
+     openai.AuthenticationError, logging.INFO),
 ])
-def test_upstream_errors_map_and_leave_conversation(proxy: Proxy, reply: Reply, status: int,
-                                                    exc: type[Exception]) -> None:
+def test_upstream_errors_map_and_leave_conversation(
+        proxy: Proxy, reply: Reply, status: int, exc: type[Exception], level: int,
+        caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="copage.server")
     c = proxy.client(default_headers={"X-Copage-Conversation": "conv-e"})
     c.chat.completions.create(model="m", messages=[{"role": "user", "content": "first"}])
     store = proxy.state.store
@@ -50,6 +53,11 @@ def test_upstream_errors_map_and_leave_conversation(proxy: Proxy, reply: Reply, 
     assert UPSTREAM_KEY not in json.dumps(body) and KEY_A not in json.dumps(body)
     after = store.load("conv-e", tenant="alice")
     assert after.version == before.version and len(after.turns) == 2
+    # the operator's log says so too (at WARNING when the upstream is failing), key redacted
+    logged = [r for r in caplog.records if "upstream failure" in r.getMessage()]
+    assert [r.levelno for r in logged] == [level]
+    assert f"answered {status}" in logged[0].getMessage()
+    assert UPSTREAM_KEY not in caplog.text
 
 
 def test_upstream_timeout_is_504(make_proxy: Any) -> None:

@@ -76,7 +76,11 @@ def proxy_error(exc: Exception, name: str) -> ProxyError:
     if isinstance(exc, ProxyError):
         return exc
     if isinstance(exc, ModelError):
-        return from_model_error(exc)
+        error = from_model_error(exc)
+        # an operator sees upstream failures in the log (the client gets them as errors)
+        log.log(logging.WARNING if error.status >= 500 or error.status == 429 else logging.INFO,
+                "upstream failure on %s, answered %d: %s", name, error.status, exc)
+        return error
     if isinstance(exc, StoreError):
         log.error("store error on %s: %s", name, exc)
         return ProxyError(503, "the conversation store is unavailable", type="server_error",
