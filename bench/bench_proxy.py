@@ -113,6 +113,17 @@ def wait_up(url: str, proc: subprocess.Popen[bytes], timeout: float = 30) -> Non
     raise RuntimeError(f"{url} did not come up")
 
 
+def stop_proxy(proc: subprocess.Popen[bytes], postgres: str | None, schema: str) -> None:
+    """Stop a proxy started by the bench; drop its PostgreSQL schema when it had one."""
+    proc.terminate()
+    proc.wait(30)
+    if postgres is not None:
+        import psycopg
+
+        with psycopg.connect(postgres, autocommit=True) as c:
+            c.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+
+
 def pct(xs: list[float], q: float) -> float:
     s = sorted(xs)
     return s[min(len(s) - 1, int(q * len(s)))] * 1000.0
@@ -364,13 +375,7 @@ def run_full(args: argparse.Namespace, upstream: str, tmp: str) -> list[dict[str
                                at=at, window=args.window,
                                auth=LITELLM_KEY if system == "litellm" else None)
         finally:
-            proc.terminate()
-            proc.wait(30)
-            if store_kind == "postgres":
-                import psycopg
-
-                with psycopg.connect(args.postgres, autocommit=True) as c:
-                    c.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+            stop_proxy(proc, args.postgres if store_kind == "postgres" else None, schema)
         row = {"system": system, "store": store_kind, "mode": mode, "round": rep,
                "server_impl": args.server_impl if system == "copage" else "-", "turns": res}
         results.append(row)
@@ -485,13 +490,7 @@ def main() -> int:
                     res = asyncio.run(load(proxy, upstream, args.conversations, args.turns,
                                            args.clients))
                 finally:
-                    proc.terminate()
-                    proc.wait(20)
-                    if store_kind == "postgres":
-                        import psycopg
-
-                        with psycopg.connect(args.postgres, autocommit=True) as c:
-                            c.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+                    stop_proxy(proc, args.postgres if store_kind == "postgres" else None, schema)
                 row = {"store": store_kind, "workers": workers, "sequential": seq, "load": res}
                 results.append(row)
                 print(json.dumps(row), flush=True)

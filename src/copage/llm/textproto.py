@@ -25,7 +25,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from copage.core.types import ToolCall
+from copage.llm.scan import balanced_end
 from copage.llm.types import ToolSpec
+
+#: How far a call's ``{...}`` is searched for its end (calls are short).
+CALL_SCAN_LIMIT = 4000
 
 _DECODER = json.JSONDecoder()
 _PAGEISH = re.compile(r"(?i)p?\d+")
@@ -178,35 +182,6 @@ def _quote_bare(m: re.Match[str]) -> str:
     return f"{m.group(1)}{json.dumps(word)}{m.group(3)}"
 
 
-def _braced(text: str, start: int, limit: int = 4000) -> int:
-    """End (exclusive) of the ``{...}`` starting at ``start`` (quotes respected), or -1.
-
-    Looks at most ``limit`` characters ahead (calls are short; this keeps many
-    unclosed braces from costing quadratic time).
-    """
-    depth, quote, escaped = 0, False, False
-    for i in range(start, min(len(text), start + limit)):
-        ch = text[i]
-        if quote:
-            if escaped:
-                escaped = False
-            elif ch == "\\":
-                escaped = True
-            elif ch == '"':
-                quote = False
-        elif ch == '"':
-            quote = True
-        elif ch == "{":
-            depth += 1
-        elif ch == "}":
-            depth -= 1
-            if depth == 0:
-                return i + 1
-        elif ch == "\n" and depth == 0:
-            return -1
-    return -1
-
-
 def _object_at(text: str, start: int) -> tuple[Any, int] | None:
     """The object whose ``{`` is at ``start``, read leniently, and its end; None if none.
 
@@ -215,7 +190,7 @@ def _object_at(text: str, start: int) -> tuple[Any, int] | None:
     then with every ``{{``/``}}`` pair halved; stray ``}`` right after the object
     (the model closing one brace too many) belong to it.
     """
-    end = _braced(text, start)
+    end = balanced_end(text, start, limit=CALL_SCAN_LIMIT)
     if end < 0:
         return None
     segment = text[start:end]
@@ -292,7 +267,7 @@ def parse_reply(text: str, tools: Sequence[ToolSpec]) -> ParsedReply:
             try:
                 obj, size = _DECODER.raw_decode(rest)
             except json.JSONDecodeError:
-                size = _braced(rest, 0)
+                size = balanced_end(rest, 0, limit=CALL_SCAN_LIMIT)
                 obj = _lenient_object(rest[:size]) if size > 0 else None
                 if obj is None:
                     continue

@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from copage.core.types import PageId
+from copage.llm.scan import balanced_end
 
 _FENCE = re.compile(r"```[A-Za-z0-9_-]*\s*\n?(.*?)(?:```|\Z)", re.DOTALL)
 _TRAILING_COMMA = re.compile(r",\s*([}\]])")
@@ -72,31 +73,6 @@ def _close_truncated(text: str) -> str:
     return text + (quote or "") + "".join(reversed(stack))
 
 
-def _balanced_end(text: str, start: int) -> int:
-    """End (exclusive) of the bracketed value opening at ``start``, quotes respected; -1 if open."""
-    depth = 0
-    quote: str | None = None
-    escaped = False
-    for i in range(start, len(text)):
-        ch = text[i]
-        if quote:
-            if escaped:
-                escaped = False
-            elif ch == "\\":
-                escaped = True
-            elif ch == quote:
-                quote = None
-        elif ch in "\"'":
-            quote = ch
-        elif ch in "{[":
-            depth += 1
-        elif ch in "}]":
-            depth -= 1
-            if depth == 0:
-                return i + 1
-    return -1
-
-
 def _loads(text: str) -> Any:
     """``json.loads`` then a Python-literal read (single quotes); None when both fail."""
     cleaned = _TRAILING_COMMA.sub(r"\1", text)
@@ -121,7 +97,7 @@ def load_json_lenient(text: str, opener: str = "{") -> Any:
     if start < 0:
         return None
     body = body[start:]
-    end = _balanced_end(body, 0)
+    end = balanced_end(body, 0, opens="{[", closes="}]", quotes="\"'")
     if end > 0:  # the first complete value; prose after it may hold braces of its own
         return _loads(body[:end])
     closer = "}" if opener == "{" else "]"

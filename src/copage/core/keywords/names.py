@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from copage.core.keywords.limits import MAX_WORD_CHARS
-from copage.core.keywords.terms import Token, is_content, joinable, sentence_initial, tokenize
+from copage.core.keywords.terms import Token, joinable, sentence_initial, term_spans, tokenize
 from copage.core.text import STOPWORDS
 
 MAX_NAME_WORDS = 4
@@ -200,15 +200,8 @@ def page_names(text: str) -> PageNames:
         elif na is not None or nb is not None:
             mixed_n[term] = mixed_n.get(term, 0) + 1
 
-    prev: Token | None = None
-    for tok in toks:
-        if not is_content(tok.lower):
-            prev = None
-            continue
-        if prev is not None and joinable(text, prev, tok):
-            seen(f"{prev.lower} {tok.lower}", prev, tok)
-        seen(tok.lower, tok, tok)
-        prev = tok
+    for term, first, last in term_spans(text, toks):
+        seen(term, first, last)
     whole = {
         term: names[next(iter(per))]
         for term, per in inside.items()

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from copage.core.text import STOPWORDS
@@ -68,24 +69,33 @@ def joinable(text: str, left: Token, right: Token) -> bool:
     return _JOINABLE_GAP.fullmatch(text, left.end, right.start) is not None
 
 
+def term_spans(text: str, toks: Sequence[Token] | None = None
+               ) -> Iterator[tuple[str, Token, Token]]:
+    """``(term, first, last)`` for the unigram and bigram terms of ``text``, in text order.
+
+    Each content token is a unigram (``first is last``), preceded by the bigram it
+    ends when the previous token is a content token right before it (:func:`joinable`).
+    ``toks``: ``tokenize(text)``, when the caller has it already.
+    """
+    prev: Token | None = None
+    for tok in tokenize(text) if toks is None else toks:
+        if not is_content(tok.lower):
+            prev = None
+            continue
+        if prev is not None and joinable(text, prev, tok):
+            yield f"{prev.lower} {tok.lower}", prev, tok
+        yield tok.lower, tok, tok
+        prev = tok
+
+
 def term_occurrences(text: str) -> list[tuple[str, str]]:
     """``(term, surface)`` pairs of the unigram and bigram terms of ``text``, in text order.
 
     ``text`` should already be a :func:`body`. Each unigram is followed by the
     bigram it ends, if any.
     """
-    toks = tokenize(text)
-    out: list[tuple[str, str]] = []
-    prev: Token | None = None
-    for tok in toks:
-        if not is_content(tok.lower):
-            prev = None
-            continue
-        if prev is not None and joinable(text, prev, tok):
-            out.append((f"{prev.lower} {tok.lower}", f"{prev.text} {tok.text}"))
-        out.append((tok.lower, tok.text))
-        prev = tok
-    return out
+    return [(term, first.text if first is last else f"{first.text} {last.text}")
+            for term, first, last in term_spans(text)]
 
 
 def term_counts(text: str) -> Counter[str]:
@@ -115,22 +125,16 @@ def display_forms(text: str) -> dict[str, str]:
     sign keeps it (``"$450"``).
     """
     forms: dict[str, str] = {}
-    toks = tokenize(text)
-    prev: Token | None = None
-    for tok in toks:
-        if not is_content(tok.lower):
-            prev = None
-            continue
-        named = tok.text[:1].isupper() and not sentence_initial(text, tok.start)
-        if prev is not None and joinable(text, prev, tok):
+    for term, first, last in term_spans(text):
+        named = last.text[:1].isupper() and not sentence_initial(text, last.start)
+        if first is not last:
             # A phrase is a name only if all its words are ("San Marzano", not "planted San").
-            both = named and prev.text[:1].isupper()
-            _offer(forms, f"{prev.lower} {tok.lower}", f"{prev.text} {tok.text}", both)
-        _offer(forms, tok.lower, tok.text, named)
-        money = tok.start > 0 and text[tok.start - 1] in "$€£" and tok.lower[0].isdigit()
-        if money and forms[tok.lower] == tok.lower:
-            forms[tok.lower] = text[tok.start - 1] + tok.lower
-        prev = tok
+            _offer(forms, term, f"{first.text} {last.text}", named and first.text[:1].isupper())
+            continue
+        _offer(forms, term, last.text, named)
+        money = last.start > 0 and text[last.start - 1] in "$€£" and term[0].isdigit()
+        if money and forms[term] == term:
+            forms[term] = text[last.start - 1] + term
     return forms
 
 
