@@ -15,6 +15,10 @@ COMMANDS: dict[str, tuple[Callable[[argparse._SubParsersAction[argparse.Argument
 }
 
 
+#: The extra a command's optional dependencies come from (``pip install 'copage[EXTRA]'``).
+EXTRAS = {"serve": "server", "mcp": "mcp", "bench": "bench", "nll": "llm"}
+
+
 def _optional_commands() -> None:
     for name in ("bench", "serve", "nll", "mcp"):
         try:
@@ -46,6 +50,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     try:
         return COMMANDS[args.command][1](args)
+    except ModuleNotFoundError as e:
+        if (e.name or "").startswith("copage"):
+            raise  # a bug in copage itself, not a missing optional dependency
+        extra = EXTRAS.get(args.command, "all")
+        print(f"copage {args.command}: error: needs the {e.name!r} package, from the "
+              f"{extra!r} extra: pip install 'copage[{extra}]'", file=sys.stderr)
+        return 2
     except (ValueError, OSError) as e:  # includes UnknownNameError and DatasetError
         print(f"copage {args.command}: error: {e}", file=sys.stderr)
         return 2

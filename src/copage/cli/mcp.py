@@ -55,13 +55,7 @@ def _keys(args: argparse.Namespace) -> dict[str, str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    try:
-        from copage.adapters.mcp import ConversationPool, create_server, serve_http
-    except ModuleNotFoundError as e:
-        if (e.name or "").startswith("copage"):
-            raise
-        raise ValueError(f"copage mcp needs the MCP SDK ({e.name} is missing): "
-                         "pip install 'copage[mcp]'") from None
+    from copage.adapters.mcp import ConversationPool, create_server, serve_http  # copage[mcp]
     from copage.cli.serve import _loopback, safe_url
     from copage.core.config import PagerConfig
     from copage.core.pager import Pager
