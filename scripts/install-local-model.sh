@@ -46,8 +46,10 @@ else
     *) ISA_FLAGS=(-DGGML_NATIVE=OFF) ;;
   esac
 fi
+# LLAMA_USE_PREBUILT_UI=OFF: the configure step would try to download the web UI.
 CMAKE_FLAGS=(-DCMAKE_BUILD_TYPE=Release -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF
              -DLLAMA_BUILD_EXAMPLES=OFF -DBUILD_SHARED_LIBS=OFF -DGGML_CCACHE=OFF
+             -DLLAMA_USE_PREBUILT_UI=OFF
              "${ISA_FLAGS[@]}")
 WANT="llama-cpp-python $VERSION; cmake ${CMAKE_FLAGS[*]}"
 
