@@ -50,7 +50,8 @@ class Guess:
 
     ``continue``: messages ``start:`` are new, ``head`` is the chain before them.
     ``retry``: the request equals the one that produced the last answer (chain ``prev``).
-    ``new``: a new conversation with every message.
+    ``new``: a new conversation with every message (``prev``: the chain through the
+    request, which names its pending lock).
     """
 
     kind: Literal["continue", "retry", "new"]
