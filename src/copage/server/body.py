@@ -10,15 +10,17 @@ prefix are. A request's cost then grows with its new messages, not with the
 conversation (the bytes are still received and compared, at memory speed).
 
 Everything else is parsed as :func:`json.loads` would, except that ``NaN`` and
-``Infinity`` (which Python accepts and JSON does not) and a repeated top-level
-``messages`` key are refused. Each top-level value is parsed by the C scanner of
-the :mod:`json` module, so a body without a known prefix costs what
+``Infinity`` (which Python accepts and JSON does not), numbers too large for a
+float (``1e999``, which Python reads as infinity and would forward as
+``Infinity``) and a repeated top-level ``messages`` key are refused. Each
+top-level value is parsed by the C scanner of the :mod:`json` module, so a body without a known prefix costs what
 ``json.loads`` costs.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -37,7 +39,14 @@ def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON (numbers must be finite)")
 
 
-_DECODER = json.JSONDecoder(parse_constant=_no_constant)
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):  # 1e999: Python makes it inf, which no upstream accepts
+        raise ValueError(f"{text} is out of range (numbers must be finite)")
+    return value
+
+
+_DECODER = json.JSONDecoder(parse_constant=_no_constant, parse_float=_finite)
 _SCAN = _DECODER.scan_once  # type: ignore[attr-defined]
 
 
