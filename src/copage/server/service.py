@@ -776,7 +776,7 @@ class ProxyService:
             head = link(prep.head, answer)
             rq = request_info(call, ask, prep.new, prep.head, digest(prep.new),
                               out.finish_reason, out.model,
-                              (out.prompt_tokens, out.completion_tokens))
+                              (out.prompt_tokens, out.completion_tokens), self.clock())
             rq["kt"] = sum(m.role != "system" for m in prep.new)
             prep.mem.add("assistant", out.text, tool_calls=calls, h=head, **{RQ: rq})
             after = prep.mem.stats().to_dict()
