@@ -127,3 +127,87 @@ def test_first_attempts_that_say_so_do_not_wait(serve: Any) -> None:
         assert [r.status_code for r in results] == [200] * 3
         assert len(up.received) == 3
         assert len(_conversations(db)) == 3
+
+
+def test_a_failed_second_look_releases_the_pending_lock(make_proxy: Any) -> None:
+    """A request that waited for an identical one and then fails to look again (the
+    index is down: 503) does not keep the first turn's pending lock held."""
+    import threading
+    import time
+
+    with FakeUpstream(_slow(1.5)) as up:
+        proxy = make_proxy(upstream=up.url, keys={}, lock_timeout=3.0)
+        index = proxy.state.index
+        body = {"model": "m", "messages": [{"role": "user", "content": "once"}]}
+        results: dict[str, httpx.Response] = {}
+
+        def send(name: str) -> None:
+            results[name] = httpx.post(proxy.url + "/v1/chat/completions", json=body,
+                                       timeout=30)
+
+        first = threading.Thread(target=send, args=("a",))
+        first.start()
+        time.sleep(0.4)
+        second = threading.Thread(target=send, args=("b",))
+        second.start()
+        time.sleep(0.4)  # b now waits for a; its second look will fail
+
+        def broken(*args: Any) -> None:
+            raise OSError("index down")
+
+        index.find_prev = broken
+        first.join()
+        second.join()
+        del index.find_prev
+        assert results["a"].status_code == 200
+        assert results["b"].status_code == 503, results["b"].text
+        t0 = time.monotonic()
+        send("c")
+        assert results["c"].status_code == 200, results["c"].text
+        assert time.monotonic() - t0 < 1.0, "no wait for a leftover lock"
+        assert '"replayed":true' in results["c"].headers["x-copage-stats"]
+        assert len(up.received) == 1
+
+
+def test_a_turn_committed_between_the_look_and_the_pending_lock_is_found(
+        make_proxy: Any) -> None:
+    """The race the full suite once hit at two busy workers: request A looks (nothing
+    committed), then is slow to take the pending lock; an identical B arrives, takes
+    it, runs and commits meanwhile. A, once it holds the free lock, must look again
+    and find B's turn, not start a second conversation."""
+    import threading
+    import time
+
+    with FakeUpstream(_slow(0.3)) as up:
+        proxy = make_proxy(upstream=up.url, keys={})
+        service = proxy.state.service
+        original = service._hold_pending
+        calls: list[float] = []
+
+        async def slow_first(*args: Any) -> bool:
+            calls.append(time.monotonic())
+            if len(calls) == 1:  # A: looked already; B overtakes it here
+                import asyncio
+
+                await asyncio.sleep(1.5)
+            return bool(await original(*args))
+
+        service._hold_pending = slow_first
+        body = {"model": "m", "messages": [{"role": "user", "content": "overtaken"}]}
+        results: dict[str, httpx.Response] = {}
+
+        def send(name: str) -> None:
+            results[name] = httpx.post(proxy.url + "/v1/chat/completions", json=body,
+                                       timeout=30)
+
+        a = threading.Thread(target=send, args=("a",))
+        a.start()
+        time.sleep(0.3)
+        send("b")  # runs and commits while A sleeps before the lock
+        a.join()
+        assert len(calls) == 2
+        assert results["a"].status_code == 200 and results["b"].status_code == 200
+        assert '"replayed":true' in results["a"].headers["x-copage-stats"]
+        assert results["a"].headers["x-copage-conversation"] == \
+            results["b"].headers["x-copage-conversation"]
+        assert len(up.received) == 1

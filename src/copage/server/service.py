@@ -377,11 +377,14 @@ class ProxyService:
                 if guess is None:
                     guess = (Guess("new") if attempt >= 3 or override is not None
                              else await self._locate_slow(tenant, call))
-                    if guess.kind == "new" and override is None and attempt < 3:
-                        waited = await self._hold_pending(held, tenant, call, ask, guess,
-                                                          deadline)
-                        if waited:  # an identical request was in flight: look again
-                            guess = await self._locate_slow(tenant, call)
+                    if (guess.kind == "new" and override is None and attempt < 3
+                            and await self._hold_pending(held, tenant, call, ask, guess,
+                                                         deadline)):
+                        try:  # an identical request may have committed since the look
+                            guess = await self._look_again(tenant, guess)
+                        except BaseException:
+                            await held.aclose()
+                            raise
                 cid = guess.conversation_id or new_conversation_id()
             cheap = override is None and self._cheap(call, guess, hint, small)
             async with AsyncExitStack() as stack:
@@ -416,28 +419,28 @@ class ProxyService:
 
     async def _hold_pending(self, held: AsyncExitStack, tenant: str, call: ChatCall,
                             ask: Ask, guess: Guess, deadline: float) -> bool:
-        """Take the pending lock of a first turn's request (into ``held``); True if an
-        identical request held it and this one waited for its end.
+        """Take the pending lock of a first turn's request (into ``held``); True if taken.
 
         A transparent client's first turn has no conversation yet, so a retry arriving
         while the first attempt runs would not find it among committed turns. Both
         take the store's lock on a name made of the request's chain, fingerprint and
         ``Idempotency-Key`` (across workers); the first holds it for its whole turn. A
         request that may be a retry (a key, or no sign of a first attempt) waits for
-        it, then looks again and finds the committed turn (a retry, answered from the
-        store) or nothing (the first attempt failed: this one runs the turn). A request
+        it; once it holds the lock, the caller looks again (:meth:`_look_again`) and
+        finds the committed turn (a retry, answered from the store) or nothing (the
+        first attempt failed, or there was none: this one runs the turn). A request
         that says it is a first attempt (``X-Stainless-Retry-Count: 0``) does not wait:
-        if the name is busy, it goes ahead unregistered.
+        if the name is busy, it goes ahead unregistered (False).
         """
         import hashlib
 
         ident = f"key:{ask.key}" if ask.key is not None else f"fp:{call.fingerprint}"
-        name = "pending:" + hashlib.sha256(f"{guess.prev}\0{ident}".encode(
+        # "/" is in no conversation id (copage.ids): this name is no conversation's lock
+        name = "pending/" + hashlib.sha256(f"{guess.prev}\0{ident}".encode(
             "utf-8", "surrogatepass")).hexdigest()[:32]
         wait = ask.key is not None or ask.retry_count != 0
         key = (tenant, name)
-        queued = key in self._locks and self._locks[key][0].locked()
-        if queued and not wait:
+        if not wait and key in self._locks and self._locks[key][0].locked():
             return False
         async with AsyncExitStack() as mine:
             await mine.enter_async_context(self._guard(key, deadline))
@@ -447,11 +450,17 @@ class ProxyService:
                 lock.__exit__(None, None, None)
                 if not wait:
                     return False
-                queued = True
                 lock = await self._acquire(tenant, name, deadline)
             mine.push_async_callback(self._leave, lock)
             held.push_async_exit(mine.pop_all())
-        return queued
+        return True
+
+    async def _look_again(self, tenant: str, guess: Guess) -> Guess:
+        """A new-conversation guess checked again under the pending lock: the request may
+        have been committed (by the identical one just waited for, or one that ran
+        between the first look and taking the lock)."""
+        cid = await self._index(self.index.find_prev, tenant, guess.prev)
+        return guess if cid is None else Guess("retry", cid, prev=guess.prev)
 
     async def _leave(self, lock: AbstractContextManager[Any]) -> None:
         """``lock.__exit__`` (in the pool for a remote store), even if this task is cancelled."""
@@ -496,8 +505,12 @@ class ProxyService:
             return Guess("continue", match.conversation_id, start=match.length,
                          head=heads[match.length])
 
+        return await self._index(find)
+
+    async def _index(self, fn: Callable[..., T], *args: Any) -> T:
+        """An index lookup in the pool; the index's failure is a 503 ``index_error``."""
         try:
-            return await self._run(find)
+            return await self._run(fn, *args)
         except ProxyError:
             raise
         except Exception as e:  # noqa: BLE001 - any backend's failure: 503, not 500
