@@ -109,10 +109,6 @@ class Messages(Sequence[Any]):
 
     __hash__ = None  # type: ignore[assignment]
 
-    def new(self) -> list[Any]:
-        """The messages after the known prefix (all of them without one)."""
-        return self._tail
-
     def all(self) -> list[Any]:
         """Every message (the known prefix parsed now, once)."""
         if self._all is None:
@@ -123,12 +119,11 @@ class Messages(Sequence[Any]):
 
 @dataclass(frozen=True, slots=True)
 class Body:
-    """A parsed body: its fields, its messages, and what the next request may continue."""
+    """A parsed body: its fields, its messages (whose ``prefix`` the next request may
+    continue), and the earlier request it continues."""
 
     fields: dict[str, Any]
     messages: Messages | None
-    #: The body up to the end of its last message (the next request's known prefix).
-    prefix: str
     #: The earlier request this one continues (its prefix matched), if any.
     continues: Known | None
 
@@ -137,11 +132,6 @@ class Body:
         """The fields with ``messages``: what :func:`~copage.server.request.parse_call` takes."""
         return {**self.fields, "messages": self.messages} if self.messages is not None \
             else dict(self.fields)
-
-
-def bucket_of(text: str) -> str:
-    """The key under which prefixes starting like ``text`` are kept."""
-    return text[:BUCKET]
 
 
 def decode(raw: bytes) -> str:
@@ -233,7 +223,7 @@ def _parse(text: str, match: Known | None) -> Body:
     if isinstance(messages, Messages):
         messages.matched = match
         messages.prefix = text[:prefix_end] if prefix_end else ""
-    return Body(fields, messages, text[:prefix_end] if messages is not None else "", match)
+    return Body(fields, messages, match)
 
 
 def _messages(text: str, i: int, match: Known | None) -> tuple[Messages | Any, int, int]:

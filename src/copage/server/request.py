@@ -19,7 +19,7 @@ from functools import cached_property
 from typing import Any
 
 from copage.ids import CONVERSATION_ID_RULE, is_conversation_id
-from copage.server.body import BodyError, Messages, decode, parse_body
+from copage.server.body import Messages
 from copage.server.errors import bad_request
 
 ROLES = {"system": "system", "developer": "system", "user": "user", "assistant": "assistant",
@@ -104,15 +104,6 @@ class ChatCall:
         text = json.dumps(fields, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
                           default=str)
         return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
-
-
-def parse_json(raw: bytes) -> dict[str, Any]:
-    """The body as a JSON object, or a 400 (also for ``NaN`` / ``Infinity``, which
-    Python's parser accepts but JSON does not, and no upstream would)."""
-    try:
-        return parse_body(decode(raw)).data
-    except BodyError as e:
-        raise bad_request(str(e), "invalid_json") from None
 
 
 def check_conversation_id(value: str) -> str:
