@@ -53,13 +53,14 @@ def spawn_worker(port: int, upstream: str, store: str, *extra: str,
                  ) -> subprocess.Popen[bytes]:
     """A real ``copage serve`` process on 127.0.0.1:port; waits for /healthz.
 
-    ``log_level`` None runs at the server's default level; ``stderr`` may be a file.
+    ``log_level`` None runs at the server's default level; ``stderr`` may be a file;
+    ``store`` "" leaves ``--store`` out (the default store).
     """
     full_env = {**os.environ, "COPAGE_KEYS": f"{KEY_A}=alice,{KEY_B}=bob",
                 "COPAGE_UPSTREAM_KEY": UPSTREAM_KEY, **(env or {})}
     proc = subprocess.Popen(
         [sys.executable, "-m", "copage.cli.main", "serve", "--upstream", upstream,
-         "--store", store, "--port", str(port),
+         *(("--store", store) if store else ()), "--port", str(port),
          *(("--log-level", log_level) if log_level else ()), *extra],
         env=full_env, stdout=stdout, stderr=stderr,
     )

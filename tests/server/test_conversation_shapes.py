@@ -242,3 +242,19 @@ def test_a_resent_history_is_neither_parsed_nor_validated_again(
     assert len(ids) == 1
     assert all(v <= 3 and f == 0 for v, f in per_turn[2:]), per_turn
     assert len(_roles_texts(proxy, ids.pop())) == 80
+
+
+def test_retry_window_is_measured_from_the_commit() -> None:
+    """A request without a key is a retry up to ``window`` seconds after the original's
+    commit, and also if it arrived before that commit (it raced the original)."""
+    from copage.server.recognise import Ask, is_retry, request_info
+    from copage.server.request import parse_call
+
+    call = parse_call({"model": "m", "messages": [{"role": "user", "content": "hi"}]})
+    rq = request_info(call, Ask(now=90.0), call.messages, "prev", "d", "stop", "m", (1, 2),
+                      at=100.0)
+    assert rq["at"] == 100.0
+    assert is_retry(rq, call, Ask(now=95.0), 600.0), "arrived before the commit"
+    assert is_retry(rq, call, Ask(now=700.0), 600.0)
+    assert not is_retry(rq, call, Ask(now=700.5), 600.0)
+    assert not is_retry(rq, call, Ask(now=95.0, retry_count=0), 600.0)

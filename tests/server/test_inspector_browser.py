@@ -108,3 +108,74 @@ def test_inspector_shows_pages_bookmarks_and_recalls(make_proxy: Any, browser: A
     _login(browser, proxy, "sk-not-a-key-000000")
     wait.until(ec.text_to_be_present_in_element((By.ID, "login-error"), "invalid"))
     assert Path(out / "inspector.png").exists()
+
+
+def _shown(driver: Any) -> dict[str, bool]:
+    """Which of the page's parts a person sees (rendered, not only present)."""
+    from selenium.webdriver.common.by import By
+
+    return {name: driver.find_element(By.ID, name).is_displayed()
+            for name in ("login", "main", "logout")}
+
+
+@pytest.mark.browser
+def test_inspector_without_keys_opens_on_the_list(make_proxy: Any, browser: Any) -> None:
+    """``copage serve`` with no keys (one local tenant): /ui shows the conversations
+    at once; no key box, nothing to press."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as ec
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    proxy = make_proxy(store="sqlite", keys={})
+    c = proxy.client(default_headers={"X-Copage-Conversation": "local-notes"})
+    c.chat.completions.create(model="m", messages=[{"role": "user", "content": "hello"}])
+    browser.get(proxy.url + "/ui")
+    browser.execute_script("sessionStorage.clear()")
+    browser.get(proxy.url + "/ui")
+    assert not _shown(browser)["login"], "no login box, not even before the list loads"
+    wait = WebDriverWait(browser, 10)
+    wait.until(ec.visibility_of_element_located((By.CSS_SELECTOR, "#conversations li")))
+    assert _shown(browser) == {"login": False, "main": True, "logout": False}
+    listed = [li.get_attribute("data-id") for li in browser.find_elements(
+        By.CSS_SELECTOR, "#conversations li")]
+    assert listed == ["local-notes"]
+    assert browser.find_element(By.ID, "who").text == "tenant: default"
+    assert browser.find_element(By.ID, "login-error").text == ""
+    out = ROOT / "artifacts"
+    out.mkdir(exist_ok=True)
+    browser.save_screenshot(str(out / "inspector-no-keys.png"))
+    # a conversation opens from the list
+    browser.find_element(By.CSS_SELECTOR, '#conversations li[data-id="local-notes"]').click()
+    wait.until(ec.visibility_of_element_located((By.CSS_SELECTOR, "#pages tbody tr")))
+    assert not _shown(browser)["login"]
+
+
+@pytest.mark.browser
+def test_inspector_with_keys_shows_only_the_login(make_proxy: Any, browser: Any) -> None:
+    """With keys configured, /ui shows the key box and nothing of the main pane (the
+    ``hidden`` attribute wins over ``main { display: grid }``), without an error."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as ec
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    proxy = make_proxy(store="sqlite")
+    browser.get(proxy.url + "/ui")
+    browser.execute_script("sessionStorage.clear()")
+    browser.get(proxy.url + "/ui")
+    wait = WebDriverWait(browser, 10)
+    wait.until(ec.visibility_of_element_located((By.ID, "login")))
+    assert _shown(browser) == {"login": True, "main": False, "logout": False}
+    assert browser.find_element(By.ID, "login-error").text == ""
+    assert not browser.find_element(By.ID, "conversations").is_displayed()
+    out = ROOT / "artifacts"
+    out.mkdir(exist_ok=True)
+    browser.save_screenshot(str(out / "inspector-login.png"))
+    # after the key: only the main pane; after logging out: only the login again
+    browser.find_element(By.ID, "key").send_keys(KEY_A)
+    browser.find_element(By.ID, "login-button").click()
+    wait.until(ec.visibility_of_element_located((By.ID, "main")))
+    assert _shown(browser) == {"login": False, "main": True, "logout": True}
+    browser.find_element(By.ID, "logout").click()
+    wait.until(ec.visibility_of_element_located((By.ID, "login")))
+    assert _shown(browser) == {"login": True, "main": False, "logout": False}
+    assert browser.find_element(By.ID, "login-error").text == ""

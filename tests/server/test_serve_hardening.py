@@ -227,6 +227,57 @@ def test_non_finite_numbers_are_400(proxy: Proxy, value: str) -> None:
     assert len(proxy.upstream.received) == n
 
 
+_HI = '{"role":"user","content":"hi"}'
+
+
+@pytest.mark.parametrize("raw", [
+    '{"model":"m","temperature":1e999,"messages":[' + _HI + ']}',
+    '{"model":"m","temperature":-1E+400,"messages":[' + _HI + ']}',
+    '{"model":"m","top_p":1.5e308000,"messages":[' + _HI + ']}',
+    '{"model":"m","messages":[{"role":"user","content":"hi","weight":1e999}]}',
+    '{"model":"m","messages":[' + _HI + '],"tools":[{"type":"function","function":'
+    '{"name":"f","parameters":{"type":"object","properties":{"x":{"maximum":1e999}}}}}]}',
+    '{"model":"m","messages":[' + _HI + '],"response_format":{"a":[1,{"b":-9e9999}]}}',
+])
+def test_numbers_out_of_float_range_are_400(proxy: Proxy, raw: str) -> None:
+    """``1e999`` is valid JSON syntax, but Python reads it as infinity and would forward
+    the bare token ``Infinity`` (invalid JSON): refused wherever it is in the body."""
+    n = len(proxy.upstream.received)
+    r = httpx.post(proxy.url + "/v1/chat/completions", content=raw,
+                   headers={**AUTH, "content-type": "application/json"})
+    assert r.status_code == 400, r.text
+    error = r.json()["error"]
+    assert error["code"] == "invalid_json" and error["type"] == "invalid_request_error"
+    assert "finite" in error["message"] and "e" in error["message"].lower()
+    assert len(proxy.upstream.received) == n
+
+
+def test_large_finite_numbers_pass_through(proxy: Proxy) -> None:
+    raw = ('{"model":"m","temperature":1e-999,"seed":' + "9" * 30 + ',"messages":[' + _HI
+           + '],"frequency_penalty":1.7976931348623157e308}')
+    r = httpx.post(proxy.url + "/v1/chat/completions", content=raw,
+                   headers={**AUTH, "content-type": "application/json"})
+    assert r.status_code == 200, r.text
+    sent = proxy.upstream.received[-1]
+    assert sent["frequency_penalty"] == 1.7976931348623157e308 and sent["seed"] == int("9" * 30)
+
+
+def test_out_of_range_number_after_a_known_prefix_is_400(proxy: Proxy) -> None:
+    """A resent history's new messages are parsed alone (the prefix is known): the
+    same check applies to them."""
+    msgs: list[dict[str, Any]] = [{"role": "user", "content": "first"}]
+    r = httpx.post(proxy.url + "/v1/chat/completions",
+                   content=json.dumps({"model": "m", "messages": msgs}),
+                   headers={**AUTH, "content-type": "application/json"})
+    assert r.status_code == 200
+    msgs.append(r.json()["choices"][0]["message"])
+    raw = json.dumps({"model": "m", "messages": msgs})[:-2] + ',{"role":"user",' \
+        '"content":"x","n":1e999}]}'
+    r = httpx.post(proxy.url + "/v1/chat/completions", content=raw,
+                   headers={**AUTH, "content-type": "application/json"})
+    assert r.status_code == 400 and r.json()["error"]["code"] == "invalid_json", r.text
+
+
 # -------------------------------------------- 10: keys, /metrics, app_from_env
 def test_plaintext_proxy_keys_are_not_kept(proxy: Proxy) -> None:
     state = proxy.state

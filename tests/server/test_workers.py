@@ -117,3 +117,49 @@ def test_kill_9_mid_request_loses_no_acknowledged_turn(tmp_path: Path) -> None:
             proc.terminate()
             proc.wait(10)
     _check_consistent(store, "k", [*acked, "after restart"])
+
+
+def _race(ports: list[int], n: int, body: dict[str, Any], headers: dict[str, str]
+          ) -> list[httpx.Response]:
+    """``n`` identical requests sent at once, alternating between the workers."""
+    start = threading.Barrier(n)
+
+    def send(i: int) -> httpx.Response:
+        start.wait()
+        return httpx.post(f"http://127.0.0.1:{ports[i % 2]}/v1/chat/completions", json=body,
+                          headers={"authorization": f"Bearer {KEY_A}", **headers}, timeout=60)
+
+    with ThreadPoolExecutor(n) as ex:
+        return list(ex.map(send, range(n)))
+
+
+@pytest.mark.postgres
+@pytest.mark.slow
+def test_identical_racing_requests_at_two_workers_are_stored_once(pg_url: str) -> None:
+    """A retry is told from its original by the original's commit, not its arrival: an
+    identical request that arrived a moment before the one that took the lock first
+    (at the other worker) is still its retry, answered from the store."""
+    with FakeUpstream(lambda body: Reply(text=echo(body).text, delay=0.3)) as up:
+        ports = [free_port(), free_port()]
+        procs = [spawn_worker(p, up.url, pg_url, *PAGING) for p in ports]
+        try:
+            for round_ in range(6):
+                cid = f"race-{round_}"
+                body = {"model": "m", "messages": [{"role": "user", "content": f"q{round_}"}]}
+                results = _race(ports, 6, body, {"X-Copage-Conversation": cid})
+                assert [r.status_code for r in results] == [200] * 6
+                assert {r.json()["choices"][0]["message"]["content"] for r in results} == {
+                    f"echo: q{round_}"}
+                _check_consistent(pg_url, cid, [f"q{round_}"])
+            assert len(up.received) == 6, "one upstream call per question"
+            # transparent mode: racing identical first turns at two workers join the one
+            # that runs (its pending lock is PostgreSQL's), one conversation
+            body = {"model": "m", "messages": [{"role": "user", "content": "same first turn"}]}
+            results = _race(ports, 6, body, {})
+            assert [r.status_code for r in results] == [200] * 6
+            assert len({r.headers["x-copage-conversation"] for r in results}) == 1
+            assert len(up.received) == 7
+        finally:
+            for p in procs:
+                p.terminate()
+                p.wait(10)

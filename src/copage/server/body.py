@@ -10,15 +10,17 @@ prefix are. A request's cost then grows with its new messages, not with the
 conversation (the bytes are still received and compared, at memory speed).
 
 Everything else is parsed as :func:`json.loads` would, except that ``NaN`` and
-``Infinity`` (which Python accepts and JSON does not) and a repeated top-level
-``messages`` key are refused. Each top-level value is parsed by the C scanner of
-the :mod:`json` module, so a body without a known prefix costs what
+``Infinity`` (which Python accepts and JSON does not), numbers too large for a
+float (``1e999``, which Python reads as infinity and would forward as
+``Infinity``) and a repeated top-level ``messages`` key are refused. Each
+top-level value is parsed by the C scanner of the :mod:`json` module, so a body without a known prefix costs what
 ``json.loads`` costs.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -37,7 +39,14 @@ def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON (numbers must be finite)")
 
 
-_DECODER = json.JSONDecoder(parse_constant=_no_constant)
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):  # 1e999: Python makes it inf, which no upstream accepts
+        raise ValueError(f"{text} is out of range (numbers must be finite)")
+    return value
+
+
+_DECODER = json.JSONDecoder(parse_constant=_no_constant, parse_float=_finite)
 _SCAN = _DECODER.scan_once  # type: ignore[attr-defined]
 
 
@@ -100,10 +109,6 @@ class Messages(Sequence[Any]):
 
     __hash__ = None  # type: ignore[assignment]
 
-    def new(self) -> list[Any]:
-        """The messages after the known prefix (all of them without one)."""
-        return self._tail
-
     def all(self) -> list[Any]:
         """Every message (the known prefix parsed now, once)."""
         if self._all is None:
@@ -114,12 +119,11 @@ class Messages(Sequence[Any]):
 
 @dataclass(frozen=True, slots=True)
 class Body:
-    """A parsed body: its fields, its messages, and what the next request may continue."""
+    """A parsed body: its fields, its messages (whose ``prefix`` the next request may
+    continue), and the earlier request it continues."""
 
     fields: dict[str, Any]
     messages: Messages | None
-    #: The body up to the end of its last message (the next request's known prefix).
-    prefix: str
     #: The earlier request this one continues (its prefix matched), if any.
     continues: Known | None
 
@@ -128,11 +132,6 @@ class Body:
         """The fields with ``messages``: what :func:`~copage.server.request.parse_call` takes."""
         return {**self.fields, "messages": self.messages} if self.messages is not None \
             else dict(self.fields)
-
-
-def bucket_of(text: str) -> str:
-    """The key under which prefixes starting like ``text`` are kept."""
-    return text[:BUCKET]
 
 
 def decode(raw: bytes) -> str:
@@ -224,7 +223,7 @@ def _parse(text: str, match: Known | None) -> Body:
     if isinstance(messages, Messages):
         messages.matched = match
         messages.prefix = text[:prefix_end] if prefix_end else ""
-    return Body(fields, messages, text[:prefix_end] if messages is not None else "", match)
+    return Body(fields, messages, match)
 
 
 def _messages(text: str, i: int, match: Known | None) -> tuple[Messages | Any, int, int]:

@@ -50,7 +50,8 @@ class Guess:
 
     ``continue``: messages ``start:`` are new, ``head`` is the chain before them.
     ``retry``: the request equals the one that produced the last answer (chain ``prev``).
-    ``new``: a new conversation with every message.
+    ``new``: a new conversation with every message (``prev``: the chain through the
+    request, which names its pending lock).
     """
 
     kind: Literal["continue", "retry", "new"]
@@ -189,11 +190,12 @@ def repeats(seen: Seen, messages: Sequence[Any]) -> bool:
 
 # ----------------------------------------------------------------- retries
 def request_info(call: ChatCall, ask: Ask, new: Sequence[Message], prev: str,
-                 new_digest: str, finish: str, model: str, usage: tuple[int, int]
-                 ) -> dict[str, Any]:
-    """What the answer turn keeps about its request (turn meta ``rq``)."""
+                 new_digest: str, finish: str, model: str, usage: tuple[int, int],
+                 at: float) -> dict[str, Any]:
+    """What the answer turn keeps about its request (turn meta ``rq``); ``at`` is the
+    time of the turn's commit (what the retry window is measured from)."""
     return {"k": len(new), "nd": new_digest, "prev": prev, "fp": call.fingerprint,
-            "key": ask.key or "", "at": ask.now, "finish": finish, "model": model,
+            "key": ask.key or "", "at": at, "finish": finish, "model": model,
             "usage": list(usage)}
 
 
@@ -201,13 +203,15 @@ def is_retry(rq: Mapping[str, Any], call: ChatCall, ask: Ask, window: float) -> 
     """Whether a request asking the last turn's question again is a retry of it.
 
     With an ``Idempotency-Key``: only the same key (a reused key on another request
-    is rejected by the caller). Without: the same fingerprint within ``window``
-    seconds, unless the client says this is its first attempt (the official SDKs
-    send ``X-Stainless-Retry-Count: 0``).
+    is rejected by the caller). Without: the same fingerprint, arriving at most
+    ``window`` seconds after the last turn's commit (or before it: a request that
+    raced the original, e.g. at another worker, and waited for its lock), unless the
+    client says this is its first attempt (the official SDKs send
+    ``X-Stainless-Retry-Count: 0``).
     """
     if ask.key is not None:
         return bool(rq.get("key")) and rq.get("key") == ask.key
     if ask.retry_count == 0:
         return False
     return (rq.get("fp") == call.fingerprint
-            and 0 <= ask.now - float(rq.get("at") or 0.0) <= window)
+            and ask.now - float(rq.get("at") or 0.0) <= window)

@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-from copage.server.body import BodyError, Messages, decode, parse_body
+from copage.ids import CONVERSATION_ID_RULE, is_conversation_id
+from copage.server.body import Messages
 from copage.server.errors import bad_request
 
 ROLES = {"system": "system", "developer": "system", "user": "user", "assistant": "assistant",
@@ -27,7 +28,6 @@ ROLES = {"system": "system", "developer": "system", "user": "user", "assistant":
 PASSTHROUGH = ("top_p", "stop", "presence_penalty", "frequency_penalty", "seed", "user",
                "response_format", "logit_bias", "parallel_tool_calls", "max_completion_tokens",
                "reasoning_effort")
-CONVERSATION_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:\-]{0,127}\Z")
 _TOOL_NAME = re.compile(r"[A-Za-z0-9_\-]{1,64}\Z")
 
 
@@ -106,22 +106,11 @@ class ChatCall:
         return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
 
-def parse_json(raw: bytes) -> dict[str, Any]:
-    """The body as a JSON object, or a 400 (also for ``NaN`` / ``Infinity``, which
-    Python's parser accepts but JSON does not, and no upstream would)."""
-    try:
-        return parse_body(decode(raw)).data
-    except BodyError as e:
-        raise bad_request(str(e), "invalid_json") from None
-
-
 def check_conversation_id(value: str) -> str:
-    """A conversation id from the header: 1-128 of ``A-Z a-z 0-9 _ . : -``, or a 400."""
-    if not CONVERSATION_ID.match(value):
-        raise bad_request(
-            "X-Copage-Conversation must be 1-128 characters of letters, digits, '_', '.', "
-            "':' or '-', starting with a letter or digit", "invalid_conversation_id",
-        )
+    """A conversation id from the header or a URL (:mod:`copage.ids`' rule), or a 400."""
+    if not is_conversation_id(value):
+        raise bad_request(f"X-Copage-Conversation must be {CONVERSATION_ID_RULE}",
+                          "invalid_conversation_id")
     return value
 
 

@@ -41,7 +41,7 @@ import logging
 import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from concurrent.futures import Executor
-from contextlib import AbstractContextManager, AsyncExitStack, asynccontextmanager
+from contextlib import AbstractContextManager, AsyncExitStack, asynccontextmanager, nullcontext
 from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
@@ -368,6 +368,7 @@ class ProxyService:
             assert conversation_id is not None
             hint = self._hint(tenant, conversation_id, call)
         override: tuple[Message, ...] | None = None
+        held = AsyncExitStack()
         for attempt in range(4):
             if header and override is None:
                 assert conversation_id is not None
@@ -376,9 +377,18 @@ class ProxyService:
                 if guess is None:
                     guess = (Guess("new") if attempt >= 3 or override is not None
                              else await self._locate_slow(tenant, call))
+                    if (guess.kind == "new" and override is None and attempt < 3
+                            and await self._hold_pending(held, tenant, call, ask, guess,
+                                                         deadline)):
+                        try:  # an identical request may have committed since the look
+                            guess = await self._look_again(tenant, guess)
+                        except BaseException:
+                            await held.aclose()
+                            raise
                 cid = guess.conversation_id or new_conversation_id()
             cheap = override is None and self._cheap(call, guess, hint, small)
             async with AsyncExitStack() as stack:
+                stack.push_async_exit(held.pop_all())  # a first turn's pending lock, if held
                 await stack.enter_async_context(self._guard((tenant, cid), deadline))
                 lock = await self._acquire(tenant, cid, deadline)
                 try:
@@ -406,6 +416,58 @@ class ProxyService:
                             await _shielded(self._run(self._abort, prep))
                 return
         raise RuntimeError("unreachable: the last attempt starts a new conversation")
+
+    async def _hold_pending(self, held: AsyncExitStack, tenant: str, call: ChatCall,
+                            ask: Ask, guess: Guess, deadline: float) -> bool:
+        """Take the pending lock of a first turn's request (into ``held``); True if taken.
+
+        A transparent client's first turn has no conversation yet, so a retry arriving
+        while the first attempt runs would not find it among committed turns. Both
+        take the store's lock on a name made of the request's chain, fingerprint and
+        ``Idempotency-Key`` (across workers); the first holds it for its whole turn. A
+        request that may be a retry (a key, or no sign of a first attempt) waits for
+        it; once it holds the lock, the caller looks again (:meth:`_look_again`) and
+        finds the committed turn (a retry, answered from the store) or nothing (the
+        first attempt failed, or there was none: this one runs the turn). A request
+        that says it is a first attempt (``X-Stainless-Retry-Count: 0``) does not wait:
+        if the name is busy, it goes ahead unregistered (False).
+        """
+        import hashlib
+
+        ident = f"key:{ask.key}" if ask.key is not None else f"fp:{call.fingerprint}"
+        # "/" is in no conversation id (copage.ids): this name is no conversation's lock
+        name = "pending/" + hashlib.sha256(f"{guess.prev}\0{ident}".encode(
+            "utf-8", "surrogatepass")).hexdigest()[:32]
+        wait = ask.key is not None or ask.retry_count != 0
+        key = (tenant, name)
+        if not wait and key in self._locks and self._locks[key][0].locked():
+            return False
+        async with AsyncExitStack() as mine:
+            await mine.enter_async_context(self._guard(key, deadline))
+            lock: AbstractContextManager[Any] = self.store.try_lock(name, tenant=tenant) \
+                if hasattr(self.store, "try_lock") else nullcontext(True)
+            if not await self._enter(lock):
+                lock.__exit__(None, None, None)
+                if not wait:
+                    return False
+                lock = await self._acquire(tenant, name, deadline)
+            mine.push_async_callback(self._leave, lock)
+            held.push_async_exit(mine.pop_all())
+        return True
+
+    async def _look_again(self, tenant: str, guess: Guess) -> Guess:
+        """A new-conversation guess checked again under the pending lock: the request may
+        have been committed (by the identical one just waited for, or one that ran
+        between the first look and taking the lock)."""
+        cid = await self._index(self.index.find_prev, tenant, guess.prev)
+        return guess if cid is None else Guess("retry", cid, prev=guess.prev)
+
+    async def _leave(self, lock: AbstractContextManager[Any]) -> None:
+        """``lock.__exit__`` (in the pool for a remote store), even if this task is cancelled."""
+        if self.local:
+            lock.__exit__(None, None, None)
+        else:
+            await _shielded(self._run(lock.__exit__, None, None, None))
 
     def _hint(self, tenant: str, cid: str, call: ChatCall) -> _Hint | None:
         """Header mode: how the request relates to this worker's memory of the
@@ -439,12 +501,16 @@ class ProxyService:
                       for i, h in enumerate(heads[:-1])]
             match = self.index.find(tenant, wanted)
             if match is None:
-                return Guess("new")
+                return Guess("new", prev=heads[-1])
             return Guess("continue", match.conversation_id, start=match.length,
                          head=heads[match.length])
 
+        return await self._index(find)
+
+    async def _index(self, fn: Callable[..., T], *args: Any) -> T:
+        """An index lookup in the pool; the index's failure is a 503 ``index_error``."""
         try:
-            return await self._run(find)
+            return await self._run(fn, *args)
         except ProxyError:
             raise
         except Exception as e:  # noqa: BLE001 - any backend's failure: 503, not 500
@@ -723,7 +789,7 @@ class ProxyService:
             head = link(prep.head, answer)
             rq = request_info(call, ask, prep.new, prep.head, digest(prep.new),
                               out.finish_reason, out.model,
-                              (out.prompt_tokens, out.completion_tokens))
+                              (out.prompt_tokens, out.completion_tokens), self.clock())
             rq["kt"] = sum(m.role != "system" for m in prep.new)
             prep.mem.add("assistant", out.text, tool_calls=calls, h=head, **{RQ: rq})
             after = prep.mem.stats().to_dict()

@@ -30,6 +30,7 @@ from agents.tool_context import ToolContext
 from copage.adapters.agents.items import Item, items_of, to_turn
 from copage.core.config import PagerConfig
 from copage.core.types import ToolCall, Turn
+from copage.ids import MAX_CONVERSATION_ID, check_conversation_id
 from copage.memory import PagedMemory
 from copage.server.memcache import MemoryCache
 from copage.session.tools import execute
@@ -45,7 +46,9 @@ class CopageSession:
     """A ``Session`` whose history is paged by copage (see module docstring).
 
     Args:
-        session_id: the conversation id (within ``tenant``).
+        session_id: the conversation id (within ``tenant``): 1-124 characters of
+            :mod:`copage.ids`' rule (the ``~pop`` twin takes the last 4), else a
+            ``ValueError``.
         store: a :class:`PageStore` or store URL; in memory when None.
         tenant: the owner of the conversation in the store.
         config: paging settings of a new conversation, or give them as keywords
@@ -58,7 +61,9 @@ class CopageSession:
                  session_settings: SessionSettings | None = None, **settings: Any) -> None:
         if config is not None and settings:
             raise ValueError("give either config= or individual settings, not both")
-        self.session_id = session_id
+        # the one id rule (copage.ids), with room for the "~pop" twin's suffix
+        self.session_id = check_conversation_id(
+            session_id, max_len=MAX_CONVERSATION_ID - len(POP_SUFFIX), what="session_id")
         self.session_settings = session_settings
         self.store: PageStore = open_store(store or "memory://") if (
             store is None or isinstance(store, str)) else store

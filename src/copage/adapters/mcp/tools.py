@@ -7,12 +7,12 @@ server turns it into an MCP tool error (``isError``), never a crash.
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Sequence
 
 from copage.adapters._pool import ConversationPool
 from copage.core import prompt
+from copage.ids import CONVERSATION_ID_RULE, is_conversation_id
 from copage.memory import PagedMemory
 from copage.stores.base import ConversationNotFound
 
@@ -20,7 +20,6 @@ MAX_TURNS_PER_CALL = 500
 MAX_TURN_CHARS = 200_000
 MAX_LIMIT = 200
 ROLES = ("user", "assistant")
-_ID = re.compile(r"[\w.:@~-]{1,128}\Z")
 
 
 class ToolInputError(ValueError):
@@ -28,11 +27,12 @@ class ToolInputError(ValueError):
 
 
 def check_conversation_id(conversation: object) -> str:
-    """The id, or :class:`ToolInputError` (1-128 letters, digits and ``._:@~-``)."""
-    if not isinstance(conversation, str) or not _ID.match(conversation):
+    """The id, or :class:`ToolInputError` (the rule of :mod:`copage.ids`)."""
+    if not is_conversation_id(conversation):
         raise ToolInputError(
-            f"conversation must be an id of 1-128 letters, digits or ._:@~- characters "
-            f"(such as \"trip-planning\"); got {str(conversation)[:60]!r}.")
+            f"conversation must be an id of {CONVERSATION_ID_RULE} (such as "
+            f"\"trip-planning\"); got {str(conversation)[:60]!r}.")
+    assert isinstance(conversation, str)
     return conversation
 
 

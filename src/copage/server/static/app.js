@@ -23,10 +23,14 @@ function showLogin(message) {
   $("who").textContent = ""; $("login-error").textContent = message || "";
 }
 
-async function loadList() {
+// quiet: a first look without a key (a proxy with no keys answers it); a refusal
+// then shows the login box without an error.
+async function loadList(quiet) {
   let data;
-  try { data = await api("conversations"); } catch (e) { showLogin(e.message); return; }
-  $("login").hidden = true; $("main").hidden = false; $("logout").hidden = false;
+  try { data = await api("conversations"); }
+  catch (e) { showLogin(quiet ? "" : e.message); return; }
+  $("login").hidden = true; $("main").hidden = false;
+  $("logout").hidden = !sessionStorage.getItem(KEY);
   $("who").textContent = "tenant: " + data.tenant;
   const list = $("conversations");
   list.replaceChildren();
@@ -96,5 +100,6 @@ $("login-form").onsubmit = (ev) => {
   $("key").value = "";
   loadList();
 };
-$("logout").onclick = () => { sessionStorage.removeItem(KEY); showLogin(""); };
-if (sessionStorage.getItem(KEY) !== null) loadList(); else showLogin("");
+$("logout").onclick = () => { sessionStorage.removeItem(KEY); loadList(true); };
+// A proxy without keys (one local tenant) opens on the list; with keys, on the login.
+loadList(sessionStorage.getItem(KEY) === null);
