@@ -28,7 +28,8 @@ from langchain_core.messages import ToolCall as LcToolCall
 from langgraph.runtime import Runtime
 
 from copage.adapters._pool import ConversationPool
-from copage.adapters.langchain.convert import from_turn, to_turn
+from copage.adapters.langchain.convert import from_turn, to_turn, without_calls
+from copage.adapters.langchain.stream import held_stream
 from copage.core.config import PagerConfig
 from copage.core.types import ToolCall
 from copage.memory import PagedMemory
@@ -153,8 +154,11 @@ class CopageMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         cid = self._conversation(request.runtime)
         loop = _Loop(self.max_recalls, request, self._prepare(cid, request.messages))
         while True:
-            response = handler(loop.request())
+            with held_stream(loop.name) as held:
+                response = handler(loop.request())
             recalls, done = loop.inspect(response)
+            if held is not None:
+                held.finish(keep=done)
             outputs = self._serve(cid, recalls, loop.served) if recalls else []
             if done:
                 return loop.result(response)
@@ -167,8 +171,11 @@ class CopageMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         view = await asyncio.to_thread(self._prepare, cid, request.messages)
         loop = _Loop(self.max_recalls, request, view)
         while True:
-            response = await handler(loop.request())
+            with held_stream(loop.name) as held:
+                response = await handler(loop.request())
             recalls, done = loop.inspect(response)
+            if held is not None:
+                held.finish(keep=done)
             outputs = (await asyncio.to_thread(self._serve, cid, recalls, loop.served)
                        if recalls else [])
             if done:
@@ -244,21 +251,8 @@ def _strip_recalls(response: Any, name: str) -> Any:
         return ExtendedModelResponse(_strip_recalls(response.model_response, name),
                                      response.command)
     if isinstance(response, AIMessage):
-        return _without(response, name)
+        return without_calls(response, name)
     if isinstance(response, ModelResponse):
-        return ModelResponse([_without(m, name) if isinstance(m, AIMessage) else m
+        return ModelResponse([without_calls(m, name) if isinstance(m, AIMessage) else m
                               for m in response.result], response.structured_response)
     return response
-
-
-def _without(ai: AIMessage, name: str) -> AIMessage:
-    if not any(c["name"] == name for c in ai.tool_calls):
-        return ai
-    keep = [c for c in ai.tool_calls if c["name"] != name]
-    kwargs = dict(ai.additional_kwargs)
-    if "tool_calls" in kwargs:
-        kwargs["tool_calls"] = [c for c in kwargs["tool_calls"]
-                                if (c.get("function") or {}).get("name") != name]
-        if not kwargs["tool_calls"]:
-            del kwargs["tool_calls"]
-    return ai.model_copy(update={"tool_calls": keep, "additional_kwargs": kwargs})
