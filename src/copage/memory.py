@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from copage.core.config import PagerConfig
-from copage.core.pager import Context, Pager, PagerStats, RecallResult
+from copage.core.pager import Context, Pager, PagerStats, RecallResult, parse_page_arg
 from copage.core.registry import UnknownNameError
 from copage.core.text import content_words
 from copage.core.types import Bookmark, Page, PageId, ToolCall, Turn, page_id
@@ -338,6 +338,34 @@ class PagedMemory:
         """Evicted pages, in page order."""
         self._live()
         return self.pager.evicted
+
+    def page(self, page: object) -> Page:
+        """A closed page by id (``"p3"``, ``"3"`` or ``3``); ``KeyError`` if there is none."""
+        self._live()
+        idx = parse_page_arg(page)
+        if idx is None or idx >= len(self.pager.pages):
+            raise KeyError(f"unknown page {page!r}")
+        return self.pager.pages[idx]
+
+    def visible_turns(self) -> list[Turn]:
+        """The turns the model is shown as messages: the resident pages', then the open
+        page's (cost: the visible turns, not the conversation)."""
+        self._live()
+        pages = self.pager.pages
+        out = [t for pid in self.pager.resident for t in pages[parse_page_arg(pid) or 0].turns]
+        out.extend(self.pager.open_turns)
+        return out
+
+    def has_turn(self, turn_id: str) -> bool:
+        """Whether a turn with this id is stored (a set lookup)."""
+        self._live()
+        return turn_id in self._ids()
+
+    @property
+    def last_turn(self) -> Turn | None:
+        """The latest turn, None before the first."""
+        self._live()
+        return self.pager.turns[-1] if self.pager.turns else None
 
     def bookmarks(self) -> dict[PageId, Bookmark]:
         """Current bookmark of every closed page."""

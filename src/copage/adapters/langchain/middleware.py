@@ -28,7 +28,8 @@ from langchain_core.messages import ToolCall as LcToolCall
 from langgraph.runtime import Runtime
 
 from copage.adapters._pool import ConversationPool
-from copage.adapters.langchain.convert import from_turn, to_turn, without_calls
+from copage.adapters.langchain.convert import from_turn, without_calls
+from copage.adapters.langchain.history import unstored
 from copage.adapters.langchain.stream import held_stream
 from copage.core.config import PagerConfig
 from copage.core.types import ToolCall
@@ -106,13 +107,11 @@ class CopageMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
 
     def _ingest(self, mem: PagedMemory, messages: Sequence[BaseMessage]) -> None:
         """Store the messages the memory does not hold yet, as one change."""
-        known = {t.id for t in mem.pager.turns}
-        new = [m for m in messages if m.id not in known]
+        new = unstored(mem, messages)
         if not new:
             return
         with mem.transaction():
-            for m in new:
-                role, text, meta = to_turn(m)
+            for role, text, meta in new:
                 mem.add(role, text, **meta)
 
     def _prepare(self, cid: str, messages: Sequence[BaseMessage]) -> _View:
@@ -122,11 +121,17 @@ class CopageMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
 
     def _view(self, mem: PagedMemory, messages: Sequence[BaseMessage]) -> _View:
         ctx = mem.context()
-        by_id = {m.id: m for m in messages if m.id}
-        turns = [t for p in mem.resident for t in mem.pages[int(p[1:]) - 1].turns]
-        turns.extend(mem.pager.open_turns)
-        shown = [m if (m := by_id.get(t.id)) is not None else from_turn(t)
-                 for t in turns if t.role != "system"]
+        turns = [t for t in mem.visible_turns() if t.role != "system"]
+        # the state's own message objects for the visible turns: the latest messages, so
+        # the scan from the end stops once it has them all
+        want = {t.id for t in turns}
+        by_id: dict[str, BaseMessage] = {}
+        for msg in reversed(messages):
+            if len(by_id) == len(want):
+                break
+            if msg.id in want:
+                by_id[msg.id] = msg
+        shown = [m if (m := by_id.get(t.id)) is not None else from_turn(t) for t in turns]
         head = ctx.messages[0] if ctx.messages else {}
         system = str(head["content"]) if head.get("role") == "system" else ""
         tool = dict(ctx.tools[0]) if ctx.tools else None
