@@ -14,8 +14,9 @@ made, as a reader's would). What makes them run without a network, explicitly:
   ``openai:gpt-4o-mini`` is run as ``openai:gpt-4o-mini@<scripted server>``
   (:data:`SPEC`), and the proxy address of ``docs/serve.md``
   (``http://127.0.0.1:8787/v1``) as a ``copage serve`` app started here.
-* ``copage`` (the MCP example's server command) is the venv's, importing this
-  checkout (``PYTHONPATH``).
+* ``copage`` (the MCP example's server command, started by the MCP SDK with a
+  minimal environment) is a script first on ``PATH`` that runs this checkout's
+  ``copage.cli.main`` with the venv's Python.
 
 API signatures are written as ```text blocks, not ```python, because they are not
 programs. Where a document shows a block's output (a ```text or bare block right
@@ -105,13 +106,23 @@ def proxy(model: FakeUpstream) -> Iterator[str]:
         yield srv.url + "/v1"
 
 
+def _copage_command(cwd: Path) -> Path:
+    bin_dir = cwd / ".bin"
+    bin_dir.mkdir(exist_ok=True)
+    script = bin_dir / "copage"
+    script.write_text(f"#!/bin/sh\nPYTHONPATH={ROOT / 'src'} exec {sys.executable} "
+                      f'-m copage.cli.main "$@"\n')
+    script.chmod(0o755)
+    return bin_dir
+
+
 def _run(block: Block, cwd: Path, model_url: str, proxy_url: str) -> str:
     code = block.code.replace(f'"{SPEC}"', f'"{SPEC}@{model_url}"')
     code = code.replace(PROXY_URL, proxy_url)
     env = {**os.environ, "OPENAI_BASE_URL": model_url, "OPENAI_API_BASE": model_url,
            "OPENAI_API_KEY": "sk-test", "OPENAI_AGENTS_DISABLE_TRACING": "1",
            "COPAGE_FORBID_NETWORK_MODELS": "1", "PYTHONPATH": str(ROOT / "src"),
-           "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+           "PATH": f"{_copage_command(cwd)}{os.pathsep}{os.environ.get('PATH', '')}"}
     env.pop("ANTHROPIC_API_KEY", None)
     done = subprocess.run([sys.executable, "-c", code], check=False, cwd=cwd, env=env, capture_output=True,
                           text=True, timeout=120)
