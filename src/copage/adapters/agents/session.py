@@ -25,6 +25,7 @@ from typing import Any
 from agents import FunctionTool
 from agents.items import TResponseInputItem
 from agents.memory import SessionSettings
+from agents.memory.session_settings import resolve_session_limit
 from agents.tool_context import ToolContext
 
 from copage.adapters.agents.items import Item, items_of, to_turn
@@ -116,22 +117,29 @@ class CopageSession:
     # ---------------------------------------------------------- the protocol
     async def get_items(self, limit: int | None = None) -> list[TResponseInputItem]:
         """The paged view: a bookmarks item (when pages are evicted), then the items of
-        the resident pages and the open page; ``limit`` keeps the latest of those."""
-        return await asyncio.to_thread(self._get_items, limit)
+        the resident pages and the open page.
+
+        ``limit`` (else ``session_settings.limit``) bounds the whole answer: at most
+        ``limit`` items, the bookmarks item first (when there is one and ``limit`` is
+        at least 2), then the latest items of the view.
+        """
+        return await asyncio.to_thread(self._get_items,
+                                       resolve_session_limit(limit, self.session_settings))
 
     def _get_items(self, limit: int | None) -> list[Any]:
+        if limit is not None and limit < 0:
+            raise ValueError(f"limit must be >= 0, got {limit}")
         with self._memory(create=False) as mem:
             if mem is None:
                 return []
-            turns = [t for p in mem.resident for t in mem.pages[int(p[1:]) - 1].turns]
-            turns.extend(mem.pager.open_turns)
-            items = [i for t in turns for i in items_of(t)]
-            if limit is not None:
-                items = items[-limit:] if limit > 0 else []
-            if mem.evicted:
-                items.insert(0, {"role": "system",
-                                 "content": str(mem.context().messages[0]["content"])})
-        return items
+            items = [i for t in mem.visible_turns() for i in items_of(t)]
+            head = [{"role": "system", "content": str(mem.context().messages[0]["content"])}
+                    ] if mem.evicted else []
+        if limit is None:
+            return head + items
+        if limit < 2:
+            return items[-limit:] if limit else []
+        return head + items[-(limit - len(head)):]
 
     async def add_items(self, items: list[TResponseInputItem]) -> None:
         """Store new items (one atomic change); recall calls and outputs are skipped."""
