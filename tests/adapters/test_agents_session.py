@@ -19,7 +19,7 @@ from agents import (
     function_tool,
     set_tracing_disabled,
 )
-from agents.memory import Session, SessionSettings
+from agents.memory import Session
 from openai import AsyncOpenAI
 
 from copage.adapters.agents import CopageSession

@@ -32,7 +32,7 @@ from copage.adapters.agents.items import Item, items_of, to_turn
 from copage.core.config import PagerConfig
 from copage.core.types import ToolCall, Turn
 from copage.memory import PagedMemory
-from copage.server.memcache import MemoryCache
+from copage.session.memcache import MemoryCache
 from copage.session.tools import execute
 from copage.stores import open_store
 from copage.stores.base import ConversationNotFound, PageStore
