@@ -160,6 +160,42 @@ class PagedMemory:
         """
         self._load()
 
+    def refresh(self) -> None:
+        """Catch up with the store after another writer committed.
+
+        Reads and processes only what was added since this object's version (the
+        turns and pages after its own, with the store's ``load_since`` when it has
+        one), so the cost does not grow with the conversation; a stored conversation
+        that is not this one grown (other settings, fewer turns, another latest turn
+        than ours) is reloaded in full, as is a refused object. Errors as :meth:`reload`.
+        """
+        if self._broken is not None or not self.pager.turns:
+            self._load()
+            return
+        base = self.pager
+        n_turns, n_pages = len(base.turns), len(base.pages)
+        since = getattr(self.store, "load_since", None)
+        if since is not None:
+            conv = since(self.conversation_id, tenant=self.tenant, turns_from=n_turns - 1,
+                         pages_from=n_pages)
+            new, pages = conv.turns, conv.pages
+        else:
+            conv = self.store.load(self.conversation_id, tenant=self.tenant)
+            new, pages = conv.turns[n_turns - 1:], [p for p in conv.pages if p.index >= n_pages]
+        config = PagerConfig.from_dict(conv.config)
+        if not new or new[0] != base.turns[-1] or config != base.config:
+            self._load()  # not this conversation grown: start over
+            return
+        try:
+            self.pager = Pager.restore(config, [*base.turns, *new[1:]], pages, conv.bookmarks,
+                                       conv.state, base=base)
+        except Exception:  # noqa: BLE001 - any mismatch: the full load is always right
+            self._load()
+            return
+        self.version = conv.version
+        if self._idset is not None:
+            self._idset.update(t.id for t in new[1:])
+
     def _live(self) -> None:
         if self._broken is not None:
             raise MemoryOutOfSync(
