@@ -65,3 +65,18 @@ def test_a_caller_sending_only_the_new_message_is_stored_in_full() -> None:
     agent.invoke({"messages": [HumanMessage("one")]}, CONFIG)
     agent.invoke({"messages": [HumanMessage("two")]}, CONFIG)
     assert [t.text for t in mw.memory("t").turns] == ["one", "a", "two", "b"]
+
+
+def test_the_quick_key_is_the_stored_key() -> None:
+    from langchain_core.messages import SystemMessage, ToolMessage
+
+    from copage.adapters.langchain.convert import to_turn
+    from copage.adapters.langchain.history import of_args, of_message
+
+    calls = [{"name": "f", "args": {"b": 1, "a": "x"}, "id": "c1", "type": "tool_call"}]
+    for m in [HumanMessage("hi", id="1"), AIMessage("yo", id="2"),
+              AIMessage("", tool_calls=calls, id="3"),
+              ToolMessage("out", tool_call_id="c1", id="4"), SystemMessage("sys", id="5"),
+              HumanMessage([{"type": "text", "text": "a"}, {"type": "text", "text": "b"}],
+                           id="6")]:
+        assert of_message(m) == of_args(to_turn(m)), m

@@ -18,7 +18,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from langchain_core.messages import BaseMessage, SystemMessage
+from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolMessage
 
 from copage.adapters.langchain.convert import TurnArgs, to_turn
 from copage.core.types import ToolCall, Turn
@@ -36,7 +36,10 @@ def _args(arguments: str) -> Any:
 
 
 def canonical(role: str, text: str, calls: Sequence[ToolCall], tool_call_id: str | None) -> str:
-    """The bytes a message is recognised by."""
+    """The bytes a message is recognised by (role and text alone when it has no tool
+    call parts; a JSON list otherwise, which no role starts like)."""
+    if not calls and not tool_call_id:
+        return f"{role}\x1f{text}"
     return json.dumps([role, text, [[c.id, c.name, _args(c.arguments)] for c in calls],
                        tool_call_id or ""], separators=(",", ":"), sort_keys=True,
                       ensure_ascii=False)
@@ -51,6 +54,14 @@ def of_args(turn: TurnArgs) -> str:
     meta = turn.meta
     return canonical(turn.role, turn.text, meta.get("tool_calls") or [],
                      meta.get("tool_call_id"))
+
+
+def of_message(m: BaseMessage) -> str:
+    """:func:`of_args` of ``to_turn(m)``, without building the turn for a plain message."""
+    if isinstance(m.content, str) and not isinstance(m, ToolMessage | SystemMessage) and not (
+            isinstance(m, AIMessage) and m.tool_calls):
+        return f"{'assistant' if isinstance(m, AIMessage) else 'user'}\x1f{m.content}"
+    return of_args(to_turn(m))
 
 
 def of_turn(turn: Turn) -> str:
@@ -85,7 +96,7 @@ def unstored(mem: PagedMemory, messages: Sequence[BaseMessage]) -> list[TurnArgs
         for i, m in enumerate(messages):
             if isinstance(m, SystemMessage):
                 continue
-            h = link(h, of_args(to_turn(m)))
+            h = link(h, of_message(m))
             if h == want:
                 start = i + 1
     if start is None:  # neither: the messages whose ids are unknown

@@ -122,11 +122,11 @@ class CopageMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     def _view(self, mem: PagedMemory, messages: Sequence[BaseMessage]) -> _View:
         ctx = mem.context()
         turns = [t for t in mem.visible_turns() if t.role != "system"]
-        # the state's own message objects for the visible turns: the latest messages, so
-        # the scan from the end stops once it has them all
+        # the state's own message objects for the visible turns: when the state holds
+        # them (a checkpointer) they are its latest messages, so only its tail is looked at
         want = {t.id for t in turns}
         by_id: dict[str, BaseMessage] = {}
-        for msg in reversed(messages):
+        for msg in messages[-(2 * len(want) + 16):][::-1]:
             if len(by_id) == len(want):
                 break
             if msg.id in want:
