@@ -9,7 +9,9 @@
   :class:`ConversationPool` objects (two conversation caches) on one file: A appends a
   user/assistant pair, then B answers ``recall_page`` (page p1: an answer whose size
   does not grow), so B must catch up with A's write; the time of B's call.
-* ``pop``: ``CopageSession.pop_item`` then ``add_items`` of the popped item back.
+* ``pop``: ``CopageSession.pop_item`` then ``add_items`` of the popped item back, with
+  the latest item in the open page (``open``: 9 of 10 items with pages of 10) or the
+  one that closed its page (``closing``: the conversation is rebuilt).
 
 Each size is built once, then ``--turns`` measured turns; the median is printed (ms).
 Run: ``PYTHONPATH=src .venv/bin/python bench/bench_adapters.py [--sizes 100,1000,3000]``.
@@ -101,12 +103,13 @@ def bench_mcp(n: int, turns: int, tmp: Path) -> float:
     return 1000 * statistics.median(times)
 
 
-def bench_pop(n: int, turns: int) -> float:
+def bench_pop(n: int, turns: int, closing: bool) -> float:
     from copage.adapters.agents import CopageSession
 
     session = CopageSession("s", **PAGING)
+    size = n if closing else n + 5  # with pages of 10: the n-th item closes a page
     asyncio.run(session.add_items([{"role": "user" if i % 2 == 0 else "assistant",
-                                    "content": _text(i)} for i in range(n)]))
+                                    "content": _text(i)} for i in range(size)]))
 
     def turn(_i: int) -> None:
         item = asyncio.run(session.pop_item())
@@ -136,7 +139,10 @@ def main() -> None:
             if "mcp-2proc" in only:
                 rows.setdefault("mcp, 2 processes", []).append(bench_mcp(n, args.turns, Path(d)))
             if "pop" in only:
-                rows.setdefault("agents pop_item + add", []).append(bench_pop(n, args.turns))
+                rows.setdefault("agents pop+add (open)", []).append(
+                    bench_pop(n, args.turns, False))
+                rows.setdefault("agents pop+add (closing)", []).append(
+                    bench_pop(n, args.turns, True))
     print(f"{'ms per turn (median)':28}" + "".join(f"{n:>9}" for n in sizes))
     for name, vals in rows.items():
         print(f"{name:28}" + "".join(f"{v:9.2f}" for v in vals))

@@ -315,6 +315,19 @@ class PagedMemory:
             self._idset = {t.id for t in self.pager.turns}
         return self._idset
 
+    def pop_turn(self) -> Turn | None:
+        """Remove the latest turn and return it, when it is in the open page (one O(1)
+        commit); None, with nothing changed, when there is no turn or the latest turn is
+        on a closed page (then only a rebuild of the conversation removes it)."""
+        with self._applying():
+            turn = self.pager.pop_turn()
+        if turn is None:
+            return None
+        if self._idset is not None:
+            self._idset.discard(turn.id)
+        self._commit()
+        return turn
+
     def close_page(self) -> list[PageId]:
         """Close the open page now (e.g. at the end of a session)."""
         with self._applying():

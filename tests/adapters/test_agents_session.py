@@ -129,9 +129,13 @@ async def test_get_items_limit_pop_and_clear(tmp_path: Path) -> None:
     assert after[-1] == {"role": "user", "content": "I like Biscuit."}
     mem = session.memory()
     assert mem is not None and len(mem.turns) == len(TURNS) - 1
-    assert mem.conversation_id == "carol~pop"  # the shortened copy replaced the original
+    # the popped turn had closed a page: the shortened copy replaced the original
+    assert mem.conversation_id == "carol~pop"
+    version = mem.version
     assert (await session.pop_item())["content"] == "I like Biscuit."
-    assert session.memory().conversation_id == "carol"  # type: ignore[union-attr]
+    again = session.memory()  # this one was in the open page: one commit, same id
+    assert again is not None and again.conversation_id == "carol~pop"
+    assert again.version == version + 1 and len(again.turns) == len(TURNS) - 2
 
     await session.clear_session()
     assert await session.get_items() == []

@@ -110,6 +110,20 @@ def test_load_since_reads_the_tail(store: PageStore) -> None:
         store.load_since("nope", turns_from=0)  # type: ignore[attr-defined]
 
 
+def test_truncate_removes_open_page_turns_only(store: PageStore) -> None:
+    store.create_conversation("c", {})
+    store.commit("c", first_change())  # 4 turns, all on pages
+    store.commit("c", ChangeSet(turns=[(4, Turn("t5", "user", "a")), (5, Turn("t6", "user", "b"))]))
+    with pytest.raises(InvalidChange, match="cannot remove"):
+        store.commit("c", ChangeSet(truncate=3))  # on page 1
+    assert store.commit("c", ChangeSet(truncate=5, turns=[(5, Turn("t7", "user", "c"))])) == 3
+    assert [t.id for t in store.load("c").turns][4:] == ["t5", "t7"]
+    store.commit("c", ChangeSet(truncate=4))
+    conv = store.load("c")
+    assert len(conv.turns) == 4 and conv.version == 4
+    assert [c.turns for c in store.list_conversations() if c.id == "c"] == [4]
+
+
 def test_versions_upserts_and_state_kept(store: PageStore) -> None:
     store.create_conversation("c", {})
     store.commit("c", first_change())

@@ -270,6 +270,25 @@ class Pager:
             self._refresh_stale()
         return closed
 
+    def pop_turn(self) -> Turn | None:
+        """Remove the latest turn when it is in the open page and return it; None (nothing
+        changed) when there is no turn or the latest is on a closed page (a page's
+        closing is not undone). O(1): pages, bookmarks and the resident set stay."""
+        seq = len(self.turns) - 1
+        if seq < self.paginator.start:
+            return None
+        turn = self.turns.pop()
+        self._turn_tokens.pop()
+        pending = self._pending
+        if pending.turns and pending.turns[-1][0] == seq:
+            pending.turns.pop()  # added in this transaction: never stored
+        else:
+            pending.truncate = seq if pending.truncate is None else min(pending.truncate, seq)
+        if turn.role == "user":
+            last_user = next((t.text for t in reversed(self.turns) if t.role == "user"), None)
+            self.cache.set_query(last_user)
+        return turn
+
     def begin_turn(self) -> None:
         """Start a turn without adding a user message (a probe): pages recalled before
         are no longer protected. Adding a user turn does this by itself."""

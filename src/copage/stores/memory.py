@@ -150,10 +150,13 @@ class MemoryStore:
                 raise VersionConflict(
                     f"commit to {name}: expected version {expected_version}, stored {c.version}"
                 )
-            check_change(change, len(c.turns), len(c.pages), name)
+            check_change(change, len(c.turns), len(c.pages), name,
+                         c.pages[-1].last_seq if c.pages else -1)
             for seq, _ in events:
                 if seq in c.events:
                     raise InvalidChange(f"commit to {name}: event seq {seq} is already stored")
+            if change.truncate is not None:
+                del c.turns[change.truncate:]
             c.turns.extend(turns)
             c.pages.extend(change.pages)
             c.bookmarks.update(bms)

@@ -178,7 +178,17 @@ class SqlStore(ABC):
             version, n_turns, n_pages = head
             if expected_version is not None and expected_version != version:
                 raise_conflict(name, expected_version, version)
-            check_change(change, n_turns, n_pages, name)
+            last_paged = -1
+            if change.truncate is not None:
+                cur.execute(self._q("SELECT MAX(last_seq) FROM pages WHERE tenant=? AND "
+                                    "conversation_id=?"), key)
+                row = cur.fetchone()
+                last_paged = -1 if row is None or row[0] is None else int(row[0])
+            check_change(change, n_turns, n_pages, name, last_paged)
+            if change.truncate is not None:
+                cur.execute(self._q("DELETE FROM turns WHERE tenant=? AND conversation_id=? "
+                                    "AND seq >= ?"), (*key, change.truncate))
+                n_turns = change.truncate
             if turns:
                 cur.executemany(
                     self._q(

@@ -8,11 +8,12 @@ so the model can bring an evicted page back; the recall calls and their outputs
 are not stored (like the proxy, they stay out of the history), and the recalled
 page is resident, so shown in full, from the next run on.
 
-``pop_item`` rebuilds the conversation without its last item (copage's history
-is append-only): it writes the shortened copy under a second id, then deletes
-the old one; a process killed in between leaves both, and the next use keeps
-the longer (the pop did not happen). So the stored id alternates between
-``session_id`` and ``session_id + "~pop"``.
+``pop_item`` removes the last item in one O(1) commit when its turn is in the open
+page (``PagedMemory.pop_turn``). When that turn is on a closed page (it closed the
+page), the conversation is rebuilt without it: the shortened copy is written under
+a second id, then the old one is deleted; a process killed in between leaves both,
+and the next use keeps the longer (the pop did not happen). So the stored id
+alternates between ``session_id`` and ``session_id + "~pop"``.
 """
 
 from __future__ import annotations
@@ -178,8 +179,12 @@ class CopageSession:
     def _pop_item(self) -> Any:
         with self.store.lock(self.session_id, tenant=self.tenant):
             mem = self._open(create=False)
-            if mem is None or not mem.turns:
+            if mem is None or mem.last_turn is None:
                 return None
+            popped = mem.pop_turn()  # the latest turn is in the open page: one O(1) commit
+            if popped is not None:
+                self._cache.put(mem)
+                return items_of(popped)[-1]
             turns, cid = mem.turns, mem.conversation_id
             twin = self.session_id if cid != self.session_id else self.session_id + POP_SUFFIX
             # The shortened copy is complete before the original goes (see module docstring).
