@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import statistics
 import tempfile
 import time
@@ -43,9 +44,13 @@ def _median_ms(fn: Callable[[int], float | None], start: int, turns: int) -> flo
     """Median over ``turns`` calls of ``fn`` (its own figure when it returns one)."""
     times = []
     for k in range(turns):
-        t = time.perf_counter()
-        own = fn(start + 2 * k)
-        times.append(time.perf_counter() - t if own is None else own)
+        gc.disable()  # as timeit does: a collection's pause belongs to no one call
+        try:
+            t = time.perf_counter()
+            own = fn(start + 2 * k)
+            times.append(time.perf_counter() - t if own is None else own)
+        finally:
+            gc.enable()
     return 1000 * statistics.median(times)
 
 
@@ -92,15 +97,15 @@ def bench_mcp(n: int, turns: int, tmp: Path) -> float:
         tools.append_turns(a, "default", "c", [("user" if i % 2 == 0 else "assistant", _text(i))
                                               for i in range(s, min(n, s + 500))])
     tools.recall_page(b, "default", "c", "p1")  # B has it cached, as a warm process would
-    times = []
-    for k in range(turns):
-        i = n + 2 * k
+    def turn(i: int) -> float:
         tools.append_turns(a, "default", "c", [("user", _text(i)), ("assistant", _text(i + 1))])
         t = time.perf_counter()
         tools.recall_page(b, "default", "c", "p1")
-        times.append(time.perf_counter() - t)
+        return time.perf_counter() - t
+
+    out = _median_ms(turn, n, turns)
     a.close()
-    return 1000 * statistics.median(times)
+    return out
 
 
 def bench_pop(n: int, turns: int, closing: bool) -> float:
@@ -108,15 +113,24 @@ def bench_pop(n: int, turns: int, closing: bool) -> float:
 
     session = CopageSession("s", **PAGING)
     size = n if closing else n + 5  # with pages of 10: the n-th item closes a page
-    asyncio.run(session.add_items([{"role": "user" if i % 2 == 0 else "assistant",
-                                    "content": _text(i)} for i in range(size)]))
 
-    def turn(_i: int) -> None:
-        item = asyncio.run(session.pop_item())
-        assert item is not None
-        asyncio.run(session.add_items([item]))
+    async def run() -> float:  # one event loop (and worker thread pool) for the whole run
+        await session.add_items([{"role": "user" if i % 2 == 0 else "assistant",
+                                  "content": _text(i)} for i in range(size)])
+        times = []
+        for _ in range(turns):
+            gc.disable()
+            try:
+                t = time.perf_counter()
+                item = await session.pop_item()
+                assert item is not None
+                await session.add_items([item])
+                times.append(time.perf_counter() - t)
+            finally:
+                gc.enable()
+        return 1000 * statistics.median(times)
 
-    return _median_ms(turn, n, turns)
+    return asyncio.run(run())
 
 
 def main() -> None:
