@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from copage.core.config import PagerConfig
-from copage.core.pager import Context, Pager, PagerStats, RecallResult
+from copage.core.pager import Context, Pager, PagerStats, RecallResult, parse_page_arg
 from copage.core.registry import UnknownNameError
 from copage.core.text import content_words
 from copage.core.types import Bookmark, Page, PageId, ToolCall, Turn, page_id
@@ -160,6 +160,42 @@ class PagedMemory:
         """
         self._load()
 
+    def refresh(self) -> None:
+        """Catch up with the store after another writer committed.
+
+        Reads and processes only what was added since this object's version (the
+        turns and pages after its own, with the store's ``load_since`` when it has
+        one), so the cost does not grow with the conversation; a stored conversation
+        that is not this one grown (other settings, fewer turns, another latest turn
+        than ours) is reloaded in full, as is a refused object. Errors as :meth:`reload`.
+        """
+        if self._broken is not None or not self.pager.turns:
+            self._load()
+            return
+        base = self.pager
+        n_turns, n_pages = len(base.turns), len(base.pages)
+        since = getattr(self.store, "load_since", None)
+        if since is not None:
+            conv = since(self.conversation_id, tenant=self.tenant, turns_from=n_turns - 1,
+                         pages_from=n_pages)
+            new, pages = conv.turns, conv.pages
+        else:
+            conv = self.store.load(self.conversation_id, tenant=self.tenant)
+            new, pages = conv.turns[n_turns - 1:], [p for p in conv.pages if p.index >= n_pages]
+        config = PagerConfig.from_dict(conv.config)
+        if not new or new[0] != base.turns[-1] or config != base.config:
+            self._load()  # not this conversation grown: start over
+            return
+        try:
+            self.pager = Pager.restore(config, [*base.turns, *new[1:]], pages, conv.bookmarks,
+                                       conv.state, base=base)
+        except Exception:  # noqa: BLE001 - any mismatch: the full load is always right
+            self._load()
+            return
+        self.version = conv.version
+        if self._idset is not None:
+            self._idset.update(t.id for t in new[1:])
+
     def _live(self) -> None:
         if self._broken is not None:
             raise MemoryOutOfSync(
@@ -279,6 +315,19 @@ class PagedMemory:
             self._idset = {t.id for t in self.pager.turns}
         return self._idset
 
+    def pop_turn(self) -> Turn | None:
+        """Remove the latest turn and return it, when it is in the open page (one O(1)
+        commit); None, with nothing changed, when there is no turn or the latest turn is
+        on a closed page (then only a rebuild of the conversation removes it)."""
+        with self._applying():
+            turn = self.pager.pop_turn()
+        if turn is None:
+            return None
+        if self._idset is not None:
+            self._idset.discard(turn.id)
+        self._commit()
+        return turn
+
     def close_page(self) -> list[PageId]:
         """Close the open page now (e.g. at the end of a session)."""
         with self._applying():
@@ -338,6 +387,34 @@ class PagedMemory:
         """Evicted pages, in page order."""
         self._live()
         return self.pager.evicted
+
+    def page(self, page: object) -> Page:
+        """A closed page by id (``"p3"``, ``"3"`` or ``3``); ``KeyError`` if there is none."""
+        self._live()
+        idx = parse_page_arg(page)
+        if idx is None or idx >= len(self.pager.pages):
+            raise KeyError(f"unknown page {page!r}")
+        return self.pager.pages[idx]
+
+    def visible_turns(self) -> list[Turn]:
+        """The turns the model is shown as messages: the resident pages', then the open
+        page's (cost: the visible turns, not the conversation)."""
+        self._live()
+        pages = self.pager.pages
+        out = [t for pid in self.pager.resident for t in pages[parse_page_arg(pid) or 0].turns]
+        out.extend(self.pager.open_turns)
+        return out
+
+    def has_turn(self, turn_id: str) -> bool:
+        """Whether a turn with this id is stored (a set lookup)."""
+        self._live()
+        return turn_id in self._ids()
+
+    @property
+    def last_turn(self) -> Turn | None:
+        """The latest turn, None before the first."""
+        self._live()
+        return self.pager.turns[-1] if self.pager.turns else None
 
     def bookmarks(self) -> dict[PageId, Bookmark]:
         """Current bookmark of every closed page."""

@@ -113,8 +113,15 @@ async def test_get_items_limit_pop_and_clear(tmp_path: Path) -> None:
     view = await session.get_items()
     assert view[0]["role"] == "system" and "[p1:" in view[0]["content"]
     assert len(view) == 1 + 8  # bookmarks + two resident pages of 4 items
-    latest = await session.get_items(limit=3)
-    assert latest[0] == view[0] and latest[1:] == view[-3:]
+    latest = await session.get_items(limit=3)  # at most 3 items: bookmarks, the latest two
+    assert latest[0] == view[0] and latest[1:] == view[-2:]
+    assert await session.get_items(limit=1) == view[-1:]
+    assert await session.get_items(limit=0) == []
+    assert await session.get_items(limit=100) == view
+    limited = CopageSession("carol", session.store, session_settings=SessionSettings(limit=2))
+    assert await limited.get_items() == [view[0], view[-1]]  # the SDK's setting applies
+    with pytest.raises(ValueError, match="limit"):
+        await session.get_items(limit=-1)
 
     popped = await session.pop_item()
     assert popped is not None and popped["content"][0]["text"] == "Biscuit it is."
@@ -122,9 +129,13 @@ async def test_get_items_limit_pop_and_clear(tmp_path: Path) -> None:
     assert after[-1] == {"role": "user", "content": "I like Biscuit."}
     mem = session.memory()
     assert mem is not None and len(mem.turns) == len(TURNS) - 1
-    assert mem.conversation_id == "carol~pop"  # the shortened copy replaced the original
+    # the popped turn had closed a page: the shortened copy replaced the original
+    assert mem.conversation_id == "carol~pop"
+    version = mem.version
     assert (await session.pop_item())["content"] == "I like Biscuit."
-    assert session.memory().conversation_id == "carol"  # type: ignore[union-attr]
+    again = session.memory()  # this one was in the open page: one commit, same id
+    assert again is not None and again.conversation_id == "carol~pop"
+    assert again.version == version + 1 and len(again.turns) == len(TURNS) - 2
 
     await session.clear_session()
     assert await session.get_items() == []

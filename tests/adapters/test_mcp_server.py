@@ -64,9 +64,11 @@ async def test_append_list_recall_search_and_resource() -> None:
         page = text(await c.call_tool("recall_page", {"conversation": "me", "page": "p1"}))
         assert "locker code is 4471" in page and page.startswith('<page id="p1">')
         mem.reload()
-        assert "p1" in mem.resident  # paged in, in the store
-        again = text(await c.call_tool("recall_page", {"conversation": "me", "page": "p1"}))
-        assert "locker code is 4471" in again  # resident pages still give their text
+        # read-only: an MCP client holds no resident page, so p1 stays evicted and listed
+        assert "p1" in mem.evicted and "p1" not in mem.resident
+        assert "[p1:" in text(await c.call_tool("list_bookmarks", {"conversation": "me"}))
+        again = text(await c.call_tool("recall_page", {"conversation": "me", "page": "p5"}))
+        assert again.startswith('<page id="p5">')  # resident pages give their text too
 
         convs = text(await c.call_tool("list_conversations", {}))
         assert "me: 20 turns, 5 pages" in convs

@@ -96,3 +96,15 @@ def test_the_library_never_imports_the_benchmark() -> None:
                  if m.startswith(("copage.llmkeywords", "copage.core", "copage.session",
                                   "copage.llm", "copage.stores"))}
     assert {m: v for m, v in offenders.items() if v} == {}
+
+
+def test_only_the_cli_and_the_server_import_the_server() -> None:
+    """The adapters (MCP, LangChain, Agents SDK) and the library under them never import
+    ``copage.server``: what they share with the proxy (the conversation cache, the API
+    keys) lives outside it."""
+    offenders = {m: sorted(i for i in _imports(p) if i == "copage.server"
+                           or i.startswith("copage.server."))
+                 for m, p in MODULES.items()
+                 if not m.startswith(("copage.server", "copage.cli"))}
+    assert {m: v for m, v in offenders.items() if v} == {}
+    assert any(m.startswith("copage.adapters.mcp") for m in MODULES)  # the walk sees them

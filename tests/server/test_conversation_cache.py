@@ -10,8 +10,8 @@ import pytest
 from proxy_helpers import stats
 
 from copage.memory import PagedMemory
-from copage.server.memcache import MemoryCache
 from copage.server.testing import Reply
+from copage.session.memcache import MemoryCache
 from copage.stores import open_store
 
 

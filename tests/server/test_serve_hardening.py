@@ -293,8 +293,8 @@ def test_plaintext_proxy_keys_are_not_kept(proxy: Proxy) -> None:
 
 
 def test_keys_file_may_hold_digests(tmp_path: Path) -> None:
-    from copage.server.auth import KeyRing, digest
     from copage.server.settings import build_settings
+    from copage.session.auth import KeyRing, digest
 
     f = tmp_path / "keys.json"
     f.write_text(json.dumps({digest("the-real-key-123"): "t1"}))

@@ -8,8 +8,8 @@ import pytest
 
 from copage.cli.main import main
 from copage.cli.serve import safe_url
-from copage.server.auth import KeyRing, digest
 from copage.server.settings import build_settings, load_keys_file, parse_keys
+from copage.session.auth import KeyRing, digest
 
 
 def test_precedence_flags_env_file(tmp_path: Path) -> None:

@@ -93,6 +93,37 @@ def test_commit_round_trips_everything(store: PageStore) -> None:
     ]
 
 
+def test_load_since_reads_the_tail(store: PageStore) -> None:
+    """``load_since``: the turns from a seq and the pages from an index, the rest as load."""
+    store.create_conversation("c", {"k": 1})
+    store.commit("c", first_change())
+    full = store.load("c")
+    tail = store.load_since("c", turns_from=2, pages_from=1)  # type: ignore[attr-defined]
+    assert tail.turns == full.turns[2:] and tail.pages == full.pages[1:]
+    assert (tail.bookmarks, tail.state, tail.version, tail.config) == (
+        full.bookmarks, full.state, full.version, full.config)
+    whole = store.load_since("c")  # type: ignore[attr-defined]
+    assert (whole.turns, whole.pages) == (full.turns, full.pages)
+    past = store.load_since("c", turns_from=99, pages_from=99)  # type: ignore[attr-defined]
+    assert (past.turns, past.pages) == ([], [])
+    with pytest.raises(ConversationNotFound):
+        store.load_since("nope", turns_from=0)  # type: ignore[attr-defined]
+
+
+def test_truncate_removes_open_page_turns_only(store: PageStore) -> None:
+    store.create_conversation("c", {})
+    store.commit("c", first_change())  # 4 turns, all on pages
+    store.commit("c", ChangeSet(turns=[(4, Turn("t5", "user", "a")), (5, Turn("t6", "user", "b"))]))
+    with pytest.raises(InvalidChange, match="cannot remove"):
+        store.commit("c", ChangeSet(truncate=3))  # on page 1
+    assert store.commit("c", ChangeSet(truncate=5, turns=[(5, Turn("t7", "user", "c"))])) == 3
+    assert [t.id for t in store.load("c").turns][4:] == ["t5", "t7"]
+    store.commit("c", ChangeSet(truncate=4))
+    conv = store.load("c")
+    assert len(conv.turns) == 4 and conv.version == 4
+    assert [c.turns for c in store.list_conversations() if c.id == "c"] == [4]
+
+
 def test_versions_upserts_and_state_kept(store: PageStore) -> None:
     store.create_conversation("c", {})
     store.commit("c", first_change())

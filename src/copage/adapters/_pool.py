@@ -1,7 +1,7 @@
 """Open conversations by (tenant, id), shared by the adapters.
 
 Every use holds the store's lock on the conversation and works on its latest
-stored state: the server's :class:`~copage.server.memcache.MemoryCache` keeps
+stored state: the shared :class:`~copage.session.memcache.MemoryCache` (also the proxy's) keeps
 recently used conversations and reloads one only when another writer committed.
 An operation that raises leaves nothing cached (the next use reloads).
 """
@@ -13,7 +13,7 @@ from contextlib import contextmanager
 
 from copage.core.config import PagerConfig
 from copage.memory import PagedMemory
-from copage.server.memcache import DEFAULT_SIZE, MemoryCache
+from copage.session.memcache import DEFAULT_SIZE, MemoryCache
 from copage.stores import open_store
 from copage.stores.base import ConversationNotFound, PageStore
 

@@ -59,8 +59,8 @@ def run(args: argparse.Namespace) -> int:
     from copage.cli.serve import _loopback, safe_url
     from copage.core.config import PagerConfig
     from copage.core.pager import Pager
-    from copage.server.auth import KeyRing
     from copage.server.settings import default_store_url
+    from copage.session.auth import KeyRing
 
     paging = paging_settings(args)
     config = PagerConfig(**paging)

@@ -51,7 +51,11 @@ class ChangeSet:
     bookmarks: list[tuple[int, Bookmark]] = field(default_factory=list)  # (page index, bm) upserts
     events: list[Event] = field(default_factory=list)
     state: Mapping[str, Any] | None = None  # replaces the snapshot when not None
+    #: When not None, the stored turns from this seq on are removed first (turns of the
+    #: open page only: no stored page may hold one); ``turns`` then continue from it.
+    truncate: int | None = None
 
     def empty(self) -> bool:
         """True when the change writes nothing."""
-        return not (self.turns or self.pages or self.bookmarks or self.events or self.state)
+        return not (self.turns or self.pages or self.bookmarks or self.events or self.state
+                    or self.truncate is not None)

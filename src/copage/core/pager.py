@@ -270,6 +270,25 @@ class Pager:
             self._refresh_stale()
         return closed
 
+    def pop_turn(self) -> Turn | None:
+        """Remove the latest turn when it is in the open page and return it; None (nothing
+        changed) when there is no turn or the latest is on a closed page (a page's
+        closing is not undone). O(1): pages, bookmarks and the resident set stay."""
+        seq = len(self.turns) - 1
+        if seq < self.paginator.start:
+            return None
+        turn = self.turns.pop()
+        self._turn_tokens.pop()
+        pending = self._pending
+        if pending.turns and pending.turns[-1][0] == seq:
+            pending.turns.pop()  # added in this transaction: never stored
+        else:
+            pending.truncate = seq if pending.truncate is None else min(pending.truncate, seq)
+        if turn.role == "user":
+            last_user = next((t.text for t in reversed(self.turns) if t.role == "user"), None)
+            self.cache.set_query(last_user)
+        return turn
+
     def begin_turn(self) -> None:
         """Start a turn without adding a user message (a probe): pages recalled before
         are no longer protected. Adding a user turn does this by itself."""
@@ -647,13 +666,32 @@ class Pager:
     @classmethod
     def restore(
         cls, config: PagerConfig, turns: Sequence[Turn], pages: Sequence[PageRecord],
-        bookmarks: dict[int, Bookmark], state: dict[str, Any],
+        bookmarks: dict[int, Bookmark], state: dict[str, Any], *, base: Pager | None = None,
     ) -> Pager:
-        """Rebuild a pager from stored rows so that it continues exactly where it was."""
+        """Rebuild a pager from stored rows so that it continues exactly where it was.
+
+        ``base``: this conversation's pager at an earlier version (same config), whose
+        turns are the first of ``turns`` and whose pages the first stored ones; ``pages``
+        then holds only the pages after them. Its counted turns, pages and corpus are
+        reused, so the cost is that of what was added since, and ``base`` must not be
+        used afterwards. ``ValueError`` if ``pages`` do not follow ``base``'s.
+        """
         pager = cls(config)
         pager.turns = list(turns)
-        pager._turn_tokens = [pager.tokenizer.count(prompt.turn_content(t)) for t in turns]
+        start = 0
+        if base is not None:
+            if base.config != config or len(base.turns) > len(turns):
+                raise ValueError("base is not an earlier state of this conversation")
+            start = len(base.turns)
+            pager._turn_tokens = list(base._turn_tokens)
+            pager.pages = list(base.pages)
+            pager._closed_tokens = base._closed_tokens
+            pager.corpus = base.corpus
+        pager._turn_tokens += [pager.tokenizer.count(prompt.turn_content(t))
+                               for t in turns[start:]]
         for rec in sorted(pages, key=lambda r: r.index):
+            if rec.index != len(pager.pages):
+                raise ValueError(f"page {rec.index} does not follow page {len(pager.pages)}")
             ts = tuple(turns[rec.first_seq : rec.last_seq + 1])
             text = render_turns(ts)
             page = Page(page_id(rec.index), rec.index, ts, text, rec.tokens)
@@ -685,7 +723,8 @@ class Pager:
         pager._event_seq = int(state.get("event_seq", 0))
         pager.system = state.get("system")
         pins = state.get("pins") or {}
-        user_seq = max((i for i, t in enumerate(pager.turns) if t.role == "user"), default=-1)
+        user_seq = next((i for i in range(len(pager.turns) - 1, -1, -1)
+                         if pager.turns[i].role == "user"), -1)
         pager._pins_user = int(pins.get("user", -1))
         if pager._pins_user >= user_seq:  # pins of this turn (or of a probe after it)
             pager._pins = [str(p) for p in pins.get("pages", ()) if str(p) in res]

@@ -24,7 +24,6 @@ from starlette.staticfiles import StaticFiles
 
 from copage.llm.errors import ModelError
 from copage.server import inspector, responses
-from copage.server.auth import KeyRing
 from copage.server.body import BodyError, decode, match_known, parse_body
 from copage.server.errors import ProxyError, from_model_error
 from copage.server.guard import BrowserGuard
@@ -37,6 +36,7 @@ from copage.server.settings import ServeSettings
 from copage.server.streaming import ClientGone, EventStreamResponse, TurnStream
 from copage.server.transcript import TranscriptIndex, index_for
 from copage.server.upstream import Upstream
+from copage.session.auth import KeyRing
 from copage.stores.base import ConversationNotFound, PageStore, StoreError
 
 log = logging.getLogger("copage.server")

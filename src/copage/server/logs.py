@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from copage.llm.errors import redact
-from copage.server.auth import find_keys
+from copage.session.auth import find_keys
 
 LOGGERS = ("", "uvicorn", "uvicorn.error", "uvicorn.access", "copage", "copage.server")
 

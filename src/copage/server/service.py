@@ -27,7 +27,7 @@ waiting on each other's locks would deadlock. An asyncio lock per conversation
 keeps waiting requests of this process from polling the store. Both waits share
 one deadline: a request that cannot get the conversation within ``lock_timeout``
 seconds gets a 409 ``conversation_busy``. Open conversations are kept in a
-per-worker :class:`~copage.server.memcache.MemoryCache` and reloaded only when
+per-worker :class:`~copage.session.memcache.MemoryCache` and reloaded only when
 the stored version moved on (another worker wrote). Once a turn is committed, the
 transcript index and the caches are updated best-effort: the turn is acknowledged
 even if they fail (a lost head only means a transparent client's next request
@@ -61,7 +61,6 @@ from copage.server.loop import (
     outcome_of,
     replay_events,
 )
-from copage.server.memcache import DEFAULT_SIZE, MemoryCache
 from copage.server.metrics import Metrics
 from copage.server.recognise import (
     RQ,
@@ -80,6 +79,7 @@ from copage.server.request import ChatCall, Message
 from copage.server.transcript import GENESIS, TranscriptIndex, chain, digest, link
 from copage.server.upstream import Upstream
 from copage.session.engine import ClientToolDelta, LoopEnd, RecallServed, TextDelta
+from copage.session.memcache import DEFAULT_SIZE, MemoryCache
 from copage.stores.base import PageStore
 
 T = TypeVar("T")

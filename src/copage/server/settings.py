@@ -19,7 +19,7 @@ from typing import Any
 
 from copage.core.config import PagerConfig
 from copage.llm.errors import url_secrets
-from copage.server.auth import digest, is_digest
+from copage.session.auth import digest, is_digest
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8787

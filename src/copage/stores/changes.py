@@ -14,12 +14,21 @@ def where(conversation_id: str, tenant: str) -> str:
     return f"conversation {conversation_id!r} (tenant {tenant!r})"
 
 
-def check_change(change: ChangeSet, n_turns: int, n_pages: int, name: str) -> None:
-    """Turns and pages must continue the stored ones without gaps; event seqs must be unique.
+def check_change(change: ChangeSet, n_turns: int, n_pages: int, name: str,
+                 last_paged_seq: int = -1) -> None:
+    """Turns and pages must continue the stored ones without gaps; event seqs must be unique;
+    a truncation removes only turns that no stored page holds (``last_paged_seq``: the
+    last turn seq of the stored pages, -1 for none).
 
     Raises:
         InvalidChange: naming the conversation and the offending seq or index.
     """
+    if change.truncate is not None:
+        if not last_paged_seq < change.truncate <= n_turns:
+            raise InvalidChange(
+                f"commit to {name}: cannot remove the turns from seq {change.truncate}: "
+                f"{n_turns} turns are stored, pages hold them up to seq {last_paged_seq}")
+        n_turns = change.truncate
     for i, (seq, _) in enumerate(change.turns):
         if seq != n_turns + i:
             raise InvalidChange(

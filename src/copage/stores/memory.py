@@ -93,6 +93,30 @@ class MemoryStore:
             version=version,
         )
 
+    def load_since(self, conversation_id: str, *, tenant: str = "default", turns_from: int = 0,
+                   pages_from: int = 0) -> StoredConversation:
+        """As :meth:`load`, with only the turns from seq ``turns_from`` and the pages
+        from index ``pages_from`` (for catching up with another writer)."""
+        name = where(conversation_id, tenant)
+        with self._mutex:
+            c = self._get(conversation_id, tenant)
+            turns, pages, bms = c.turns[turns_from:], c.pages[pages_from:], dict(c.bookmarks)
+            config, state, version = c.config, c.state, c.version
+        return StoredConversation(
+            id=conversation_id,
+            tenant=tenant,
+            config=codec.object_from_json(config, f"{name} (config)"),
+            turns=[codec.turn_from_json(t, f"{name}, turn seq={turns_from + i}")
+                   for i, t in enumerate(turns)],
+            pages=list(pages),
+            bookmarks={
+                i: codec.bookmark_from_json(b, f"{name}, bookmark {i}")
+                for i, b in sorted(bms.items())
+            },
+            state=codec.object_from_json(state, f"{name} (state)"),
+            version=version,
+        )
+
     def exists(self, conversation_id: str, *, tenant: str = "default") -> bool:
         """Whether the conversation exists in ``tenant``."""
         with self._mutex:
@@ -126,10 +150,13 @@ class MemoryStore:
                 raise VersionConflict(
                     f"commit to {name}: expected version {expected_version}, stored {c.version}"
                 )
-            check_change(change, len(c.turns), len(c.pages), name)
+            check_change(change, len(c.turns), len(c.pages), name,
+                         c.pages[-1].last_seq if c.pages else -1)
             for seq, _ in events:
                 if seq in c.events:
                     raise InvalidChange(f"commit to {name}: event seq {seq} is already stored")
+            if change.truncate is not None:
+                del c.turns[change.truncate:]
             c.turns.extend(turns)
             c.pages.extend(change.pages)
             c.bookmarks.update(bms)

@@ -103,6 +103,12 @@ class SqlStore(ABC):
 
     def load(self, conversation_id: str, *, tenant: str = "default") -> StoredConversation:
         """Load everything; raise ConversationNotFound if absent."""
+        return self.load_since(conversation_id, tenant=tenant)
+
+    def load_since(self, conversation_id: str, *, tenant: str = "default", turns_from: int = 0,
+                   pages_from: int = 0) -> StoredConversation:
+        """As :meth:`load`, with only the turns from seq ``turns_from`` and the pages
+        from index ``pages_from`` (for catching up with another writer)."""
         name = where(conversation_id, tenant)
         key = (tenant, conversation_id)
         with self._tx(False) as cur:
@@ -113,15 +119,16 @@ class SqlStore(ABC):
             row = cur.fetchone()
             if row is None:
                 raise ConversationNotFound(f"{name} not found")
-            cur.execute(self._q(_SELECT_CHILD.format("seq, data", "turns", "seq")), key)
+            cur.execute(self._q(_SELECT_FROM.format("seq, data", "turns", "seq")),
+                        (*key, turns_from))
             turn_rows = cur.fetchall()
             cur.execute(
                 self._q(
-                    _SELECT_CHILD.format(
+                    _SELECT_FROM.format(
                         "page_index, first_seq, last_seq, tokens", "pages", "page_index"
                     )
                 ),
-                key,
+                (*key, pages_from),
             )
             page_rows = cur.fetchall()
             cur.execute(
@@ -129,7 +136,7 @@ class SqlStore(ABC):
             )
             bm_rows = cur.fetchall()
         turns = []
-        for pos, (seq, data) in enumerate(turn_rows):
+        for pos, (seq, data) in enumerate(turn_rows, turns_from):
             if seq != pos:
                 raise codec.CorruptRow(f"{name}: turn seqs are not contiguous at seq {seq}")
             turns.append(codec.turn_from_json(data, f"{name}, turns row seq={seq}"))
@@ -171,7 +178,17 @@ class SqlStore(ABC):
             version, n_turns, n_pages = head
             if expected_version is not None and expected_version != version:
                 raise_conflict(name, expected_version, version)
-            check_change(change, n_turns, n_pages, name)
+            last_paged = -1
+            if change.truncate is not None:
+                cur.execute(self._q("SELECT MAX(last_seq) FROM pages WHERE tenant=? AND "
+                                    "conversation_id=?"), key)
+                row = cur.fetchone()
+                last_paged = -1 if row is None or row[0] is None else int(row[0])
+            check_change(change, n_turns, n_pages, name, last_paged)
+            if change.truncate is not None:
+                cur.execute(self._q("DELETE FROM turns WHERE tenant=? AND conversation_id=? "
+                                    "AND seq >= ?"), (*key, change.truncate))
+                n_turns = change.truncate
             if turns:
                 cur.executemany(
                     self._q(
@@ -309,6 +326,8 @@ class SqlStore(ABC):
 
 
 _SELECT_CHILD = "SELECT {0} FROM {1} WHERE tenant=? AND conversation_id=? ORDER BY {2}"
+_SELECT_FROM = ("SELECT {0} FROM {1} WHERE tenant=? AND conversation_id=? AND {2} >= ? "
+                "ORDER BY {2}")
 
 
 def raise_conflict(name: str, expected: int, actual: int) -> None:

@@ -8,11 +8,12 @@ so the model can bring an evicted page back; the recall calls and their outputs
 are not stored (like the proxy, they stay out of the history), and the recalled
 page is resident, so shown in full, from the next run on.
 
-``pop_item`` rebuilds the conversation without its last item (copage's history
-is append-only): it writes the shortened copy under a second id, then deletes
-the old one; a process killed in between leaves both, and the next use keeps
-the longer (the pop did not happen). So the stored id alternates between
-``session_id`` and ``session_id + "~pop"``.
+``pop_item`` removes the last item in one O(1) commit when its turn is in the open
+page (``PagedMemory.pop_turn``). When that turn is on a closed page (it closed the
+page), the conversation is rebuilt without it: the shortened copy is written under
+a second id, then the old one is deleted; a process killed in between leaves both,
+and the next use keeps the longer (the pop did not happen). So the stored id
+alternates between ``session_id`` and ``session_id + "~pop"``.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from typing import Any
 from agents import FunctionTool
 from agents.items import TResponseInputItem
 from agents.memory import SessionSettings
+from agents.memory.session_settings import resolve_session_limit
 from agents.tool_context import ToolContext
 
 from copage.adapters.agents.items import Item, items_of, to_turn
@@ -32,7 +34,7 @@ from copage.core.config import PagerConfig
 from copage.core.types import ToolCall, Turn
 from copage.ids import MAX_CONVERSATION_ID, check_conversation_id
 from copage.memory import PagedMemory
-from copage.server.memcache import MemoryCache
+from copage.session.memcache import MemoryCache
 from copage.session.tools import execute
 from copage.stores import open_store
 from copage.stores.base import ConversationNotFound, PageStore
@@ -121,22 +123,29 @@ class CopageSession:
     # ---------------------------------------------------------- the protocol
     async def get_items(self, limit: int | None = None) -> list[TResponseInputItem]:
         """The paged view: a bookmarks item (when pages are evicted), then the items of
-        the resident pages and the open page; ``limit`` keeps the latest of those."""
-        return await asyncio.to_thread(self._get_items, limit)
+        the resident pages and the open page.
+
+        ``limit`` (else ``session_settings.limit``) bounds the whole answer: at most
+        ``limit`` items, the bookmarks item first (when there is one and ``limit`` is
+        at least 2), then the latest items of the view.
+        """
+        return await asyncio.to_thread(self._get_items,
+                                       resolve_session_limit(limit, self.session_settings))
 
     def _get_items(self, limit: int | None) -> list[Any]:
+        if limit is not None and limit < 0:
+            raise ValueError(f"limit must be >= 0, got {limit}")
         with self._memory(create=False) as mem:
             if mem is None:
                 return []
-            turns = [t for p in mem.resident for t in mem.pages[int(p[1:]) - 1].turns]
-            turns.extend(mem.pager.open_turns)
-            items = [i for t in turns for i in items_of(t)]
-            if limit is not None:
-                items = items[-limit:] if limit > 0 else []
-            if mem.evicted:
-                items.insert(0, {"role": "system",
-                                 "content": str(mem.context().messages[0]["content"])})
-        return items
+            items = [i for t in mem.visible_turns() for i in items_of(t)]
+            head = [{"role": "system", "content": str(mem.context().messages[0]["content"])}
+                    ] if mem.evicted else []
+        if limit is None:
+            return head + items
+        if limit < 2:
+            return items[-limit:] if limit else []
+        return head + items[-(limit - len(head)):]
 
     async def add_items(self, items: list[TResponseInputItem]) -> None:
         """Store new items (one atomic change); recall calls and outputs are skipped."""
@@ -175,8 +184,12 @@ class CopageSession:
     def _pop_item(self) -> Any:
         with self.store.lock(self.session_id, tenant=self.tenant):
             mem = self._open(create=False)
-            if mem is None or not mem.turns:
+            if mem is None or mem.last_turn is None:
                 return None
+            popped = mem.pop_turn()  # the latest turn is in the open page: one O(1) commit
+            if popped is not None:
+                self._cache.put(mem)
+                return items_of(popped)[-1]
             turns, cid = mem.turns, mem.conversation_id
             twin = self.session_id if cid != self.session_id else self.session_id + POP_SUFFIX
             # The shortened copy is complete before the original goes (see module docstring).

@@ -69,3 +69,17 @@ def _args(arguments: str) -> dict[str, Any]:
     except ValueError:
         return {}
     return value if isinstance(value, dict) else {}
+
+
+def without_calls(ai: AIMessage, name: str) -> AIMessage:
+    """``ai`` without its calls of tool ``name``."""
+    if not any(c["name"] == name for c in ai.tool_calls):
+        return ai
+    keep = [c for c in ai.tool_calls if c["name"] != name]
+    kwargs = dict(ai.additional_kwargs)
+    if "tool_calls" in kwargs:
+        kwargs["tool_calls"] = [c for c in kwargs["tool_calls"]
+                                if (c.get("function") or {}).get("name") != name]
+        if not kwargs["tool_calls"]:
+            del kwargs["tool_calls"]
+    return ai.model_copy(update={"tool_calls": keep, "additional_kwargs": kwargs})

@@ -28,7 +28,9 @@ from langchain_core.messages import ToolCall as LcToolCall
 from langgraph.runtime import Runtime
 
 from copage.adapters._pool import ConversationPool
-from copage.adapters.langchain.convert import from_turn, to_turn
+from copage.adapters.langchain.convert import from_turn, without_calls
+from copage.adapters.langchain.history import unstored
+from copage.adapters.langchain.stream import held_stream
 from copage.core.config import PagerConfig
 from copage.core.types import ToolCall
 from copage.memory import PagedMemory
@@ -105,13 +107,11 @@ class CopageMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
 
     def _ingest(self, mem: PagedMemory, messages: Sequence[BaseMessage]) -> None:
         """Store the messages the memory does not hold yet, as one change."""
-        known = {t.id for t in mem.pager.turns}
-        new = [m for m in messages if m.id not in known]
+        new = unstored(mem, messages)
         if not new:
             return
         with mem.transaction():
-            for m in new:
-                role, text, meta = to_turn(m)
+            for role, text, meta in new:
                 mem.add(role, text, **meta)
 
     def _prepare(self, cid: str, messages: Sequence[BaseMessage]) -> _View:
@@ -121,11 +121,17 @@ class CopageMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
 
     def _view(self, mem: PagedMemory, messages: Sequence[BaseMessage]) -> _View:
         ctx = mem.context()
-        by_id = {m.id: m for m in messages if m.id}
-        turns = [t for p in mem.resident for t in mem.pages[int(p[1:]) - 1].turns]
-        turns.extend(mem.pager.open_turns)
-        shown = [m if (m := by_id.get(t.id)) is not None else from_turn(t)
-                 for t in turns if t.role != "system"]
+        turns = [t for t in mem.visible_turns() if t.role != "system"]
+        # the state's own message objects for the visible turns: when the state holds
+        # them (a checkpointer) they are its latest messages, so only its tail is looked at
+        want = {t.id for t in turns}
+        by_id: dict[str, BaseMessage] = {}
+        for msg in messages[-(2 * len(want) + 16):][::-1]:
+            if len(by_id) == len(want):
+                break
+            if msg.id in want:
+                by_id[msg.id] = msg
+        shown = [m if (m := by_id.get(t.id)) is not None else from_turn(t) for t in turns]
         head = ctx.messages[0] if ctx.messages else {}
         system = str(head["content"]) if head.get("role") == "system" else ""
         tool = dict(ctx.tools[0]) if ctx.tools else None
@@ -153,8 +159,11 @@ class CopageMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         cid = self._conversation(request.runtime)
         loop = _Loop(self.max_recalls, request, self._prepare(cid, request.messages))
         while True:
-            response = handler(loop.request())
+            with held_stream(loop.name) as held:
+                response = handler(loop.request())
             recalls, done = loop.inspect(response)
+            if held is not None:
+                held.finish(keep=done)
             outputs = self._serve(cid, recalls, loop.served) if recalls else []
             if done:
                 return loop.result(response)
@@ -167,8 +176,11 @@ class CopageMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         view = await asyncio.to_thread(self._prepare, cid, request.messages)
         loop = _Loop(self.max_recalls, request, view)
         while True:
-            response = await handler(loop.request())
+            with held_stream(loop.name) as held:
+                response = await handler(loop.request())
             recalls, done = loop.inspect(response)
+            if held is not None:
+                held.finish(keep=done)
             outputs = (await asyncio.to_thread(self._serve, cid, recalls, loop.served)
                        if recalls else [])
             if done:
@@ -244,21 +256,8 @@ def _strip_recalls(response: Any, name: str) -> Any:
         return ExtendedModelResponse(_strip_recalls(response.model_response, name),
                                      response.command)
     if isinstance(response, AIMessage):
-        return _without(response, name)
+        return without_calls(response, name)
     if isinstance(response, ModelResponse):
-        return ModelResponse([_without(m, name) if isinstance(m, AIMessage) else m
+        return ModelResponse([without_calls(m, name) if isinstance(m, AIMessage) else m
                               for m in response.result], response.structured_response)
     return response
-
-
-def _without(ai: AIMessage, name: str) -> AIMessage:
-    if not any(c["name"] == name for c in ai.tool_calls):
-        return ai
-    keep = [c for c in ai.tool_calls if c["name"] != name]
-    kwargs = dict(ai.additional_kwargs)
-    if "tool_calls" in kwargs:
-        kwargs["tool_calls"] = [c for c in kwargs["tool_calls"]
-                                if (c.get("function") or {}).get("name") != name]
-        if not kwargs["tool_calls"]:
-            del kwargs["tool_calls"]
-    return ai.model_copy(update={"tool_calls": keep, "additional_kwargs": kwargs})

@@ -1,7 +1,7 @@
 """Streamable HTTP for the MCP server, with tenants by API key.
 
 Each request's ``Authorization: Bearer KEY`` is looked up in a
-:class:`~copage.server.auth.KeyRing` (the proxy's keys: same files, same
+:class:`~copage.session.auth.KeyRing` (the proxy's keys: same files, same
 ``COPAGE_KEYS``); the tenant goes into the ASGI scope, where the tools read it.
 Every request is checked, not only the one that opened the MCP session, so a
 session id never carries one tenant's access to another caller.
@@ -16,7 +16,7 @@ from mcp.server import MCPServer
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from copage.adapters.mcp.server import TENANT_KEY
-from copage.server.auth import DEFAULT_TENANT, KeyRing
+from copage.session.auth import DEFAULT_TENANT, KeyRing
 
 
 class TenantKeys:

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 
 from copage.adapters._pool import ConversationPool
 from copage.core import prompt
+from copage.core.pager import parse_page_arg
 from copage.ids import CONVERSATION_ID_RULE, is_conversation_id
 from copage.memory import PagedMemory
 from copage.stores.base import ConversationNotFound
@@ -86,7 +87,7 @@ def append_turns(pool: ConversationPool, tenant: str, conversation: str,
         books = mem.bookmarks()
         out = f"Stored {len(turns)} turn(s) in {cid!r}: now {_counts(mem)}."
         if newly:
-            out += ("\nPages evicted by this call (recall_page brings one back):\n"
+            out += ("\nPages evicted by this call (recall_page reads one):\n"
                     + "\n".join(books[p].text for p in newly))
     return out
 
@@ -118,19 +119,27 @@ def bookmarks_text(mem: PagedMemory, *, include_resident: bool = False) -> str:
     return f"{head}\n{body}\n{tail}"
 
 
-def recall_page(pool: ConversationPool, tenant: str, conversation: str, page: str) -> str:
-    """The full text of one page (paged in if it was evicted)."""
+def recall_page(pool: ConversationPool, tenant: str, conversation: str, page: object) -> str:
+    """The full text of one closed page (``"p3"``, ``"3"`` or ``3``), framed as data.
+
+    Read-only: an MCP client holds none of copage's resident pages, so reading a page
+    changes nothing stored (the page stays evicted, listed and searchable).
+    """
     cid = check_conversation_id(conversation)
+    if parse_page_arg(page) is None:
+        raise ToolInputError(f"page must be a page id such as \"p3\" (or 3); got "
+                             f"{str(page)[:40]!r}.")
     try:
         with pool.use(cid, tenant=tenant) as mem:
-            result = mem.recall_result(page)
-            if result.status == "error":
-                raise ToolInputError(result.text.removeprefix("error: "))
-            if result.status == "resident" and result.page is not None:
-                # The MCP client holds none of copage's context: give the text anyway.
-                pg = mem.pages[int(result.page[1:]) - 1]
-                return prompt.page_block(pg.id, pg.text)
-            return result.text
+            try:
+                pg = mem.page(page)
+            except KeyError:
+                n = len(mem.pages)
+                pages = f"its pages are p1-p{n}" if n > 1 else (
+                    "its only page is p1" if n == 1 else "no page is closed yet")
+                raise ToolInputError(f"there is no page p{(parse_page_arg(page) or 0) + 1} in "
+                                     f"{cid!r}: {pages}.") from None
+            return prompt.page_block(pg.id, pg.text)
     except ConversationNotFound:
         raise unknown_conversation(pool, tenant, cid) from None
 

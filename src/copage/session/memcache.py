@@ -4,8 +4,8 @@ Rebuilding a pager from the store re-reads and re-tokenises every turn and
 rebuilds the keyword corpus: O(conversation length) per request. A worker keeps
 the conversations it served recently and, under the store's per-conversation
 lock, only compares the stored version with the cached one (one indexed row
-read); it reloads only when another worker (or any other writer) committed in
-between. A turn *takes* its conversation out of the cache and puts it back only
+read); when another worker (or any other writer) committed in between, it reads
+and processes only what was added since (:meth:`PagedMemory.refresh`). A turn *takes* its conversation out of the cache and puts it back only
 after a successful commit, so a failed turn can never leave a half-changed
 object behind: the next turn loads the conversation from the store.
 
@@ -76,7 +76,7 @@ class MemoryCache:
             return None
         if stored != mem.version:
             self.reloads += 1
-            mem.reload()
+            mem.refresh()
         else:
             self.hits += 1
         return mem
