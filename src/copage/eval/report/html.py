@@ -25,12 +25,27 @@ def data_uri(path: Path) -> str:
 
 
 def render(title: str, intro: Sequence[str], paper: dict[str, list[Row]], figures: Sequence[Path],
-           sections: dict[str, tuple[dict[str, list[Row]], list[str]]]) -> str:
-    """The page: intro lines, paper-style tables, figures, then every experiment's tables and notes."""
+           sections: dict[str, tuple[dict[str, list[Row]], list[str]]],
+           head: Sequence[Row] = ()) -> str:
+    """The page: intro lines, the headline table, figures, paper-style tables, then every
+    experiment's notes (folded) and tables."""
     e = html.escape
     parts = [(f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{e(title)}</title>"
               f"<style>{_STYLE}</style></head><body><h1>{e(title)}</h1>")]
     parts += [f"<p class='note'>{e(line)}</p>" for line in intro]
+    if head:
+        parts.append("<h2>Headline: every method at one billed budget</h2>"
+                     "<p class='note'>score: evidence coverage (LLM-free: every evidence group "
+                     "inside the prompts) or accuracy (with a model), 95% Wilson interval; "
+                     "billed tokens: every call's input summed per probe; share_*: the mean "
+                     "billed tokens of each part as a share of the budget; does_not_fit: probes "
+                     "that could not be asked within the budget, counted as misses. Bookmark "
+                     "methods appear once per offline trigger (never: floor, rule: realistic, "
+                     "oracle: ceiling), never as one result.</p>")
+        for ds in dict.fromkeys(r.get("dataset") for r in head):
+            sub = [{k: v for k, v in r.items() if k != "dataset"} for r in head
+                   if r.get("dataset") == ds]
+            parts.append(f"<h3>{e(str(ds))}</h3>{html_table(sub)}")
     if figures:
         parts.append("<h2>Figures</h2>")
         parts += [f"<h3>{e(p.stem)}</h3><img alt='{e(p.stem)}' src='{data_uri(p)}'>" for p in figures]
@@ -40,7 +55,10 @@ def render(title: str, intro: Sequence[str], paper: dict[str, list[Row]], figure
             parts.append(f"<h3>{e(name)}</h3>{html_table(rows)}")
     for exp, (tables, notes) in sections.items():
         parts.append(f"<h2>Experiment: {e(exp)}</h2>")
-        parts += [f"<p class='note'>{e(n)}</p>" for n in notes if n]
+        kept = [n for n in notes if n]
+        if kept:
+            parts.append(f"<details><summary>notes ({len(kept)})</summary>"
+                         + "".join(f"<p class='note'>{e(n)}</p>" for n in kept) + "</details>")
         for name, rows in tables.items():
             parts.append(f"<details{' open' if len(rows) <= 40 else ''}><summary>{e(name)} "
                          f"({len(rows)} rows)</summary>{html_table(rows)}</details>")
@@ -49,7 +67,8 @@ def render(title: str, intro: Sequence[str], paper: dict[str, list[Row]], figure
 
 
 def write_html(path: Path, title: str, intro: Sequence[str], paper: dict[str, list[Row]],
-               figures: Sequence[Path], sections: dict[str, tuple[dict[str, list[Row]], list[str]]]) -> Path:
+               figures: Sequence[Path], sections: dict[str, tuple[dict[str, list[Row]], list[str]]],
+               head: Sequence[Row] = ()) -> Path:
     """Write :func:`render`'s page to ``path``."""
-    path.write_text(render(title, intro, paper, figures, sections), encoding="utf-8")
+    path.write_text(render(title, intro, paper, figures, sections, head), encoding="utf-8")
     return path
