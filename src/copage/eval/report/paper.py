@@ -63,7 +63,24 @@ def paper_tables(tables: dict[str, dict[str, list[Row]]]) -> dict[str, list[Row]
         out["table13_generators"] = pivot([r for r in gen if r.get("boundary") == "fixed_10"],
                                           "keywords", ["routing_top1", "bookmark_tokens_mean",
                                                        "accuracy", "trigger_rate", "recall_precision"])
+        out["table14_generators_by_category"] = table14(gen)
         out["tableB_generators_fixed5"] = pivot([r for r in gen if r.get("boundary") == "fixed_5"],
                                                 "keywords", ["routing_top1", "bookmark_tokens_mean",
                                                              "accuracy", "trigger_rate"])
     return out
+
+
+TABLE14_LACKS = ("needs a model run: Table 14 is the accuracy of each keyword generator by "
+                 "LoCoMo question category (fixed_10 + LRU, k=5), which only answers give; "
+                 "run `copage bench generators --model SPEC --locomo FILE`")
+
+
+def table14(gen: Sequence[Row]) -> list[Row]:
+    """The paper's Table 14: per generator, accuracy by LoCoMo category (ids 1-5, as the
+    dataset numbers them), on datasets with categories; or one row saying what it lacks."""
+    rows = [r for r in gen if r.get("boundary") == "fixed_10" and r.get("model")
+            and any(k.startswith("accuracy_cat") for k in r)]
+    if not rows:
+        return [{"table14": TABLE14_LACKS}]
+    cats = sorted({k for r in rows for k in r if k.startswith("accuracy_cat")})
+    return pivot(rows, "keywords", cats)
