@@ -202,8 +202,17 @@ def build_pager(conversation: Conversation, config: PagerConfig) -> Pager:
 
 
 def copy_pager(pager: Pager) -> Pager:
-    """An independent copy of ``pager`` (its tokenizer, which cannot be copied, is shared)."""
-    return copy.deepcopy(pager, {id(pager.tokenizer): pager.tokenizer})
+    """An independent copy of ``pager`` for page-ins (its tokenizer, which cannot be
+    copied, and its immutable pages and turns are shared, not copied)."""
+    memo: dict[int, Any] = {id(pager.tokenizer): pager.tokenizer}
+    for p in pager.pages:
+        memo[id(p)] = p
+        memo[id(p.turns)] = p.turns
+        memo[id(p.text)] = p.text
+    for t in pager.turns:
+        memo[id(t)] = t
+    memo[id(pager._pending)] = type(pager._pending)()  # the copy's changes are never stored
+    return copy.deepcopy(pager, memo)
 
 
 def build_memory(conversation: Conversation, config: PagerConfig) -> PagedMemory:
@@ -318,6 +327,9 @@ class BookmarkConversation:
         self.lock = asyncio.Lock()
         self.speculator = Speculator(settings.speculative_threshold)
         self._states: dict[tuple[PageId, ...], _State] = {}
+        self._speculated: dict[str, tuple[PageId, ...]] = {}
+        self._page_tokens: dict[PageId, int] = {}
+        self._indexes: dict[tuple[PageId, ...], BM25Index[int]] = {}
         self._memory: PagedMemory | None = None
 
     # ------------------------------------------------------------------ the budget plan
@@ -351,6 +363,7 @@ class BookmarkConversation:
                                "resident room planned in tokens")
         n = 2 if self.tool_kind else 1
         last: tuple[PagerConfig, Pager] | None = None
+        least = 0
         for boundary in (base.boundary, *FINER.get(base.boundary, ())):
             for nk in dict.fromkeys((base.n_keywords, min(2, base.n_keywords), 1)):
                 cfg = replace(base, boundary=boundary, n_keywords=nk)
@@ -366,8 +379,11 @@ class BookmarkConversation:
                             break
                         room = max(1, room - max(1, -(-excess // n)))
                         pager = build_pager(self.conversation, replace(cfg, resident_tokens=room))
-                    last = (replace(cfg, resident_tokens=room), pager)
-                    if self.worst(pager, reserve) <= budget:
+                    worst = self.worst(pager, reserve)
+                    if last is None or worst < least:  # the fallback: the least costly plan
+                        last, least = (replace(cfg, resident_tokens=room), pager), worst
+                    if worst <= budget:
+                        last = (replace(cfg, resident_tokens=room), pager)
                         if boundary != base.boundary:
                             self.shrink.append(f"pages of {boundary} instead of {base.boundary}")
                         if nk != base.n_keywords:
@@ -377,8 +393,8 @@ class BookmarkConversation:
                             self.shrink.append(f"recall reserve of the median page ({reserve} "
                                                "tokens) instead of the largest")
                         return last
-        self.shrink.append("the fixed part does not fit even shrunk: probes over the budget "
-                           "do not fit")
+        self.shrink.append("the fixed part does not fit even shrunk: the least costly plan is "
+                           "kept, and its probes over the budget do not fit")
         assert last is not None
         return last
 
@@ -387,19 +403,19 @@ class BookmarkConversation:
         return r if r is not None else over.recall
 
     def worst(self, pager: Pager, reserve: int) -> int:
-        """Billed tokens of the costliest reference-path probe of ``pager``'s state: the
-        choose call, ``n`` answer calls with the largest page-ins and the longest
-        question, and one recalled page of ``reserve`` tokens."""
+        """Billed tokens of the costliest reference-path probe of ``pager``'s state (an
+        upper bound): the choose call, ``n`` answer calls with the largest page-ins
+        (speculative, chosen) added and the longest question, and one recalled page of
+        ``reserve`` tokens."""
         if not pager.evicted:
             return self._answer_tokens(pager) + self.question_tokens
         ins = int(self.variant.speculative) + int(self.choose_kind is not None)
-        grown = pager
+        grown = 0  # an upper bound: the largest pages paged in, nothing evicted for them
         if ins:
-            grown = copy_pager(pager)
             by_size = sorted(pager.evicted, key=lambda p: -pager.pages[int(p[1:]) - 1].tokens)
-            for pid in by_size[:ins]:
-                grown.access(pid, kind="speculative")
-        answer = max(self._answer_tokens(pager), self._answer_tokens(grown)) + self.question_tokens
+            grown = sum(message_tokens(prompt.turn_messages(list(pager.pages[int(p[1:]) - 1].turns)),
+                                       [], pager.tokenizer) for p in by_size[:ins])
+        answer = self._answer_tokens(pager) + grown + self.question_tokens
         total = answer
         if self.tool_kind:
             total += answer + reserve
@@ -463,11 +479,21 @@ class BookmarkConversation:
         if "page" in args:
             pid = str(args["page"])
             return pid if pid in state.evicted else None
-        index: BM25Index[int] = BM25Index()
-        for pid, text in zip(state.evicted, state.evicted_text, strict=True):
-            index.add(int(pid[1:]) - 1, content_words(text))
-        best = index.best(sorted(set(content_words(str(args.get("query", question))))))
+        if state.evicted not in self._indexes:
+            index: BM25Index[int] = BM25Index()
+            for pid, text in zip(state.evicted, state.evicted_text, strict=True):
+                index.add(int(pid[1:]) - 1, content_words(text))
+            self._indexes[state.evicted] = index
+        best = self._indexes[state.evicted].best(sorted(set(content_words(str(args.get("query", question))))))
         return page_id(best.key) if best.key is not None else None
+
+    def _page_message_tokens(self, pid: PageId) -> int:
+        """Tokens of a page shown as messages (memoised)."""
+        if pid not in self._page_tokens:
+            page = self.pager.pages[int(pid[1:]) - 1]
+            self._page_tokens[pid] = message_tokens(prompt.turn_messages(list(page.turns)), [],
+                                                    self.tokenizer)
+        return self._page_tokens[pid]
 
     def _parts(self, total: int, messages: list[dict[str, Any]], tools: list[dict[str, Any]],
                state: _State, paged: tuple[PageId, ...]) -> dict[str, int]:
@@ -496,8 +522,7 @@ class BookmarkConversation:
                 add("question", count(content))
             else:
                 turns += count(content)
-        paged_tokens = sum(message_tokens(prompt.turn_messages(
-            list(self.pager.pages[int(p[1:]) - 1].turns)), [], tok) for p in paged)
+        paged_tokens = sum(self._page_message_tokens(p) for p in paged)
         add("paged_in", min(paged_tokens, turns))
         add("recent_turns", max(0, turns - paged_tokens))
         add("tool_schema", message_tokens([], tools, tok))
@@ -511,9 +536,11 @@ class BookmarkConversation:
         question = probe.question
         speculated: tuple[PageId, ...] = ()
         if self.variant.speculative:
-            best, score = self.speculator.score(self.pager, question)
-            if best is not None and score >= self.settings.speculative_threshold:
-                speculated = (best,)
+            if question not in self._speculated:  # the same for every trigger
+                best, score = self.speculator.score(self.pager, question)
+                self._speculated[question] = (best,) if best is not None \
+                    and score >= self.settings.speculative_threshold else ()
+            speculated = self._speculated[question]
         base = self.state(speculated)
         needed = self.needed(probe)
         missing = tuple(p for p in needed if p in base.evicted)

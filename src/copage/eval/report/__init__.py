@@ -70,9 +70,10 @@ def write_report(out: Path, results: Sequence[ExperimentResult], settings: Mappi
     if head:
         write_table(folder, "headline", head)
         md_parts.append(markdown(head, "headline: every method at one billed budget"))
-    paper = paper_tables(tables)
-    for name, rows in paper.items():
+    for name, rows in paper_tables(tables).items():
         write_table(folder, name, rows)
+    paper = paper_tables(tables, split=True)
+    for name, rows in paper.items():
         md_parts.append(markdown(rows, name))
     for r in results:
         md_parts.append(f"## {r.name}\n")

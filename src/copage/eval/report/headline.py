@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from copage.eval.report.paper import HEADLINE_PAPER, HEADLINE_PAPER_METRIC
 from copage.eval.stats import wilson_interval
 
 Row = dict[str, Any]
@@ -43,5 +44,8 @@ def headline(tables: Mapping[str, Mapping[str, Sequence[Row]]]) -> list[Row]:
                     "over_budget": r.get("over_budget"), "does_not_fit": r.get("does_not_fit")}
         for part in SHARES:
             row[f"share_{part}"] = r.get(f"share_{part}")
+        paper = HEADLINE_PAPER.get(str(r.get("method")))
+        row["paper"] = paper
+        row["paper_metric"] = HEADLINE_PAPER_METRIC if paper is not None else None
         out.append(row)
     return out
