@@ -7,7 +7,6 @@ from typing import Any
 
 from copage.eval.report.tables import Row
 
-
 PAPER: dict[str, tuple[str, str, dict[str, float]]] = {
     # table: (paper metric, copage metric beside it, {row value: the paper's figure})
     "table7_boundaries": ("paper: accuracy, synthetic, GPT-4o-mini (Table 7)",
