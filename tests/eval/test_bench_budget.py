@@ -163,3 +163,21 @@ def test_small_p_values_never_print_as_zero() -> None:
     assert cell(1886.4, "prompt_tokens_mean") == "1,886"
     md = markdown([{"mcnemar_p": 6.5e-5, "conversation_p": 0.0}])
     assert "0.000" not in md
+
+
+def test_report_opens_with_the_headline_and_folds_notes(tmp_path: Path) -> None:
+    from copage.eval.experiments.base import ExperimentResult
+    from copage.eval.report import write_report
+
+    rows = [{"dataset": "locomo-x", "model": None, "method": "bookmark_recall", "trigger": t,
+             "probes": 10, "evidence_coverage": c, "prompt_tokens_mean": 1234.6,
+             "prompt_tokens_max": 2000, "budget_spent": 0.6, "over_budget": 0, "does_not_fit": 1,
+             "share_bookmarks": 0.1} for t, c in (("never", 0.1), ("rule", 0.3), ("oracle", 0.5))]
+    res = ExperimentResult("main", {"methods": rows}, [], ["a note", "another"])
+    page = write_report(tmp_path, [res], {})["html"].read_text(encoding="utf-8")
+    head = page.index("Headline")
+    assert head < page.index("Experiment: main")
+    assert "<summary>notes (2)</summary>" in page
+    assert "1,235" in page[head:] and "1234.6" not in page
+    assert "paper: judge score 1-5" in page[head:]  # Table 4's figure beside a LoCoMo file
+    assert all(t in page[head:] for t in ("never", "rule", "oracle"))

@@ -7,13 +7,16 @@ import html
 from collections.abc import Sequence
 from pathlib import Path
 
+from copage.eval.report.headline import headline_display
 from copage.eval.report.tables import Row, html_table
 
 _STYLE = """
 body{font-family:system-ui,sans-serif;margin:2em;max-width:1200px;color:#222}
 table{border-collapse:collapse;font-size:12px;margin:0.5em 0 1.5em}
 th,td{border:1px solid #ccc;padding:2px 6px;text-align:right}
-th{background:#f0f0f0}td:first-child,th:first-child{text-align:left}
+th{background:#f0f0f0;position:sticky;top:0}td:first-child,th:first-child{text-align:left}
+td.t{text-align:left;white-space:nowrap}
+.wide{overflow-x:auto;max-width:100%}
 img{max-width:100%;border:1px solid #ddd;margin:0.5em 0}
 .note{color:#555;font-size:13px}details{margin-bottom:1em}
 """
@@ -37,15 +40,16 @@ def render(title: str, intro: Sequence[str], paper: dict[str, list[Row]], figure
         parts.append("<h2>Headline: every method at one billed budget</h2>"
                      "<p class='note'>score: evidence coverage (LLM-free: every evidence group "
                      "inside the prompts) or accuracy (with a model), 95% Wilson interval; "
-                     "billed tokens: every call's input summed per probe; share_*: the mean "
-                     "billed tokens of each part as a share of the budget; does_not_fit: probes "
-                     "that could not be asked within the budget, counted as misses. Bookmark "
+                     "billed tokens: every call's input summed per probe; budget spent, and recent "
+                     "turns .. preamble: the mean billed tokens (of each part) as a share of the "
+                     "budget (the question, tool calls and joins make up the rest); does not fit: "
+                     "probes that could not be asked within the budget, counted as misses; "
+                     "paper: the paper's figure, in the metric its column names, on LoCoMo "
+                     "files only. Bookmark "
                      "methods appear once per offline trigger (never: floor, rule: realistic, "
                      "oracle: ceiling), never as one result.</p>")
-        for ds in dict.fromkeys(r.get("dataset") for r in head):
-            sub = [{k: v for k, v in r.items() if k != "dataset"} for r in head
-                   if r.get("dataset") == ds]
-            parts.append(f"<h3>{e(str(ds))}</h3>{html_table(sub)}")
+        for name, sub in headline_display(head).items():
+            parts.append(f"<h3>{e(name)}</h3>{html_table(sub)}")
     if figures:
         parts.append("<h2>Figures</h2>")
         parts += [f"<h3>{e(p.stem)}</h3><img alt='{e(p.stem)}' src='{data_uri(p)}'>" for p in figures]

@@ -202,6 +202,11 @@ def methods_plot(tables: Tables, folder: Path) -> Path | None:
     return _save(fig, folder / "methods.png")
 
 
+DISTINCT = ("tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple", "tab:brown",
+            "tab:pink", "tab:gray", "tab:olive", "tab:cyan", "black", "gold", "navy", "lime")
+"""One clearly different colour per series (markers differ too)."""
+
+
 def _series(r: Row) -> str:
     """A method's label, with its offline trigger when it has one."""
     trig = r.get("trigger")
@@ -228,14 +233,14 @@ def budget_plot(tables: Tables, folder: Path) -> Path | None:
     for ax, ds in zip(axes[:, 0], datasets, strict=True):
         sel = [r for r in rows if r["dataset"] == ds]
         methods = list(dict.fromkeys(str(r["method"]) for r in sel))
-        cmap = plt.get_cmap("tab20", max(len(methods), 1))
+        palette = DISTINCT
         for i, method in enumerate(methods):
             mine = [r for r in sel if r["method"] == method]
             main = [r for r in mine if r.get("trigger") in (None, "rule")]
             pts = sorted(main, key=lambda r: int(r["budget"]))
             xs = [float(r["prompt_tokens_mean"]) for r in pts]
             ys = [float(r["evidence_coverage"]) for r in pts]
-            color = cmap(i)
+            color = palette[i % len(palette)]
             label = method + (" (rule; bar: never..oracle)" if len(mine) > len(main) else "")
             ax.plot(xs, ys, "-", marker=markers[i % len(markers)], markersize=5, color=color,
                     label=label, linewidth=1.2)
@@ -251,6 +256,12 @@ def budget_plot(tables: Tables, folder: Path) -> Path | None:
         for b in sorted({int(r["budget"]) for r in sel}):
             ax.axvline(b, color="grey", linewidth=0.6, linestyle=":")
         ax.set_xscale("log", base=2)
+        ticks = [2 ** i for i in range(7, 15)]
+        lo = min(float(r["prompt_tokens_mean"]) for r in sel)
+        hi = max(max(float(r["prompt_tokens_mean"]) for r in sel), *(int(r["budget"]) for r in sel))
+        shown = [t for t in ticks if lo / 2 <= t <= hi * 1.5]
+        ax.set_xticks(shown, [f"{t:,}" for t in shown])
+        ax.minorticks_off()
         ax.set_ylim(0, 1.02)
         ax.set_xlabel("mean billed prompt tokens per probe, every call (log scale; dotted: budgets)")
         ax.set_ylabel("evidence coverage (all groups)")

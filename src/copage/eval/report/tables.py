@@ -70,10 +70,14 @@ def html_table(rows: Sequence[Row]) -> str:
         return "<p><em>no rows</em></p>"
     cols = columns(rows)
     head = "".join(f"<th>{html.escape(c)}</th>" for c in cols)
-    body = "".join(
-        "<tr>" + "".join(f"<td>{html.escape(cell(r.get(c), c))}</td>" for c in cols) + "</tr>"
-        for r in rows)
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+    def td(value: Any, column: str) -> str:
+        text = html.escape(cell(value, column))
+        numeric = isinstance(value, (int, float)) and not isinstance(value, bool)
+        return f"<td>{text}</td>" if numeric else f"<td class='t'>{text}</td>"
+
+    body = "".join("<tr>" + "".join(td(r.get(c), c) for c in cols) + "</tr>" for r in rows)
+    return (f"<div class='wide'><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody>"
+            "</table></div>")
 
 
 def write_csv(path: Path, rows: Sequence[Row]) -> Path:
