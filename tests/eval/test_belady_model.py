@@ -73,3 +73,11 @@ def test_table14_from_model_rows_or_says_what_it_lacks(tmp_path: Path, tiny: Dat
     t14 = table14([{**r, "dataset": tiny.name, "boundary": "fixed_10", "keywords": "heuristic"}
                    for r in model])
     assert t14[0]["keywords"] == "heuristic" and t14[0][f"{tiny.name}/{SPEC} accuracy_cat1"] == 1.0
+
+
+def test_the_scheduled_oracle_is_not_left_registered(tmp_path: Path, tiny: Dataset) -> None:  # noqa: F811
+    from copage.core.policies import POLICIES
+
+    ctx = context(tiny, tmp_path, scripted(answerer), no_judge=True)
+    run_cells(ctx, "paging", [tiny], [Cell("fixed_5", "belady", 1, "heuristic", order="file")])
+    assert "belady_scheduled" not in POLICIES.names()

@@ -82,3 +82,9 @@ def register() -> None:
     """Make ``belady_scheduled`` a policy name (idempotent)."""
     if NAME not in POLICIES:
         POLICIES.register(NAME, lambda **options: ScheduledBelady(**options))
+
+
+def unregister() -> None:
+    """Remove ``belady_scheduled`` again (it is a policy for model runs only, not one a
+    user picks)."""
+    POLICIES.unregister(NAME)

@@ -166,14 +166,19 @@ def probe_records(ctx: BenchContext, name: str, datasets: Sequence[Dataset],
     prog = ctx.progress
     bar = prog.start(f"{name} (model)", sum(len(u[2].probes) for u in todo)) \
         if prog is not None else None
-    for ds, cell, conv in todo:
-        base = base_of(ds, cell, conv)
-        for probe, rec in run_conversation_model(conv, cell, model):
-            row = record(base, probe, rec, judge_binary(judges, probe, rec.answer))
-            log.append(row)
-            if prog is not None and bar is not None:
-                prog.advance(bar, calls=(row["model_calls"] or 0) + (1 if judges else 0),
-                             cost=row["cost_usd"])
+    from copage.eval.oracle import unregister
+
+    try:
+        for ds, cell, conv in todo:
+            base = base_of(ds, cell, conv)
+            for probe, rec in run_conversation_model(conv, cell, model):
+                row = record(base, probe, rec, judge_binary(judges, probe, rec.answer))
+                log.append(row)
+                if prog is not None and bar is not None:
+                    prog.advance(bar, calls=(row["model_calls"] or 0) + (1 if judges else 0),
+                                 cost=row["cost_usd"])
+    finally:
+        unregister()  # belady_scheduled is registered for these runs only
     if prog is not None and bar is not None:
         prog.finish(bar)
     wanted = {(ds.name, mname, *(str(getattr(c, k)) for k in CELL_KEYS), str(c.seed), config)
