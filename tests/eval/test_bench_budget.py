@@ -181,3 +181,17 @@ def test_report_opens_with_the_headline_and_folds_notes(tmp_path: Path) -> None:
     assert "1,235" in page[head:] and "1234.6" not in page
     assert "paper: judge score 1-5" in page[head:]  # Table 4's figure beside a LoCoMo file
     assert all(t in page[head:] for t in ("never", "rule", "oracle"))
+
+
+def test_paper_tables_are_split_per_dataset_with_the_paper_figure_named() -> None:
+    from copage.eval.report.paper import paper_tables
+
+    rows = [{"dataset": d, "boundary": b, "hit_rate": 0.5, "routing_top1": 0.4, "pages_mean": 3.0}
+            for d in ("controlled", "ablation") for b in ("fixed_20", "fixed_5")]
+    split = paper_tables({"paging": {"boundaries": rows}}, split=True)
+    assert set(split) == {"table7_boundaries (controlled)", "table7_boundaries (ablation)"}
+    t = split["table7_boundaries (controlled)"]
+    paper_col = next(c for c in t[0] if c.startswith("paper: accuracy"))
+    assert t[0][paper_col] == 0.967 and "hit_rate" in t[0] and len(t[0]) <= 8
+    combined = paper_tables({"paging": {"boundaries": rows}})
+    assert "controlled hit_rate" in combined["table7_boundaries"][0]

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from copage.eval.report.headline import headline_display
+from copage.eval.report.paper import metric_note
 from copage.eval.report.tables import Row, html_table
 
 _STYLE = """
@@ -56,7 +57,9 @@ def render(title: str, intro: Sequence[str], paper: dict[str, list[Row]], figure
     if paper:
         parts.append("<h2>Tables laid out like the paper's</h2>")
         for name, rows in paper.items():
-            parts.append(f"<h3>{e(name)}</h3>{html_table(rows)}")
+            note = metric_note(name.split(" (")[0])
+            parts.append(f"<h3>{e(name)}</h3>"
+                         + (f"<p class='note'>{e(note)}</p>" if note else "") + html_table(rows))
     for exp, (tables, notes) in sections.items():
         parts.append(f"<h2>Experiment: {e(exp)}</h2>")
         kept = [n for n in notes if n]

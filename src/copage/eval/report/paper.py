@@ -32,13 +32,20 @@ def with_paper(name: str, rows: list[Row], row_key: str) -> list[Row]:
     """``rows`` with the paper's figure and both metrics' names after ``row_key``."""
     if name not in PAPER:
         return rows
-    metric, ours, figures = PAPER[name]
+    metric, _, figures = PAPER[name]
     out = []
     for r in rows:
-        head = {row_key: r[row_key], "paper": figures.get(str(r[row_key])),
-                "paper_metric": metric, "copage_metric": ours}
+        head = {row_key: r[row_key], metric: figures.get(str(r[row_key]))}
         out.append({**head, **{k: v for k, v in r.items() if k != row_key}})
     return out
+
+
+def metric_note(name: str) -> str | None:
+    """What the paper's column and copage's columns of table ``name`` are measured in."""
+    if name not in PAPER:
+        return None
+    metric, ours, _ = PAPER[name]
+    return f"{metric} beside {ours}: not the same metric"
 
 
 def split_by_dataset(rows: Sequence[Row]) -> dict[str, list[Row]]:
@@ -49,17 +56,20 @@ def split_by_dataset(rows: Sequence[Row]) -> dict[str, list[Row]]:
     return out
 
 
-def pivot(rows: Sequence[Row], row_key: str, metrics: Sequence[str]) -> list[Row]:
-    """Rows by ``row_key``; a column ``<dataset>[/<model>] <metric>`` per dataset and metric."""
+def pivot(rows: Sequence[Row], row_key: str, metrics: Sequence[str],
+          with_dataset: bool = True) -> list[Row]:
+    """Rows by ``row_key``; a column ``<dataset>[/<model>] <metric>`` per dataset and metric
+    (without the dataset when ``with_dataset`` is off: the table of one dataset)."""
     out: dict[Any, Row] = {}
     for r in rows:
-        label = r["dataset"] + (f"/{r['model']}" if r.get("model") else "")
+        label = (r["dataset"] if with_dataset else "") + (
+            (f"/{r['model']}" if with_dataset else str(r["model"])) if r.get("model") else "")
         row = out.setdefault(r[row_key], {row_key: r[row_key]})
         if "group" in r:
             row.setdefault("group", r["group"])
         for m in metrics:
             if m in r:
-                row[f"{label} {m}"] = r[m]
+                row[f"{label} {m}".strip()] = r[m]
     return list(out.values())
 
 
@@ -97,7 +107,8 @@ def paper_tables(tables: dict[str, dict[str, list[Row]]], split: bool = False) -
             out[name] = with_paper(name, pivot(rows, row_key, metrics), row_key)
             return
         for ds, sel in split_by_dataset(rows).items():
-            out[f"{name} ({ds})"] = with_paper(name, pivot(sel, row_key, metrics), row_key)
+            out[f"{name} ({ds})"] = with_paper(
+                name, pivot(sel, row_key, metrics, with_dataset=False), row_key)
 
     paging = tables.get("paging", {})
     add("table7_boundaries", paging.get("boundaries") or [], "boundary",
