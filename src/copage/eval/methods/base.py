@@ -40,14 +40,14 @@ DEFAULT_BUDGET = 2048
 class MethodSettings:
     """Settings of every method (one value per dataset; see :mod:`copage.eval.methods`).
 
-    Every method fills one prompt of at most ``budget`` tokens by its own rule
+    Every method fills its calls, at most ``budget`` tokens together, by its own rule
     (``docs/benchmark-methods.md``); the caps below are off (None) by default so
     that the budget alone decides.
 
     Attributes:
-        budget: prompt tokens per probe, counted by one offline tokenizer over the
+        budget: prompt tokens per probe, counted by one offline tokenizer over each
             whole request (instruction, tool schema, conversation text, question,
-            and the reference reader's tool call and result).
+            tool calls and results) and summed over every call of the probe.
         full_window: optional cap on the turns of ``full_context`` (the paper: 60).
         window: recent turns kept by ``truncation`` and the retrieval baselines (20).
         top_k: optional cap on the units added by ``bm25``/``word_overlap`` and

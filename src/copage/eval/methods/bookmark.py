@@ -1,11 +1,14 @@
 """Bookmark + recall (copage, paper section 3) and copage's own variants, at a token budget.
 
 The conversation is paged with a :class:`~copage.memory.PagedMemory` whose resident
-pages are bounded in *tokens*: the budget less the fixed part of the prompt (the
-instruction, the recall preamble and tool schema, the bookmarks of every page, the
-longest question) and less a reserve for one recalled page (``recall_reserve``;
-by default the largest page, so one recall always fits). When the whole
-conversation fits in the budget, every page stays resident (nothing to recall). Evicted pages appear as
+pages are bounded in *tokens*, planned for the whole probe's bill
+(:meth:`BookmarkConversation._plan`): the choose call, every answer call (two with
+the recall tool: the first call and the one after a recall) with its fixed part
+(instruction, recall preamble and tool schema, bookmarks, the longest question) and
+page-ins, and one recalled page (``recall_reserve``; by default the largest page)
+must fit the budget; the fixed parts shrink by a documented rule when they do not,
+and a probe that still cannot fit "does not fit". When the whole conversation fits
+in one call, every page stays resident (nothing to recall). Evicted pages appear as
 bookmarks and the model gets the ``recall`` tool (through
 :class:`~copage.session.PagedChat`, probes asked with ``keep_pages=False`` so each
 probe starts from the state after the whole conversation).
@@ -26,9 +29,11 @@ variant's recall mode, in the order :class:`PagedChat` runs them):
    left; the system executes it read-only (the recalled page's text is appended
    as a tool result, as the recall loop does).
 
-The prompt tokens are those of the last prompt (the answer call's, which holds
-the tool call and result), plus the ``choose`` call's prompt (bookmarks and
-question) in ``choose`` variants: the two prompts are separate, and both are paid.
+The prompt tokens are billed per call and summed (``MethodPrompt.calls``): the
+``choose`` call, the first answer call, and the answer call after the tool reader's
+recall (which holds the whole first prompt again, the tool call and its result).
+Whether the tool reader calls is the offline *trigger* (``never``, ``rule``,
+``oracle``: :mod:`.readers`); which page it picks is its rule.
 
 ``routing`` (the credit of the bookmarks when a needed page is evicted) is
 measured afterwards for the report; the reader never sees it.
