@@ -131,7 +131,7 @@ def test_paging_and_formats_model_paths_run_end_to_end(tmp_path: Path, data: Pat
                order="file")
     res = PAGING.run(ctx)
     rows = res.tables["paging_model"]
-    assert [r["policy"] for r in rows] == ["lru"]  # belady is LLM-free only
+    assert [r["policy"] for r in rows] == ["lru", "belady"]  # belady runs with the model too
     row = rows[0]
     assert row["probes"] == 8 and row["model"] == "scripted:test-double"
     # By hand, per conversation (fixed_4: p1 = allergy + budget, p2 = choir + doctor; p5, p6

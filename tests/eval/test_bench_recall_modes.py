@@ -65,7 +65,7 @@ def test_choose_reader_is_the_bookmark_rule() -> None:
 
 def test_choose_offline_prompt_has_the_pick_and_no_tool() -> None:
     conv = _conv(PAD)
-    settings = replace(SETTINGS, budget=_budget_for(conv, 2))
+    settings = replace(SETTINGS, budget=_budget_for(conv, 1))
     prep = get_method("bookmark_recall+choose").prepare(conv, settings)
     built = prep.build(conv.probes[0])  # "zanzibar ferry tickets": p1 evicted, its bookmark matches
     assert built.routed == "p1" and "D1:3" in built.context_turn_ids
@@ -85,7 +85,7 @@ def test_choose_offline_prompt_has_the_pick_and_no_tool() -> None:
 
 def test_compact_style_reaches_the_offline_prompt() -> None:
     conv = _conv(PAD)
-    settings = replace(SETTINGS, budget=_budget_for(conv, 2), prompt_style="compact")
+    settings = replace(SETTINGS, budget=_budget_for(conv, 1), prompt_style="compact")
     built = get_method("bookmark_recall").prepare(conv, settings).build(conv.probes[0])
     question = next(m for m in built.messages if m["role"] == "user"
                     and m["content"].startswith(conv.probes[0].question))
@@ -124,7 +124,8 @@ def test_choose_model_run_rows_and_table(tmp_path: Path) -> None:
     data = tiny_locomo(tmp_path / "tiny.json", turns=48)  # longer than the budget: paged
     model = _scripted()
     methods = ["bm25", "bookmark_recall", "bookmark_recall+choose"]
-    res = EXPERIMENT.run(_ctx(tmp_path / "run", data, model, methods))
+    # 500 tokens: the choose call and the answer call, both billed, fit (300 does not)
+    res = EXPERIMENT.run(_ctx(tmp_path / "run", data, model, methods, budget=500))
     rows = [json.loads(x) for x in (tmp_path / "run" / "main" / "probes.jsonl").read_text().splitlines()]
     chosen = [r for r in rows if r["method"] == "bookmark_recall+choose"]
     assert chosen and all(r["calls"] == 2 for r in chosen)  # the choose call, then the answer

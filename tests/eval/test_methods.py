@@ -22,8 +22,9 @@ from copage.eval.methods import (
     request_tokens,
     split_units,
 )
-from copage.eval.methods.bookmark import OVER, build_memory, build_pager, pager_config
-from copage.eval.methods.readers import page_reader
+from copage.eval.methods.base import DOES_NOT_FIT
+from copage.eval.methods.bookmark import build_memory, build_pager, pager_config
+from copage.eval.methods.readers import TRIGGERS, page_reader
 from copage.eval.methods.window import WHOLE
 from copage.session.choose import choose_request
 
@@ -122,21 +123,34 @@ def test_retrieval_adds_matching_units_while_they_fit(name: str) -> None:
 @pytest.mark.parametrize("name", ALL)
 @pytest.mark.parametrize("budget", [260, 330, 420, 600, 900])
 def test_every_method_stays_within_the_budget(name: str, budget: int) -> None:
+    """Every call of the probe is billed (the first call, the call after a tool result,
+    the choose call) and the billed total never exceeds the budget: a probe that cannot
+    fit is "does not fit" (nothing sent, a miss)."""
     conv = _conv()
     prep = get_method(name).prepare(conv, replace(SETTINGS, budget=budget))
+    triggers = TRIGGERS if name in BOOKMARKS else (None,)
     for probe in conv.probes:
-        built = prep.build(probe)
-        choose = 0  # the choose call's prompt is paid besides the answer's
-        if "choose" in name and not name.endswith("speculative") and prep.pager.evicted:
-            choose = request_tokens(choose_request(prep.pager, probe.question, schema=False,
-                                                   temperature=None, max_tokens=1), TOK)
-        if "choose" not in name or not name.endswith("speculative"):
-            assert built.prompt_tokens == message_tokens(built.messages, built.tools, TOK) + choose
-        if built.prompt_tokens > budget:  # only the pager's one forced page may not fit
-            assert name in BOOKMARKS and len(prep.pager.resident) == 1, (name, budget, probe.id)
-            assert built.limit == OVER
+        for trigger in triggers:
+            built = prep.build(probe, trigger) if trigger else prep.build(probe)
+            assert built.prompt_tokens <= budget, (name, budget, probe.id, trigger)
+            assert built.prompt_tokens == sum(built.calls)
+            if built.limit == DOES_NOT_FIT:
+                assert not built.messages and not built.context_turn_ids
+                continue
+            assert built.calls[-1] == message_tokens(built.messages, built.tools, TOK)
+            assert sum(built.parts.values()) == built.prompt_tokens
+            tool_at = [i for i, m in enumerate(built.messages) if m.get("tool_calls")]
+            if tool_at:  # the first call (everything before the tool call) is billed too
+                first = built.messages[: tool_at[0]]
+                assert built.calls[-2] == message_tokens(first, built.tools, TOK)
+            if "choose" in name and prep.pager.evicted and built.limit != "every page resident":
+                chosen = prep.state(()) if not name.endswith("speculative") else None
+                if chosen is not None:
+                    assert built.calls[0] == request_tokens(choose_request(
+                        prep.pager, probe.question, schema=False, temperature=None,
+                        max_tokens=1), TOK)
     if budget >= 600:
-        assert all(prep.build(p).prompt_tokens <= budget for p in conv.probes)
+        assert all(prep.build(p).limit != DOES_NOT_FIT for p in conv.probes)
 
 
 def test_coverage_all_any_and_acknowledgements() -> None:
@@ -163,27 +177,30 @@ def test_search_tool_reader_searches_once_with_the_question() -> None:
 
 
 def _budget_for(conv: Conversation, resident: int) -> int:
-    """A budget that leaves room for ``resident`` sessions besides the fixed part and a recall."""
+    """A budget that leaves room for ``resident`` sessions besides the fixed part, in both
+    billed calls (the first call and the call after the recall), and a recall."""
     from copage.eval.methods.bookmark import measure
 
     cfg = pager_config(SETTINGS, get_method("bookmark_recall").variant)  # type: ignore[attr-defined]
     over = measure(conv, cfg)
     q = max(TOK.count(p.question) for p in conv.probes)
     page = build_pager(conv, cfg).pages[0].tokens
-    return over.fixed + q + over.recall + resident * page + 12 * resident
+    return 2 * (over.fixed + q + resident * page + 12 * resident) + over.recall
 
 
 def test_bookmark_resident_pages_follow_the_budget() -> None:
     conv = _conv(PAD)  # bigger than the budgets: paged
     one = get_method("bookmark_recall").prepare(conv, replace(SETTINGS, budget=_budget_for(conv, 1)))
-    two = get_method("bookmark_recall").prepare(conv, replace(SETTINGS, budget=_budget_for(conv, 2)))
-    assert one.pager.resident == ["p5"] and two.pager.resident == ["p4", "p5"]
+    two = get_method("bookmark_recall").prepare(conv, replace(SETTINGS, budget=_budget_for(conv, 1)))
+    # (one resident page: with both calls billed, two resident sessions and a recall
+    # take more than the whole five-session conversation, which then all fits)
+    assert one.pager.resident == ["p5"] and two.pager.resident == ["p5"]
     built = two.build(conv.probes[0])
     assert built.needed == ("p1",) and built.evicted_needed == ("p1",)
     assert built.routed == "p1" and built.routing == 1.0
     assert coverage(conv.probes[0], built.context_turn_ids).all
     assert built.messages[-1]["role"] == "tool" and "zanzibar" in built.messages[-1]["content"]
-    assert two.pager.resident == ["p4", "p5"]  # build() changed nothing
+    assert two.pager.resident == ["p5"]  # build() changed nothing
     everything = get_method("bookmark_recall").prepare(conv, SETTINGS).build(conv.probes[0])
     assert everything.limit == "every page resident"
     # the whole conversation fits: every page resident, no room held back for a recall
@@ -196,7 +213,7 @@ def test_bookmark_resident_pages_follow_the_budget() -> None:
 def test_bookmark_readers_never_look_at_the_gold_evidence(name: str) -> None:
     """The same question with other evidence gets exactly the same prompt."""
     conv = _conv()
-    prep = get_method(name).prepare(conv, replace(SETTINGS, budget=_budget_for(conv, 2)))
+    prep = get_method(name).prepare(conv, replace(SETTINGS, budget=_budget_for(conv, 1)))
     for probe in conv.probes:
         built = prep.build(probe)
         for ev in (("D5:9",), ("D2:3",), ("D1:3", "D2:3")):  # resident / evicted / both
@@ -207,10 +224,10 @@ def test_bookmark_readers_never_look_at_the_gold_evidence(name: str) -> None:
 
 def test_no_matching_bookmark_means_no_recall() -> None:
     conv = _conv(PAD)  # bigger than the budgets: paged
-    prep = get_method("bookmark_recall").prepare(conv, replace(SETTINGS, budget=_budget_for(conv, 2)))
+    prep = get_method("bookmark_recall").prepare(conv, replace(SETTINGS, budget=_budget_for(conv, 1)))
     built = prep.build(conv.probes[3])  # its evidence (p1) is evicted, but nothing matches
     assert built.routed is None and built.messages[-1]["role"] == "user"
-    assert built.limit == "no bookmark matches: recall reserve unused"
+    assert built.limit == "the reader made no call: recall reserve unused"
     assert not coverage(conv.probes[3], built.context_turn_ids).any
     assert page_reader("Xylophone?", [("p1", "[p1:zanzibar, ferry]")]) is None
     assert page_reader("the ferry?", [("p1", "[p1:quokka]"), ("p2", "[p2:ferry]")]) == {"page": "p2"}
@@ -219,7 +236,7 @@ def test_no_matching_bookmark_means_no_recall() -> None:
 def test_speculative_page_in_does_not_depend_on_the_evidence() -> None:
     conv = _conv()
     prep = get_method("bookmark_recall+speculative").prepare(
-        conv, replace(SETTINGS, budget=_budget_for(conv, 2), speculative_threshold=0.0))
+        conv, replace(SETTINGS, budget=_budget_for(conv, 1), speculative_threshold=0.0))
     probe = conv.probes[0]
     resident_case = prep.build(replace(probe, evidence=("D5:9",)))  # needs nothing evicted
     assert "D1:3" in resident_case.context_turn_ids  # paged in all the same

@@ -15,7 +15,11 @@ from copage.llm.cache import CachedModel, ResponseCache
 from copage.llm.types import ChatModel
 
 _DEFAULT = PagingSettings()
-_SETTING_OPTIONS = ("budget", "full_window", "window", "top_k", "recall_reserve", "copage_policy",
+CONTROLLED_RESIDENT_PAGES = 2
+"""Closed pages the bookmark methods keep resident on the ``controlled`` preset (the
+paper's section 4: early pages compressed to bookmarks)."""
+_SETTING_OPTIONS = ("budget", "full_window", "window", "top_k", "recall_reserve", "resident_pages",
+                    "copage_policy",
                     "copage_boundary", "copage_keywords", "max_recalls", "max_tokens",
                     "speculative_threshold", "prompt_style")
 
@@ -37,7 +41,8 @@ def settings_for(dataset: Dataset, ctx: BenchContext) -> MethodSettings:
     Boundary (units and pages): ``ctx.options["boundary"]`` or a non-default
     ``--boundary``; else ``session`` on files with sessions; else ``fixed_5`` on
     the ``controlled`` preset (the paper's section 4: its 20-35 turns in a few
-    pages); else ``fixed_10``. Budget: ``ctx.options["budget"]`` (default
+    pages, the bookmark methods keeping :data:`CONTROLLED_RESIDENT_PAGES` resident so
+    that early pages are evicted to bookmarks); else ``fixed_10``. Budget: ``ctx.options["budget"]`` (default
     :data:`copage.eval.methods.DEFAULT_BUDGET`).
     """
     opts = ctx.options
@@ -52,9 +57,12 @@ def settings_for(dataset: Dataset, ctx: BenchContext) -> MethodSettings:
         boundary = "fixed_5"
     else:
         boundary = "fixed_10"
+    # The paper's controlled setting: early pages evicted to bookmarks, 2 pages resident
+    # (its 20-35 turns fit any budget, so a budget alone would evict nothing).
+    resident = CONTROLLED_RESIDENT_PAGES if dataset.name == "controlled" and not override else None
     policy = paging.policy[0] if tuple(paging.policy) != tuple(_DEFAULT.policy) else "lru"
     base = MethodSettings(
-        boundary=boundary, policy=policy,
+        boundary=boundary, policy=policy, resident_pages=resident,
         keywords=paging.keywords[0] if paging.keywords else "heuristic",
         format=paging.format[0] if paging.format else "minimal",
     )

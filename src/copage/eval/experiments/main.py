@@ -37,6 +37,7 @@ from copage.eval.methods import (
     get_method,
     method_names,
 )
+from copage.eval.methods.readers import DEFAULT_TRIGGER, TRIGGERS
 from copage.eval.methods.templates import config_id
 from copage.eval.runner import ProbeLog, ProbeTask, base_row, failures, row_key, run_tasks_sync
 from copage.eval.runner.aggregate import GROUP, significance, table
@@ -107,20 +108,36 @@ def build_tasks(ctx: BenchContext, methods: list[str], budget: int | None = None
                 if conv.id not in prepared:
                     prepared[conv.id] = method.prepare(conv, settings)
                 prep = prepared[conv.id]
-                built = prep.build(probe)
                 groups = evidence_groups(conv, probe, acknowledgements=synthetic)
-                task = ProbeTask(ds.name, name, prep, probe, synthetic, built, method.uses_bookmarks,
-                                 groups, config)
-                tasks.append(task)
-                cov = coverage(groups, built.context_turn_ids)
-                free.append({**base_row(task, None), "budget": settings.budget,
-                             "evidence_coverage": cov.all, "evidence_coverage_any": cov.any,
-                             "prompt_tokens": built.prompt_tokens, "limit": built.limit,
-                             "needed": list(built.needed), "evicted_needed": list(built.evicted_needed),
-                             "routed": built.routed, "routing": built.routing})
+                triggers = TRIGGERS if method.uses_bookmarks else (None,)
+                for trigger in triggers:
+                    built = prep.build(probe, trigger) if trigger else prep.build(probe)
+                    task = ProbeTask(ds.name, name, prep, probe, synthetic, built,
+                                     method.uses_bookmarks, groups, config)
+                    if trigger in (None, DEFAULT_TRIGGER):
+                        tasks.append(task)
+                    free.append(free_row(task, built, settings.budget, trigger))
+            for conv_id, prep in prepared.items():
+                for what in getattr(prep, "shrink", ()):
+                    notes.append(f"{ds.name}/{name}/{conv_id} at {settings.budget} tokens: {what}")
             if tick is not None:
                 tick()
     return tasks, free, notes
+
+
+def free_row(task: ProbeTask, built: Any, budget: int, trigger: str | None) -> dict[str, Any]:
+    """The LLM-free row of one probe under one trigger: coverage, billed tokens by call
+    and by part, and why the prompt stops where it does. A probe that does not fit has
+    coverage 0 (a miss)."""
+    groups = task.groups if task.groups is not None else task.probe
+    cov = coverage(groups, built.context_turn_ids)
+    return {**base_row(task, None), "trigger": trigger, "budget": budget,
+            "evidence_coverage": cov.all, "evidence_coverage_any": cov.any,
+            "prompt_tokens": built.prompt_tokens, "call_tokens": list(built.calls),
+            "parts": dict(built.parts), "limit": built.limit,
+            "does_not_fit": bool(built.limit and built.limit.startswith("does not fit")),
+            "needed": list(built.needed), "evicted_needed": list(built.evicted_needed),
+            "routed": built.routed, "routing": built.routing}
 
 
 def spend_notes(rows: Sequence[dict[str, Any]]) -> list[str]:
@@ -148,7 +165,7 @@ def budget_curves(ctx: BenchContext, methods: list[str], budgets: Sequence[int],
     rows: list[dict[str, Any]] = []
     for b in sorted(budgets):
         free = done[b] if b in done else build_tasks(ctx, methods, b, tick)[1]
-        rows += table(free, ("dataset", "method", "budget"))
+        rows += table(free, ("dataset", "method", "trigger", "budget"))
     return rows
 
 
@@ -201,17 +218,19 @@ class MainExperiment:
             rows += [r for r in log if row_key(r) in wanted]
         notes.append(HEADLINE_NOTE)
         notes.append(CATEGORY_NOTE)
-        methods_table = table(rows, GROUP)
+        methods_table = table(rows, (*GROUP, "trigger"))
         notes += spend_notes([r for r in curves if r.get("budget") != budget])
         notes += spend_notes([{**r, "budget": budget} for r in methods_table if r.get("model") is None])
-        sig = significance(rows, ("bookmark_recall", "bm25"), B=int(ctx.options.get("bootstrap_b", 10_000)), seed=ctx.seed)
+        one = [r for r in rows if r.get("trigger") in (None, DEFAULT_TRIGGER, "model")]
+        sig = significance(one, ("bookmark_recall", "bm25"), B=int(ctx.options.get("bootstrap_b", 10_000)), seed=ctx.seed)
         notes += sorted({f"{r['dataset']}/{r['method_b']}: {w}" for r in sig
                          for w in (r.get("conversation_warning"), r.get("probe_warning")) if w})
         tables = {
             "methods": methods_table,
             "budget_curves": curves,
-            "by_category": table(rows, (*GROUP, "category", "category_name")),
-            "by_fact_type": table([r for r in rows if r.get("fact_type")], (*GROUP, "fact_type")),
+            "by_category": table(rows, (*GROUP, "trigger", "category", "category_name")),
+            "by_fact_type": table([r for r in rows if r.get("fact_type")],
+                                  (*GROUP, "trigger", "fact_type")),
             "significance": sig,
             "failures": failures(rows),
         }

@@ -14,8 +14,10 @@ from its first turn (its probes depend on one another through the pages recalls
 bring in) and its new rows replace the old ones. An interrupted run resumes, and
 the response cache makes a repeated run free.
 
-Belady needs the future access sequence, which depends on the model's recalls:
-its cells are left out of model runs (noted) and reported LLM-free only.
+Belady cells run with the model too, under :class:`copage.eval.oracle.ScheduledBelady`:
+the oracle is given the scheduled future (every admit and each probe's evidence
+pages, as in the simulation), not the model's own recalls, so the accuracy gap
+between the oracle and the online policies is measured with one model.
 """
 
 from __future__ import annotations
@@ -65,11 +67,28 @@ def run_conversation_model(conv: Conversation, cell: Cell, model: Any) -> Iterat
     from copage.memory import PagedMemory
     from copage.session import PagedChat
 
-    mem = PagedMemory(config=cell.config())
+    plan = schedule(conv, (), cell)
+    n = len(conv.turns)
+    starts: list[int] = []
+    if cell.policy == "belady":
+        from dataclasses import replace
+
+        from copage.core.boundaries import get_boundary
+        from copage.core.paginate import paginate
+        from copage.eval.oracle import NAME, register
+        from copage.eval.simulate import access_sequence
+
+        register()
+        spans = paginate(conv.turns, get_boundary(cell.boundary))
+        span_of = {conv.turns[j].id: i for i, s in enumerate(spans) for j in range(s.start, s.end)}
+        future = access_sequence(spans, plan, span_of, n)
+        starts = probe_starts(spans, plan, span_of, n)
+        mem = PagedMemory(config=replace(cell.config(), policy=NAME), future=future)
+    else:
+        mem = PagedMemory(config=cell.config())
     chat = PagedChat(mem, model)
     added = 0
-    n = len(conv.turns)
-    for t, probe in schedule(conv, (), cell):
+    for i, (t, probe) in enumerate(plan):
         while added < min(t + 1, n):
             turn = conv.turns[added]
             meta = {k: v for k, v in (("id", turn.id), ("speaker", turn.speaker), ("timestamp", turn.timestamp),
@@ -80,7 +99,29 @@ def run_conversation_model(conv: Conversation, cell: Cell, model: Any) -> Iterat
             mem.close_page()
         page_of = {tid: p.id for p in mem.pager.pages for tid in p.turn_ids}
         needed = tuple(dict.fromkeys(page_of[e] for e in probe.evidence if e in page_of))
+        if starts:  # the oracle's clock: this probe's scheduled accesses come next
+            policy = mem.pager.cache.policy
+            at = getattr(policy, "at", None)
+            if at is not None:
+                at(starts[i])
         yield probe, chat.ask_probe_sync(probe.question, needed, keep_pages=True)
+
+
+def probe_starts(spans: Sequence[Any], plan: Sequence[tuple[int, Probe]], page_of: dict[str, int],
+                 n: int) -> list[int]:
+    """Where each probe's accesses begin in :func:`copage.eval.simulate.access_sequence`
+    (the same walk: the admits of the pages closed by the probe's turn, then its pages)."""
+    from copage.eval.simulate import _closed_by, _needed
+
+    starts: list[int] = []
+    count = admitted = 0
+    for t, probe in plan:
+        closed = _closed_by(spans, t, n)
+        count += closed - admitted
+        admitted = closed
+        starts.append(count)
+        count += len(_needed(probe, page_of, closed))
+    return starts
 
 
 def record(base: dict[str, Any], probe: Probe, rec: Any, judged: float | None) -> dict[str, Any]:
@@ -109,9 +150,11 @@ def probe_records(ctx: BenchContext, name: str, datasets: Sequence[Dataset],
     mname = ctx.model_spec or getattr(ctx.model, "spec", "model")
     log = JsonlLog(ctx.out / name / "model_probes.jsonl", RECORD_KEY)
     config = records_config(next(iter(judges), None))
-    run_cells_ = [c for c in cells if c.policy != "belady"]
-    if len(run_cells_) < len(cells):
-        notes.append("belady cells are LLM-free only (the oracle needs the model's future recalls)")
+    run_cells_ = list(cells)
+    if any(c.policy == "belady" for c in cells):
+        notes.append("belady with the model: the oracle is given the scheduled accesses "
+                     "(admits and each probe's evidence pages), not the model's own recalls "
+                     "(copage.eval.oracle)")
     units = [(ds, c, conv) for ds in datasets for c in run_cells_ for conv in ds.conversations if conv.probes]
 
     def base_of(ds: Dataset, cell: Cell, conv: Conversation) -> dict[str, Any]:
@@ -123,14 +166,19 @@ def probe_records(ctx: BenchContext, name: str, datasets: Sequence[Dataset],
     prog = ctx.progress
     bar = prog.start(f"{name} (model)", sum(len(u[2].probes) for u in todo)) \
         if prog is not None else None
-    for ds, cell, conv in todo:
-        base = base_of(ds, cell, conv)
-        for probe, rec in run_conversation_model(conv, cell, model):
-            row = record(base, probe, rec, judge_binary(judges, probe, rec.answer))
-            log.append(row)
-            if prog is not None and bar is not None:
-                prog.advance(bar, calls=(row["model_calls"] or 0) + (1 if judges else 0),
-                             cost=row["cost_usd"])
+    from copage.eval.oracle import unregister
+
+    try:
+        for ds, cell, conv in todo:
+            base = base_of(ds, cell, conv)
+            for probe, rec in run_conversation_model(conv, cell, model):
+                row = record(base, probe, rec, judge_binary(judges, probe, rec.answer))
+                log.append(row)
+                if prog is not None and bar is not None:
+                    prog.advance(bar, calls=(row["model_calls"] or 0) + (1 if judges else 0),
+                                 cost=row["cost_usd"])
+    finally:
+        unregister()  # belady_scheduled is registered for these runs only
     if prog is not None and bar is not None:
         prog.finish(bar)
     wanted = {(ds.name, mname, *(str(getattr(c, k)) for k in CELL_KEYS), str(c.seed), config)
@@ -158,5 +206,18 @@ def run_cells(ctx: BenchContext, name: str, datasets: Sequence[Dataset],
                      "trigger_rate": len(trig) / len(need) if need else None,
                      "right_page_rate": mean(1.0 if r["right_page"] else 0.0 for r in trig),
                      "recall_precision": sum(calls) / len(calls) if calls else None,
-                     "model_prompt_tokens_mean": mean(r["prompt_tokens"] for r in sel)})
+                     "model_prompt_tokens_mean": mean(r["prompt_tokens"] for r in sel),
+                     **category_accuracy(sel)})
     return rows, notes
+
+
+def category_accuracy(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """``accuracy_cat<N>`` and ``probes_cat<N>`` per LoCoMo category id of ``records``
+    (the paper's Table 14 breaks the generators' accuracy down by category)."""
+    out: dict[str, Any] = {}
+    cats = sorted({int(r["category"]) for r in records if isinstance(r.get("category"), int)})
+    for c in cats:
+        sel = [r for r in records if r.get("category") == c]
+        out[f"accuracy_cat{c}"] = mean(r["correct"] for r in sel)
+        out[f"probes_cat{c}"] = len(sel)
+    return out

@@ -1,6 +1,7 @@
 """The benchmark's methods (paper section 4) and copage's variants, by name.
 
-Every method fills one prompt of at most ``MethodSettings.budget`` tokens:
+Every method bills at most ``MethodSettings.budget`` prompt tokens per probe, summed
+over all its calls (a probe that cannot fit "does not fit" and is a miss):
 
 ============================  ==============================================================
 ``full_context``              the most recent turns that fit
@@ -8,8 +9,9 @@ Every method fills one prompt of at most ``MethodSettings.budget`` tokens:
 ``bm25``                      last 20 turns (at most half the budget) + evicted units that
                               match the question by BM25, best first, while they fit
 ``word_overlap``              the same ranked by word overlap
-``search_tool``               the bm25 window + a ``memory_search(query)`` tool (BM25 units
-                              that fit in what is left of the budget)
+``search_tool``               last 20 turns (at most a quarter of the budget) + a
+                              ``memory_search(query)`` tool (BM25 units that fit in what
+                              is left of the budget)
 ``bookmark_recall``           copage as in the paper: resident pages within the budget,
                               bookmarks, ``recall(page)``
 ``bookmark_recall+query``     ... and ``recall`` also takes a free-text ``query``

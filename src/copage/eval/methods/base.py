@@ -40,14 +40,14 @@ DEFAULT_BUDGET = 2048
 class MethodSettings:
     """Settings of every method (one value per dataset; see :mod:`copage.eval.methods`).
 
-    Every method fills one prompt of at most ``budget`` tokens by its own rule
+    Every method fills its calls, at most ``budget`` tokens together, by its own rule
     (``docs/benchmark-methods.md``); the caps below are off (None) by default so
     that the budget alone decides.
 
     Attributes:
-        budget: prompt tokens per probe, counted by one offline tokenizer over the
+        budget: prompt tokens per probe, counted by one offline tokenizer over each
             whole request (instruction, tool schema, conversation text, question,
-            and the reference reader's tool call and result).
+            tool calls and results) and summed over every call of the probe.
         full_window: optional cap on the turns of ``full_context`` (the paper: 60).
         window: recent turns kept by ``truncation`` and the retrieval baselines (20).
         top_k: optional cap on the units added by ``bm25``/``word_overlap`` and
@@ -56,6 +56,9 @@ class MethodSettings:
             any boundary name of ``copage simulate``.
         recall_reserve: tokens the bookmark methods keep free for one recalled page
             (None: the largest page of the conversation, so one recall always fits).
+        resident_pages: the bookmark methods keep this many closed pages resident
+            instead of filling the budget (the paper's controlled setting: 2 pages of
+            5 turns, early pages evicted to bookmarks); None: the budget decides.
         policy, keywords, format: the bookmark methods' paging settings.
         copage_policy, copage_boundary, copage_keywords: ``bookmark_recall+copage``.
         max_recalls: tool calls served per probe (recall or memory_search).
@@ -72,6 +75,7 @@ class MethodSettings:
     top_k: int | None = None
     boundary: str = "fixed_10"
     recall_reserve: int | None = None
+    resident_pages: int | None = None
     policy: str = "lru"
     keywords: str = "heuristic"
     format: str = "minimal"
@@ -88,9 +92,9 @@ class MethodSettings:
         if self.prompt_style not in PROMPT_STYLES:
             raise ValueError(f"unknown prompt style {self.prompt_style!r}; valid: "
                              f"{', '.join(PROMPT_STYLES)}")
-        for name in ("budget", "full_window", "window", "top_k", "max_recalls"):
+        for name in ("budget", "full_window", "window", "top_k", "max_recalls", "resident_pages"):
             value = getattr(self, name)
-            if value is None and name in ("full_window", "top_k"):
+            if value is None and name in ("full_window", "top_k", "resident_pages"):
                 continue
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ValueError(f"method setting {name} must be an int >= 1, got {value!r}")
@@ -114,7 +118,16 @@ class MethodPrompt:
         routing: routing credit of the bookmarks (``copage.eval.routing``) when a
             needed page is evicted; measured after the reader decided, never used by it.
         limit: why the prompt is well below the budget when it is (the method's rule
-            stopped it), e.g. ``"whole conversation fits"``; None otherwise.
+            stopped it), e.g. ``"whole conversation fits"``; :data:`DOES_NOT_FIT` when
+            the probe cannot be asked within the budget (no call is made: a miss);
+            None otherwise.
+        calls: the prompt tokens of each call the probe makes, in order (first call,
+            recall round trips, choose call, answer call); ``prompt_tokens`` is their
+            sum, what a provider bills for the probe.
+        parts: billed tokens of ``prompt_tokens`` by part (:data:`PARTS`), summed
+            over the calls; what the part counts cannot place is in ``other``.
+        trigger: the offline trigger rule of a bookmark method's reader
+            (:data:`copage.eval.methods.readers.TRIGGERS`), None for other methods.
     """
 
     messages: list[dict[str, Any]]
@@ -126,6 +139,48 @@ class MethodPrompt:
     routed: str | None = None
     routing: float | None = None
     limit: str | None = None
+    calls: tuple[int, ...] = ()
+    parts: Mapping[str, int] = field(default_factory=dict)
+    trigger: str | None = None
+
+
+DOES_NOT_FIT = "does not fit: the probe cannot be asked within the budget (counted as a miss)"
+
+PARTS: tuple[str, ...] = ("preamble", "tool_schema", "bookmarks", "recent_turns", "paged_in",
+                          "question", "tool_calls", "other")
+"""The parts of a billed prompt: ``preamble`` (instruction and any tool/recall hint),
+``tool_schema`` (the JSON schema of an offered tool), ``bookmarks`` (the bookmark
+index, and the choose call's page list), ``recent_turns`` (the conversation shown as
+messages before anything is fetched: a window, or the resident pages), ``paged_in``
+(what was fetched for the probe: retrieved units, a search result, a recalled,
+chosen or speculatively paged-in page), ``question``, ``tool_calls`` (the arguments
+of the model's tool calls), ``other`` (joins the part counts cannot place)."""
+
+
+def does_not_fit(needed: tuple[str, ...], evicted: tuple[str, ...], trigger: str | None = None,
+                 ) -> MethodPrompt:
+    """The prompt of a probe that cannot be asked within the budget: nothing sent, a miss."""
+    return MethodPrompt([], [], frozenset(), 0, needed, needed, None, None, DOES_NOT_FIT,
+                        (), {}, trigger)
+
+
+def add_parts(*parts: Mapping[str, int]) -> dict[str, int]:
+    """Part counts summed (calls of one probe)."""
+    out: dict[str, int] = {}
+    for p in parts:
+        for k, v in p.items():
+            out[k] = out.get(k, 0) + v
+    return out
+
+
+def call_parts(total: int, counts: Mapping[str, int]) -> dict[str, int]:
+    """``counts`` (part -> tokens of one call) with ``other`` = ``total`` less their sum, so
+    the parts add up to the call's exact count."""
+    out = {k: v for k, v in counts.items() if v}
+    rest = total - sum(out.values())
+    if rest:
+        out["other"] = out.get("other", 0) + rest
+    return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,6 +193,7 @@ class CallRecord:
     tool_calls: tuple[dict[str, str], ...] = ()
     cached: bool = False
     cost_usd: float | None = None
+    refused: bool = False  # not sent: it would have taken the probe over the budget
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,7 +222,12 @@ class MethodAnswer:
     @property
     def prompt_tokens(self) -> int:
         """Offline prompt tokens summed over every call (what the user pays)."""
-        return sum(c.prompt_tokens for c in self.calls)
+        return sum(c.prompt_tokens for c in self.calls if not c.refused)
+
+    @property
+    def does_not_fit(self) -> bool:
+        """True when a call was refused because it would take the probe over the budget."""
+        return any(c.refused for c in self.calls)
 
 
 class PreparedConversation(Protocol):

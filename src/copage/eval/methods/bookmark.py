@@ -1,11 +1,14 @@
 """Bookmark + recall (copage, paper section 3) and copage's own variants, at a token budget.
 
 The conversation is paged with a :class:`~copage.memory.PagedMemory` whose resident
-pages are bounded in *tokens*: the budget less the fixed part of the prompt (the
-instruction, the recall preamble and tool schema, the bookmarks of every page, the
-longest question) and less a reserve for one recalled page (``recall_reserve``;
-by default the largest page, so one recall always fits). When the whole
-conversation fits in the budget, every page stays resident (nothing to recall). Evicted pages appear as
+pages are bounded in *tokens*, planned for the whole probe's bill
+(:meth:`BookmarkConversation._plan`): the choose call, every answer call (two with
+the recall tool: the first call and the one after a recall) with its fixed part
+(instruction, recall preamble and tool schema, bookmarks, the longest question) and
+page-ins, and one recalled page (``recall_reserve``; by default the largest page)
+must fit the budget; the fixed parts shrink by a documented rule when they do not,
+and a probe that still cannot fit "does not fit". When the whole conversation fits
+in one call, every page stays resident (nothing to recall). Evicted pages appear as
 bookmarks and the model gets the ``recall`` tool (through
 :class:`~copage.session.PagedChat`, probes asked with ``keep_pages=False`` so each
 probe starts from the state after the whole conversation).
@@ -26,9 +29,11 @@ variant's recall mode, in the order :class:`PagedChat` runs them):
    left; the system executes it read-only (the recalled page's text is appended
    as a tool result, as the recall loop does).
 
-The prompt tokens are those of the last prompt (the answer call's, which holds
-the tool call and result), plus the ``choose`` call's prompt (bookmarks and
-question) in ``choose`` variants: the two prompts are separate, and both are paid.
+The prompt tokens are billed per call and summed (``MethodPrompt.calls``): the
+``choose`` call, the first answer call, and the answer call after the tool reader's
+recall (which holds the whole first prompt again, the tool call and its result).
+Whether the tool reader calls is the offline *trigger* (``never``, ``rule``,
+``oracle``: :mod:`.readers`); which page it picks is its rule.
 
 ``routing`` (the credit of the bookmarks when a needed page is evicted) is
 measured afterwards for the report; the reader never sees it.
@@ -59,15 +64,18 @@ from copage.eval.methods.base import (
     MethodPrompt,
     MethodSettings,
     RecallInfo,
+    add_parts,
+    call_parts,
+    does_not_fit,
     message_tokens,
     question_message,
     request_tokens,
 )
 from copage.eval.methods.calls import Recorder
-from copage.eval.methods.readers import get_reader
+from copage.eval.methods.readers import DEFAULT_TRIGGER, decide
 from copage.eval.methods.templates import session_templates_id
 from copage.eval.routing import route
-from copage.llm.messages import tool_message
+from copage.llm.messages import text_of, tool_message
 from copage.llm.types import ChatModel
 from copage.memory import PagedMemory
 from copage.session import PagedChat, Speculator
@@ -75,8 +83,21 @@ from copage.session.choose import choose_request
 from copage.session.prompts import ANSWER_ONLY_PREAMBLE, REMINDER, styled
 
 ALL_RESIDENT = "every page resident"
-NO_RECALL = "no bookmark matches: recall reserve unused"
-OVER = "over budget: the pager keeps one page resident, and it does not fit"
+NO_RECALL = "the reader made no call: recall reserve unused"
+
+
+FINER: dict[str, tuple[str, ...]] = {"session": ("fixed_10", "fixed_5"), "fixed_10": ("fixed_5",)}
+"""Finer page boundaries the budget plan falls back to, in order (see ``_plan``)."""
+
+
+def speaker_names(conversation: Conversation) -> frozenset[str]:
+    """The lower-cased words of the conversation's speaker names (and the two roles)."""
+    names = {"user", "assistant"}
+    for t in conversation.turns:
+        if t.speaker:
+            names.update(content_words(t.speaker))
+            names.update(w.lower() for w in t.speaker.split())
+    return frozenset(names)
 
 
 RECALL_MODES: dict[str, str] = {
@@ -186,8 +207,17 @@ def build_pager(conversation: Conversation, config: PagerConfig) -> Pager:
 
 
 def copy_pager(pager: Pager) -> Pager:
-    """An independent copy of ``pager`` (its tokenizer, which cannot be copied, is shared)."""
-    return copy.deepcopy(pager, {id(pager.tokenizer): pager.tokenizer})
+    """An independent copy of ``pager`` for page-ins (its tokenizer, which cannot be
+    copied, and its immutable pages and turns are shared, not copied)."""
+    memo: dict[int, Any] = {id(pager.tokenizer): pager.tokenizer}
+    for p in pager.pages:
+        memo[id(p)] = p
+        memo[id(p.turns)] = p.turns
+        memo[id(p.text)] = p.text
+    for t in pager.turns:
+        memo[id(t)] = t
+    memo[id(pager._pending)] = type(pager._pending)()  # the copy's changes are never stored
+    return copy.deepcopy(pager, memo)
 
 
 def build_memory(conversation: Conversation, config: PagerConfig) -> PagedMemory:
@@ -218,6 +248,7 @@ class Overhead:
 
     fixed: int  # system text with every page evicted + tool schema
     recall: int  # the largest recall: call + page block
+    recall_median: int  # the median recall
     whole: int  # the prompt with every page resident (no bookmark), question not included
     answer_only: int  # the system text of answer-only modes (no bookmark, no tool)
     choose: int  # the choose call with every page but the last evicted, question not included
@@ -247,16 +278,18 @@ def measure(conversation: Conversation, config: PagerConfig) -> Overhead:
         system = (INSTRUCTION + "\n\n" + prompt.preamble(config.tool_name, by_query=config.recall_by_query)
                   + "\n\n" + prompt.bookmarks_block(books))
         fixed = message_tokens([{"role": "system", "content": system}], pager.tools(), tok)
-        recall = max((message_tokens([_call(p.id, config.tool_name, {"page": p.id}),
-                                      tool_message("x", prompt.page_block(p.id, p.text))], [], tok)
-                      for p in pager.pages), default=0)
+        recalls = sorted(message_tokens([_call(p.id, config.tool_name, {"page": p.id}),
+                                         tool_message("x", prompt.page_block(p.id, p.text))], [], tok)
+                         for p in pager.pages)
+        recall = recalls[-1] if recalls else 0
+        median = recalls[len(recalls) // 2] if recalls else 0
         ctx = pager.context()
         answer_only = message_tokens([{"role": "system", "content": INSTRUCTION + "\n\n"
                                        + ANSWER_ONLY_PREAMBLE}], [], tok)
         evicted = build_pager(conversation, replace(config, resident_tokens=1))
         choose = request_tokens(choose_request(evicted, "", schema=False, temperature=None,
                                                max_tokens=1), tok)
-        _OVERHEAD[key] = Overhead(fixed, recall, message_tokens(ctx.messages, ctx.tools, tok),
+        _OVERHEAD[key] = Overhead(fixed, recall, median, message_tokens(ctx.messages, ctx.tools, tok),
                                   answer_only, choose)
     return _OVERHEAD[key]
 
@@ -276,41 +309,125 @@ class _State:
 
 
 class BookmarkConversation:
-    """A conversation paged once at the budget; probes are asked from the state after its last turn."""
+    """A conversation paged once at the budget; probes are asked from the state after its last turn.
+
+    The budget is planned for the whole probe (:meth:`_plan`): the calls of the
+    reference path (a choose call, the first answer call and, with the tool, the
+    call after one recall) are all billed, so the resident room is what is left
+    after ``n`` copies of the fixed part and one recalled page.
+    """
 
     def __init__(self, conversation: Conversation, settings: MethodSettings, variant: Variant) -> None:
         self.conversation, self.settings, self.variant = conversation, settings, variant
         steps = variant.steps
-        self.chooser = get_reader("choose") if "choose" in steps else None
-        self.reader = get_reader("query" if variant.by_query else "page") if "tool" in steps else None
-        config = pager_config(settings, variant)
-        over = measure(conversation, config)
-        reserve = settings.recall_reserve if settings.recall_reserve is not None else over.recall
+        self.choose_kind = "choose" if "choose" in steps else None
+        self.tool_kind = ("query" if variant.by_query else "page") if "tool" in steps else None
+        self.names = speaker_names(conversation)
         count = default_tokenizer().count
         self.question_tokens = max((count(p.question) for p in conversation.probes), default=0)
-        if over.whole + self.question_tokens <= settings.budget:
-            room = 10**9  # the whole conversation fits: nothing is evicted, no recall to reserve for
-        else:
-            fixed = over.fixed if "tool" in variant.steps else over.answer_only
-            if "choose" in variant.steps:
-                fixed += over.choose
-            room = settings.budget - fixed - self.question_tokens - reserve
-        self.config = pager_config(settings, variant, room)
-        self.pager = build_pager(conversation, self.config)
-        for _ in range(3):  # session heads make messages a little longer than pages: shrink
-            excess = self._fixed_tokens(self.pager) + self.question_tokens + reserve \
-                - settings.budget
-            if excess <= 0 or room <= 1:
-                break
-            room -= excess
-            self.config = pager_config(settings, variant, room)
-            self.pager = build_pager(conversation, self.config)
+        self.shrink: list[str] = []
+        self.config, self.pager = self._plan()
         self.tokenizer = self.pager.tokenizer
         self.page_of = {tid: p.index for p in self.pager.pages for tid in p.turn_ids}
         self.lock = asyncio.Lock()
         self.speculator = Speculator(settings.speculative_threshold)
         self._states: dict[tuple[PageId, ...], _State] = {}
+        self._speculated: dict[str, tuple[PageId, ...]] = {}
+        self._page_tokens: dict[PageId, int] = {}
+        self._indexes: dict[tuple[PageId, ...], BM25Index[int]] = {}
         self._memory: PagedMemory | None = None
+
+    # ------------------------------------------------------------------ the budget plan
+    def _plan(self) -> tuple[PagerConfig, Pager]:
+        """The pager whose worst reference-path probe bills at most the budget.
+
+        Rule (``docs/benchmark-methods.md``): every page resident when the whole
+        conversation and the longest question fit in one call; else (or with
+        ``resident_pages``, the paper's controlled setting) the resident room is
+        shrunk until :meth:`worst` fits. When even no resident page leaves room,
+        the fixed parts shrink in this order: bookmarks of fewer keywords (2, then
+        1), then a recall reserve of the median page instead of the largest
+        (recalls of larger pages then do not fit), then finer pages (:data:`FINER`:
+        ``session`` -> ``fixed_10`` -> ``fixed_5``: smaller resident and recalled
+        pages); a probe that still does not fit is "does not fit"
+        (:data:`DOES_NOT_FIT`, a miss). What was shrunk is in :attr:`shrink`.
+        """
+        settings, variant = self.settings, self.variant
+        budget, q = settings.budget, self.question_tokens
+        base = pager_config(settings, variant)
+        over = measure(self.conversation, base)
+        if settings.resident_pages is None and over.whole + q <= budget:
+            config = pager_config(settings, variant, 10**9)
+            return config, build_pager(self.conversation, config)
+        if settings.resident_pages is not None:
+            config = replace(base, resident_pages=settings.resident_pages, resident_tokens=None)
+            pager = build_pager(self.conversation, config)
+            if self.worst(pager, self._reserve(over)) <= budget:
+                return config, pager
+            self.shrink.append(f"resident_pages={settings.resident_pages} does not fit: "
+                               "resident room planned in tokens")
+        n = 2 if self.tool_kind else 1
+        last: tuple[PagerConfig, Pager] | None = None
+        least = 0
+        for boundary in (base.boundary, *FINER.get(base.boundary, ())):
+            for nk in dict.fromkeys((base.n_keywords, min(2, base.n_keywords), 1)):
+                cfg = replace(base, boundary=boundary, n_keywords=nk)
+                over = measure(self.conversation, cfg)
+                for reserve in dict.fromkeys((self._reserve(over), over.recall_median)):
+                    fixed = over.fixed if self.tool_kind else over.answer_only
+                    choose = over.choose if self.choose_kind else 0
+                    room = max(1, (budget - reserve - choose) // n - fixed - q)
+                    pager = build_pager(self.conversation, replace(cfg, resident_tokens=room))
+                    for _ in range(6):
+                        excess = self.worst(pager, reserve) - budget
+                        if excess <= 0 or room <= 1:
+                            break
+                        room = max(1, room - max(1, -(-excess // n)))
+                        pager = build_pager(self.conversation, replace(cfg, resident_tokens=room))
+                    worst = self.worst(pager, reserve)
+                    if last is None or worst < least:  # the fallback: the least costly plan
+                        last, least = (replace(cfg, resident_tokens=room), pager), worst
+                    if worst <= budget:
+                        last = (replace(cfg, resident_tokens=room), pager)
+                        if boundary != base.boundary:
+                            self.shrink.append(f"pages of {boundary} instead of {base.boundary}")
+                        if nk != base.n_keywords:
+                            self.shrink.append(f"bookmarks of {nk} keyword(s) instead of "
+                                               f"{base.n_keywords}")
+                        if reserve != self._reserve(over):
+                            self.shrink.append(f"recall reserve of the median page ({reserve} "
+                                               "tokens) instead of the largest")
+                        return last
+        self.shrink.append("the fixed part does not fit even shrunk: the least costly plan is "
+                           "kept, and its probes over the budget do not fit")
+        assert last is not None
+        return last
+
+    def _reserve(self, over: Overhead) -> int:
+        r = self.settings.recall_reserve
+        return r if r is not None else over.recall
+
+    def worst(self, pager: Pager, reserve: int) -> int:
+        """Billed tokens of the costliest reference-path probe of ``pager``'s state (an
+        upper bound): the choose call, ``n`` answer calls with the largest page-ins
+        (speculative, chosen) added and the longest question, and one recalled page of
+        ``reserve`` tokens."""
+        if not pager.evicted:
+            return self._answer_tokens(pager) + self.question_tokens
+        ins = int(self.variant.speculative) + int(self.choose_kind is not None)
+        grown = 0  # an upper bound: the largest pages paged in, nothing evicted for them
+        if ins:
+            by_size = sorted(pager.evicted, key=lambda p: -pager.pages[int(p[1:]) - 1].tokens)
+            grown = sum(message_tokens(prompt.turn_messages(list(pager.pages[int(p[1:]) - 1].turns)),
+                                       [], pager.tokenizer) for p in by_size[:ins])
+        answer = self._answer_tokens(pager) + grown + self.question_tokens
+        total = answer
+        if self.tool_kind:
+            total += answer + reserve
+        if self.choose_kind:
+            total += request_tokens(choose_request(pager, "", schema=False, temperature=None,
+                                                   max_tokens=1), pager.tokenizer) + self.question_tokens
+        return total
 
     @property
     def memory(self) -> PagedMemory:
@@ -325,19 +442,15 @@ class BookmarkConversation:
         return tuple(self.pager.pages[i].id for i in idx)
 
     # ------------------------------------------------------------------ states
-    def _fixed_tokens(self, pager: Pager) -> int:
-        """The prompt tokens of ``pager``'s state before the question and any page-in: the
-        answer call's prompt in the variant's mode and prompt style, plus the choose call's."""
+    def _answer_tokens(self, pager: Pager) -> int:
+        """The answer call's prompt tokens of ``pager``'s state before the question, in the
+        variant's mode and prompt style."""
         ctx = pager.context()
         messages, tools = styled(self.settings.prompt_style, pager, ctx.messages, ctx.tools,
-                                 offer_tool="tool" in self.variant.steps)
+                                 offer_tool=self.tool_kind is not None)
         n = message_tokens(messages, tools, pager.tokenizer)
-        if self.settings.prompt_style == "compact" and "tool" in self.variant.steps \
-                and pager.evicted:  # the reminder after the question
+        if self.settings.prompt_style == "compact" and self.tool_kind and pager.evicted:
             n += pager.tokenizer.count("\n\n" + REMINDER.format(tool=pager.config.tool_name))
-        if "choose" in self.variant.steps and pager.evicted:
-            n += request_tokens(choose_request(pager, "", schema=False, temperature=None,
-                                               max_tokens=1), pager.tokenizer)
         return n
 
     def _snapshot(self, pager: Pager) -> _State:
@@ -371,21 +484,68 @@ class BookmarkConversation:
         if "page" in args:
             pid = str(args["page"])
             return pid if pid in state.evicted else None
-        index: BM25Index[int] = BM25Index()
-        for pid, text in zip(state.evicted, state.evicted_text, strict=True):
-            index.add(int(pid[1:]) - 1, content_words(text))
-        best = index.best(sorted(set(content_words(str(args.get("query", question))))))
+        if state.evicted not in self._indexes:
+            index: BM25Index[int] = BM25Index()
+            for pid, text in zip(state.evicted, state.evicted_text, strict=True):
+                index.add(int(pid[1:]) - 1, content_words(text))
+            self._indexes[state.evicted] = index
+        best = self._indexes[state.evicted].best(sorted(set(content_words(str(args.get("query", question))))))
         return page_id(best.key) if best.key is not None else None
 
-    def build(self, probe: Probe) -> MethodPrompt:
-        """The prompt a model would see last: after the speculative page-in, the choose
-        reader's pick and the tool reader's one call (the steps the variant has)."""
+    def _page_message_tokens(self, pid: PageId) -> int:
+        """Tokens of a page shown as messages (memoised)."""
+        if pid not in self._page_tokens:
+            page = self.pager.pages[int(pid[1:]) - 1]
+            self._page_tokens[pid] = message_tokens(prompt.turn_messages(list(page.turns)), [],
+                                                    self.tokenizer)
+        return self._page_tokens[pid]
+
+    def _parts(self, total: int, messages: list[dict[str, Any]], tools: list[dict[str, Any]],
+               state: _State, paged: tuple[PageId, ...]) -> dict[str, int]:
+        """The billed parts of one answer call (see :data:`copage.eval.methods.base.PARTS`)."""
+        tok = self.tokenizer
+        count = tok.count
+        out: dict[str, int] = {}
+
+        def add(part: str, n: int) -> None:
+            out[part] = out.get(part, 0) + n
+
+        marks = "\n".join(state.bookmarks)
+        turns = 0
+        last_user = max((i for i, m in enumerate(messages) if m.get("role") == "user"), default=-1)
+        for i, m in enumerate(messages):
+            role, content = m.get("role"), text_of(m.get("content"))
+            if role == "system":
+                books = count(marks) if marks and state.bookmarks[0] in content else 0
+                add("bookmarks", books)
+                add("preamble", max(0, count(content) - books))
+            elif role == "tool":
+                add("paged_in", count(content))
+            elif m.get("tool_calls"):
+                add("tool_calls", message_tokens([m], [], tok))
+            elif i == last_user:
+                add("question", count(content))
+            else:
+                turns += count(content)
+        paged_tokens = sum(self._page_message_tokens(p) for p in paged)
+        add("paged_in", min(paged_tokens, turns))
+        add("recent_turns", max(0, turns - paged_tokens))
+        add("tool_schema", message_tokens([], tools, tok))
+        return call_parts(total, out)
+
+    def build(self, probe: Probe, trigger: str = DEFAULT_TRIGGER) -> MethodPrompt:
+        """The prompts of the reference path under ``trigger`` (:data:`TRIGGERS`): the
+        speculative page-in, the choose call and its pick, the first answer call and,
+        when the tool reader calls, the answer call after the recall. Every call's
+        prompt is billed; a probe whose calls exceed the budget does not fit."""
         question = probe.question
         speculated: tuple[PageId, ...] = ()
         if self.variant.speculative:
-            best, score = self.speculator.score(self.pager, question)
-            if best is not None and score >= self.settings.speculative_threshold:
-                speculated = (best,)
+            if question not in self._speculated:  # the same for every trigger
+                best, score = self.speculator.score(self.pager, question)
+                self._speculated[question] = (best,) if best is not None \
+                    and score >= self.settings.speculative_threshold else ()
+            speculated = self._speculated[question]
         base = self.state(speculated)
         needed = self.needed(probe)
         missing = tuple(p for p in needed if p in base.evicted)
@@ -395,21 +555,34 @@ class BookmarkConversation:
             want = {i for i, p in enumerate(base.evicted) if p in needed}
             credit = route(question, list(base.bookmarks), want).credit
         chosen: PageId | None = None
-        choose_tokens = 0
-        if self.chooser is not None and base.evicted:  # the choose call, then its pick is paged in
+        calls: list[int] = []
+        parts: list[dict[str, int]] = []
+        if self.choose_kind is not None and base.evicted:  # the choose call, then its pick
             request = choose_request(base.pager, question, schema=False, temperature=None,
                                      max_tokens=1)
-            choose_tokens = request_tokens(request, self.tokenizer)
-            pick = self.chooser(question, list(zip(base.evicted, base.bookmarks, strict=True)))
+            c = request_tokens(request, self.tokenizer)
+            q = self.tokenizer.count(question)
+            calls.append(c)
+            parts.append(call_parts(c, {"bookmarks": self.tokenizer.count("\n".join(base.bookmarks)),
+                                        "question": q, "preamble": max(0, c - q - self.tokenizer.count(
+                                            "\n".join(base.bookmarks)))}))
+            pick = decide("choose", trigger, question, list(zip(base.evicted, base.bookmarks,
+                                                                 strict=True)),
+                          names=self.names, needed=needed)
             chosen = self._resolve(base, pick, question) if pick is not None else None
-        state = self.state(speculated + (chosen,)) if chosen is not None else base
-        offer_tool = self.reader is not None
+        paged = speculated + ((chosen,) if chosen is not None else ())
+        state = self.state(paged) if chosen is not None else base
         messages, tools = styled(self.settings.prompt_style, state.pager,
                                  [*state.messages, question_message(probe)], state.tools,
-                                 offer_tool=offer_tool)
+                                 offer_tool=self.tool_kind is not None)
+        first = message_tokens(messages, tools, self.tokenizer)
+        calls.append(first)
+        parts.append(self._parts(first, messages, tools, state, paged))
         visible = set(state.visible)
-        args = (self.reader(question, list(zip(state.evicted, state.bookmarks, strict=True)))
-                if self.reader is not None else None)
+        args = (decide(self.tool_kind, trigger, question,
+                       list(zip(state.evicted, state.bookmarks, strict=True)),
+                       names=self.names, needed=needed)
+                if self.tool_kind is not None and state.evicted else None)
         recalled = self._resolve(state, args, question) if args is not None else None
         tool = self.pager.config.tool_name
         if args is not None:
@@ -421,24 +594,29 @@ class BookmarkConversation:
             else:
                 result = tool_message("ref_1", "error: no evicted page matches.")
             messages += [call, result]
-        tokens = choose_tokens + message_tokens(messages, tools, self.tokenizer)
+            second = message_tokens(messages, tools, self.tokenizer)
+            calls.append(second)
+            parts.append(self._parts(second, messages, tools, state, paged))
+        total = sum(calls)
         fetched = chosen or recalled
+        if total > self.settings.budget:
+            return replace(does_not_fit(needed, evicted_before, trigger), routing=credit)
         limit = ALL_RESIDENT if not base.evicted else (NO_RECALL if fetched is None else None)
-        if tokens > self.settings.budget:
-            limit = OVER
-        return MethodPrompt(messages, list(tools), frozenset(visible), tokens, needed,
-                            evicted_before, fetched, credit, limit)
+        return MethodPrompt(messages, list(tools), frozenset(visible), total, needed,
+                            evicted_before, fetched, credit, limit, tuple(calls),
+                            add_parts(*parts), trigger)
 
     # ------------------------------------------------------------------ a model run
     async def answer(self, probe: Probe, model: ChatModel) -> MethodAnswer:
         """Ask through :class:`PagedChat` (recall loop); the page-ins are rolled back."""
-        rec = Recorder(model, self.tokenizer)
+        rec = Recorder(model, self.tokenizer, self.settings.budget)
         async with self.lock:
             chat = PagedChat(self.memory, rec, **self.variant.chat_options(self.settings))
             record = await chat.ask_probe(probe.question, self.needed(probe), keep_pages=False)
         infos = tuple(RecallInfo(r.tool, r.arguments, r.status, r.page) for r in record.recalls)
         return MethodAnswer(record.answer, tuple(rec.calls), record.needed, record.evicted,
-                            infos, record.speculative)
+                            infos, record.speculative,
+                            {"does_not_fit": True} if rec.calls and rec.calls[-1].refused else {})
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,15 +20,33 @@ system then executes the call as it would for a model (see
 
 A new way of recalling (a ``recall_mode`` of :class:`copage.session.PagedChat`)
 is added by registering its reader here under the same name.
+
+**Triggers.** Offline, *whether* a reader calls is not a model's decision but a
+named rule, reported side by side (:data:`TRIGGERS`, :func:`decide`); *which*
+page it picks stays the reader's rule above:
+
+* ``never``: no call (no recall, the choose call answers ``none``): the floor;
+* ``oracle``: a call exactly when a page holding the probe's evidence is evicted
+  (the one place the gold evidence is used, and only for *whether*): the
+  ceiling of the reader's pick;
+* ``rule`` (realistic): a call when one bookmark alone is the best match of the
+  question's content words once stop words and the conversation's speaker names
+  are dropped (a question sharing only a name, or tied between bookmarks,
+  makes no call).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
 from copage.core.registry import Registry
+from copage.core.text import content_words
 from copage.eval.routing import bm25_candidates
+
+TRIGGERS: tuple[str, ...] = ("never", "rule", "oracle")
+"""The offline trigger rules of the bookmark methods' readers (see the module)."""
+DEFAULT_TRIGGER = "rule"
 
 Bookmarks = Sequence[tuple[str, str]]
 """(page id, bookmark text) of the evicted pages, in the order the prompt lists them."""
@@ -66,3 +84,38 @@ READERS.register("choose", lambda: choose_reader)
 def get_reader(name: str) -> Reader:
     """The reader of recall kind ``name``; raises ``UnknownNameError`` listing the valid ones."""
     return READERS.create(name)
+
+
+def rule_question(question: str, names: Collection[str]) -> str:
+    """The question's content words without stop words and speaker names (the ``rule``
+    trigger's query)."""
+    drop = {n.lower() for n in names}
+    return " ".join(w for w in content_words(question)
+                    if w not in drop and w.removesuffix("s") not in drop)
+
+
+def decide(kind: str, trigger: str, question: str, bookmarks: Bookmarks, *,
+           names: Collection[str] = (), needed: Collection[str] = ()) -> dict[str, Any] | None:
+    """The call of reader ``kind`` (``page``, ``query`` or ``choose``) under ``trigger``.
+
+    ``names``: the conversation's speaker names (the ``rule`` trigger ignores them);
+    ``needed``: the pages holding the probe's evidence (the ``oracle`` trigger only).
+    """
+    if trigger not in TRIGGERS:
+        raise ValueError(f"unknown trigger {trigger!r}; valid: {', '.join(TRIGGERS)}")
+    READERS.check(kind)
+    if not bookmarks or trigger == "never":
+        return None
+    texts = [text for _, text in bookmarks]
+    if trigger == "oracle":
+        if not any(pid in needed for pid, _ in bookmarks):
+            return None
+        if kind == "query":
+            return {"query": question}
+        scores = bm25_candidates(question, texts)
+        return {"page": bookmarks[scores.index(max(scores))][0]}
+    scores = bm25_candidates(rule_question(question, names), texts)
+    top = max(scores)
+    if top <= 0 or scores.count(top) > 1:
+        return None
+    return {"query": question} if kind == "query" else {"page": bookmarks[scores.index(top)][0]}

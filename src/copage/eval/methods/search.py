@@ -2,10 +2,12 @@
 
 Paper section 4 (inspired by MemGPT, Packer et al. 2023): "model receives a
 free-form memory_search tool with no bookmarks; the backend ranks evicted
-sessions by BM25 and returns the top-3". The window is the one of ``bm25`` (the
-last ``window`` turns, at most half the budget); evicted units are those with
-turns before it. The backend returns the matching units, best first, that fit in
-what is left of the budget when the call is made (so every call stays within it).
+sessions by BM25 and returns the top-3". The window is the last ``window`` turns,
+at most a quarter of the budget (:data:`SEARCH_SHARE`: it is sent in both calls);
+evicted units are those with turns before it. Every call's input is billed (the
+first call and each call after a search), and the backend returns the matching
+units, best first, that fit in what is left of the budget for the next call, so
+the probe's billed total stays within it.
 
 LLM-free reference reader: it searches once with the question itself. With the
 same backend, its offline coverage is that of ``bm25`` less what the tool call's
@@ -25,6 +27,9 @@ from copage.eval.methods.base import (
     MethodPrompt,
     MethodSettings,
     RecallInfo,
+    add_parts,
+    call_parts,
+    does_not_fit,
     message_tokens,
 )
 from copage.eval.methods.calls import Recorder
@@ -53,6 +58,11 @@ def search_tool_schema() -> dict[str, Any]:
     }}
 
 
+SEARCH_SHARE = 0.25
+"""``search_tool``'s recent window stays within this share of the budget: the window is
+sent twice (the first call and the answer call, both billed), so this is ``bm25``'s
+half of the budget split over its two calls."""
+
 NO_MATCH = "No earlier part of the conversation matches."
 NO_ROOM = "No room left in the prompt for more earlier parts of the conversation."
 
@@ -71,22 +81,52 @@ class SearchConversation(WindowConversation):
     def _first(self, probe: Probe) -> list[dict[str, Any]]:
         return self._messages(probe, [], self.start)
 
-    def _room(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> int:
-        return self.settings.budget - message_tokens(messages, tools, self.tokenizer)
+    def _room(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]],
+              billed: int = 0) -> int:
+        """Tokens a search result may take in the next call: the budget less what the
+        probe has billed so far and less the next call without the result (a call
+        resends the whole conversation so far, so each round trip costs it again)."""
+        result_frame = message_tokens([tool_message("x", "")], [], self.tokenizer)
+        return (self.settings.budget - billed
+                - message_tokens(messages, tools, self.tokenizer) - result_frame)
 
     def build(self, probe: Probe) -> MethodPrompt:
-        """The prompt after the reference reader's one search (query = the question)."""
+        """The prompts of the reference reader's probe: the first call (window, tool,
+        question), its one search (query = the question), and the answer call that
+        holds the call and its result; both calls are billed."""
         tools = [search_tool_schema()]
         window_ids = frozenset(t.id for t in self.turns[self.start :])
         needed, evicted = self._needed(probe, window_ids)
+        first = self._first(probe)
+        first_tokens = message_tokens(first, tools, self.tokenizer)
         call = {"id": "ref_1", "type": "function",
                 "function": {"name": TOOL_NAME, "arguments": json.dumps({"query": probe.question})}}
-        msgs = [*self._first(probe), {"role": "assistant", "content": None, "tool_calls": [call]}]
-        found, text, limit = self.search(probe.question, self._room(msgs, tools))
+        msgs = [*first, {"role": "assistant", "content": None, "tool_calls": [call]}]
+        room = self._room(msgs, tools, first_tokens)
+        if room < 0:  # not even an empty result fits after the first call
+            return does_not_fit(needed, needed)
+        found, text, limit = self.search(probe.question, room)
         msgs.append(tool_message("ref_1", text))
-        return MethodPrompt(msgs, tools, self._visible(found, self.start),
-                            message_tokens(msgs, tools, self.tokenizer), needed, evicted,
-                            routed=",".join(u.id for u in found) or None, limit=limit)
+        answer_tokens = message_tokens(msgs, tools, self.tokenizer)
+        total = first_tokens + answer_tokens
+        if total > self.settings.budget:
+            return does_not_fit(needed, needed)
+        parts = add_parts(self._parts(first_tokens, probe, first, tools),
+                          self._parts(answer_tokens, probe, msgs, tools))
+        return MethodPrompt(msgs, tools, self._visible(found, self.start), total, needed, evicted,
+                            routed=",".join(u.id for u in found) or None, limit=limit,
+                            calls=(first_tokens, answer_tokens), parts=parts)
+
+    def _parts(self, total: int, probe: Probe, msgs: list[dict[str, Any]],
+               tools: list[dict[str, Any]]) -> dict[str, int]:
+        count = self.tokenizer.count
+        calls = [m for m in msgs if m.get("tool_calls")]
+        results = [m for m in msgs if m.get("role") == "tool"]
+        return call_parts(total, {
+            "preamble": self.system_tokens, "tool_schema": message_tokens([], tools, self.tokenizer),
+            "recent_turns": self.view.tokens(self.start), "question": count(probe.question),
+            "tool_calls": message_tokens(calls, [], self.tokenizer),
+            "paged_in": message_tokens(results, [], self.tokenizer)})
 
     async def answer(self, probe: Probe, model: ChatModel) -> MethodAnswer:
         """The tool loop: searches served until an answer or ``max_recalls`` searches."""
@@ -94,7 +134,7 @@ class SearchConversation(WindowConversation):
         tools = (search_tool_schema(),)
         window_ids = frozenset(t.id for t in self.turns[self.start :])
         needed, evicted = self._needed(probe, window_ids)
-        rec = Recorder(model, self.tokenizer)
+        rec = Recorder(model, self.tokenizer, self.settings.budget)
         infos: list[RecallInfo] = []
         text = ""
         for _ in range(self.settings.max_recalls + 2):
@@ -114,7 +154,8 @@ class SearchConversation(WindowConversation):
                     result, units = f"error: the only tool is {TOOL_NAME}(query).", []
                     status = "error"
                 else:
-                    units, result, _ = self.search(query, self._room(messages, list(tools)))
+                    units, result, _ = self.search(
+                        query, max(0, self._room(messages, list(tools), rec.billed)))
                     status = "ok"
                 infos.append(RecallInfo(call.name, call.arguments[:300], status,
                                         pages=tuple(u.id for u in units)))
@@ -143,4 +184,4 @@ class SearchToolMethod:
     def prepare(self, conversation: Conversation, settings: MethodSettings) -> SearchConversation:
         """Cut the window and the evicted units."""
         return SearchConversation(conversation, settings, bm25_scorer,
-                                  system=INSTRUCTION + SEARCH_HINT)
+                                  system=INSTRUCTION + SEARCH_HINT, share=SEARCH_SHARE)

@@ -31,6 +31,8 @@ from copage.eval.methods.base import (
     MethodAnswer,
     MethodPrompt,
     MethodSettings,
+    call_parts,
+    does_not_fit,
     question_message,
 )
 from copage.eval.methods.calls import Recorder
@@ -125,7 +127,7 @@ class WindowConversation:
 
     def __init__(self, conversation: Conversation, settings: MethodSettings,
                  scorer: ScorerFactory | None, *, recent: str = "window",
-                 system: str = INSTRUCTION) -> None:
+                 system: str = INSTRUCTION, share: float = RECENT_SHARE) -> None:
         self.conversation, self.settings = conversation, settings
         self.turns: tuple[Turn, ...] = conversation.turns
         self.view = Turns(self.turns)
@@ -143,7 +145,7 @@ class WindowConversation:
             self.start = self.earliest  # per probe: see _start
         else:
             self.earliest = max(0, n - settings.window)
-            limit = settings.budget * RECENT_SHARE if scorer else settings.budget
+            limit = settings.budget * share if scorer else settings.budget
             self.start = self.view.fit(int(limit) - self.system_tokens, self.earliest)
         self.candidates: list[Unit] = evicted_units(self.units, self.start) if scorer else []
         self.texts = [unit_text(self.turns, u, self.start) for u in self.candidates]
@@ -242,14 +244,29 @@ class WindowConversation:
                          else f"window of {self.settings.window} turns")
         window_ids = frozenset(t.id for t in self.turns[start:])
         needed, evicted = self._needed(probe, window_ids)
+        if tokens > budget:  # the question (or the instruction) alone does not fit
+            return does_not_fit(needed, needed)
         routed = ",".join(u.id for u in retrieved) or None
+        parts = self.parts(tokens, probe, start, msgs[0]["content"])
         return MethodPrompt(msgs, [], self._visible(retrieved, start), tokens, needed, evicted,
-                            routed=routed, limit=limit)
+                            routed=routed, limit=limit, calls=(tokens,), parts=parts)
+
+    def parts(self, total: int, probe: Probe, start: int, system: str) -> dict[str, int]:
+        """The billed parts of one call: instruction, window, retrieved text, question."""
+        count = self.tokenizer.count
+        system_all = count(system)
+        return call_parts(total, {
+            "preamble": min(self.system_tokens, system_all),
+            "paged_in": max(0, system_all - self.system_tokens),
+            "recent_turns": self.view.tokens(start), "question": count(probe.question)})
 
     async def answer(self, probe: Probe, model: ChatModel) -> MethodAnswer:
         """One call, no tools."""
         built = self.build(probe)
-        rec = Recorder(model, self.tokenizer)
+        if built.limit is not None and built.limit.startswith("does not fit"):
+            return MethodAnswer("", (), built.needed, built.evicted_needed,
+                                extra={"does_not_fit": True})
+        rec = Recorder(model, self.tokenizer, self.settings.budget)
         response = await rec.complete(ChatRequest(
             messages=tuple(built.messages), temperature=self.settings.temperature,
             max_tokens=self.settings.max_tokens,

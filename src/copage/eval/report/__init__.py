@@ -15,6 +15,7 @@ from typing import Any
 
 from copage.eval.experiments.base import ExperimentResult
 from copage.eval.jsonsafe import dumps
+from copage.eval.report.headline import headline
 from copage.eval.report.html import write_html
 from copage.eval.report.paper import paper_tables
 from copage.eval.report.plots import NO_FIGURES, can_plot, make_figures
@@ -32,6 +33,7 @@ def build_summary(results: Sequence[ExperimentResult], settings: Mapping[str, An
     return {
         "settings": dict(settings),
         "methods": methods,
+        "headline": headline({r.name: r.tables for r in results}),
         "paging": paging.tables.get("paging", []) if paging else [],
         "experiments": {r.name: {"notes": r.notes, "tables": r.tables} for r in results},
     }
@@ -64,9 +66,14 @@ def write_report(out: Path, results: Sequence[ExperimentResult], settings: Mappi
     tables: dict[str, dict[str, list[Row]]] = {r.name: r.tables for r in results}
     folder = out / "tables"
     md_parts = ["# copage bench report\n", *[f"{line}\n" for line in intro]]
-    paper = paper_tables(tables)
-    for name, rows in paper.items():
+    head = headline(tables)
+    if head:
+        write_table(folder, "headline", head)
+        md_parts.append(markdown(head, "headline: every method at one billed budget"))
+    for name, rows in paper_tables(tables).items():
         write_table(folder, name, rows)
+    paper = paper_tables(tables, split=True)
+    for name, rows in paper.items():
         md_parts.append(markdown(rows, name))
     for r in results:
         md_parts.append(f"## {r.name}\n")
@@ -79,5 +86,6 @@ def write_report(out: Path, results: Sequence[ExperimentResult], settings: Mappi
     md = out / "report.md"
     md.write_text("\n".join(md_parts), encoding="utf-8")
     sections = {r.name: (r.tables, r.notes) for r in results}
-    page = write_html(out / "report.html", "copage bench report", intro, paper, figures, sections)
+    page = write_html(out / "report.html", "copage bench report", intro, paper, figures, sections,
+                      head)
     return {"summary": out / "summary.json", "html": page, "markdown": md}

@@ -54,7 +54,7 @@ def _grouped(ax: Any, groups: Sequence[str], series: dict[str, list[float | None
 
 def _save(fig: Any, path: Path) -> Path:
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    fig.savefig(path, dpi=110, bbox_inches="tight")
     _plt().close(fig)
     return path
 
@@ -77,6 +77,7 @@ def boundary_plot(tables: Tables, folder: Path) -> Path | None:
         _grouped(ax, bounds, series)
         ax.set_ylim(0, 1.05)
         ax.set_ylabel(title)
+        ax.set_xlabel("page boundary")
         ax.set_title(f"Boundary: {title}, mean over FIFO/LRU/LFU/Belady")
         ax.legend(fontsize=8)
     return _save(fig, folder / "boundary.png")
@@ -101,6 +102,7 @@ def policy_plot(tables: Tables, folder: Path) -> Path | None:
                 ax.patches[i].set_hatch("//")
         ax.set_ylim(0, 1.05)
         ax.set_title(f"{lab}: hit rate by policy")
+        ax.set_xlabel("eviction policy")
         ax.tick_params(axis="x", rotation=30)
     axes[0][0].set_ylabel("hit rate (mean over boundaries)")
     fig.text(0.01, 0.01, "blue: paper's policies; orange hatched: copage's", fontsize=8)
@@ -174,7 +176,7 @@ def method_panels(rows: Sequence[Row]) -> list[tuple[str, str, list[tuple[str, f
             if v is None or not n:
                 continue
             ci = wilson_interval(round(float(v) * n), n)
-            bars.append((str(r["method"]), float(v), ci.low, ci.high))
+            bars.append((_series(r), float(v), ci.low, ci.high))
         if bars:
             panels.append((lab, metric, bars))
     return panels
@@ -186,7 +188,9 @@ def methods_plot(tables: Tables, folder: Path) -> Path | None:
     if not panels:
         return None
     plt = _plt()
-    fig, axes = plt.subplots(len(panels), 1, figsize=(8, 2.6 * len(panels)), squeeze=False)
+    height = sum(0.22 * len(p[2]) + 0.9 for p in panels)
+    fig, axes = plt.subplots(len(panels), 1, figsize=(8, height), squeeze=False,
+                             gridspec_kw={"height_ratios": [len(p[2]) + 3 for p in panels]})
     for ax, (lab, metric, bars) in zip(axes[:, 0], panels, strict=True):
         vals = [b[1] for b in bars]
         ax.barh([b[0] for b in bars], vals, xerr=[[v - b[2] for v, b in zip(vals, bars, strict=True)],
@@ -195,34 +199,78 @@ def methods_plot(tables: Tables, folder: Path) -> Path | None:
         ax.set_xlim(0, 1.0)
         ax.invert_yaxis()
         ax.set_title(f"{lab}: {metric} (Wilson 95% CI)", fontsize=10)
+        ax.set_xlabel(metric.replace("_", " "))
+        ax.tick_params(axis="y", labelsize=7)
     return _save(fig, folder / "methods.png")
 
 
+DISTINCT = ("tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple", "tab:brown",
+            "tab:pink", "tab:gray", "tab:olive", "tab:cyan", "black", "gold", "navy", "lime")
+"""One clearly different colour per series (markers differ too)."""
+
+
+def _series(r: Row) -> str:
+    """A method's label, with its offline trigger when it has one."""
+    trig = r.get("trigger")
+    return f"{r['method']} [{trig}]" if trig else str(r["method"])
+
+
 def budget_plot(tables: Tables, folder: Path) -> Path | None:
-    """Coverage against prompt tokens per method, one point per budget (``main``'s curves)."""
+    """Coverage against billed prompt tokens per method, one point per budget.
+
+    Bookmark methods are drawn at their ``rule`` trigger, with a vertical bar from
+    the ``never`` to the ``oracle`` trigger's coverage (the floor and the ceiling).
+    Every series has its own colour and marker; the legend sits outside the axes;
+    a point of a run where some probe billed more than its budget is circled red
+    (there should be none).
+    """
     rows = [r for r in tables.get("main", {}).get("budget_curves") or []
             if r.get("prompt_tokens_mean") is not None and r.get("evidence_coverage") is not None]
     if not rows:
         return None
     plt = _plt()
     datasets = list(dict.fromkeys(str(r["dataset"]) for r in rows))
-    fig, axes = plt.subplots(1, len(datasets), figsize=(6.2 * len(datasets), 4.6), squeeze=False)
-    for ax, ds in zip(axes[0], datasets, strict=True):
+    fig, axes = plt.subplots(len(datasets), 1, figsize=(10, 4.4 * len(datasets)), squeeze=False)
+    markers = "osD^v<>phX*"
+    for ax, ds in zip(axes[:, 0], datasets, strict=True):
         sel = [r for r in rows if r["dataset"] == ds]
-        for i, method in enumerate(dict.fromkeys(str(r["method"]) for r in sel)):
-            pts = sorted((r for r in sel if r["method"] == method), key=lambda r: r["budget"])
-            line = "-" if i < 10 else "--"
-            ax.plot([r["prompt_tokens_mean"] for r in pts], [r["evidence_coverage"] for r in pts],
-                    line, marker="o", markersize=4, label=method)
+        methods = list(dict.fromkeys(str(r["method"]) for r in sel))
+        palette = DISTINCT
+        for i, method in enumerate(methods):
+            mine = [r for r in sel if r["method"] == method]
+            main = [r for r in mine if r.get("trigger") in (None, "rule")]
+            pts = sorted(main, key=lambda r: int(r["budget"]))
+            xs = [float(r["prompt_tokens_mean"]) for r in pts]
+            ys = [float(r["evidence_coverage"]) for r in pts]
+            color = palette[i % len(palette)]
+            label = method + (" (rule; bar: never..oracle)" if len(mine) > len(main) else "")
+            ax.plot(xs, ys, "-", marker=markers[i % len(markers)], markersize=5, color=color,
+                    label=label, linewidth=1.2)
+            for r, x in zip(pts, xs, strict=True):
+                bounds = [float(o["evidence_coverage"]) for o in mine
+                          if o.get("trigger") in ("never", "oracle") and o["budget"] == r["budget"]]
+                if bounds:
+                    ax.vlines(x, min(bounds), max(bounds), color=color, linewidth=2.5, alpha=0.35)
+            over = [(x, y) for r, x, y in zip(pts, xs, ys, strict=True) if r.get("over_budget")]
+            if over:
+                ax.scatter([o[0] for o in over], [o[1] for o in over], s=120, facecolors="none",
+                           edgecolors="red", linewidths=1.5, zorder=5)
         for b in sorted({int(r["budget"]) for r in sel}):
-            ax.axvline(b, color="grey", linewidth=0.5, linestyle=":")
+            ax.axvline(b, color="grey", linewidth=0.6, linestyle=":")
         ax.set_xscale("log", base=2)
+        ticks = [2 ** i for i in range(7, 15)]
+        lo = min(float(r["prompt_tokens_mean"]) for r in sel)
+        hi = max(max(float(r["prompt_tokens_mean"]) for r in sel), *(int(r["budget"]) for r in sel))
+        shown = [t for t in ticks if lo / 2 <= t <= hi * 1.5]
+        ax.set_xticks(shown, [f"{t:,}" for t in shown])
+        ax.minorticks_off()
         ax.set_ylim(0, 1.02)
-        ax.set_xlabel("mean prompt tokens (dotted: budgets)")
-        ax.set_ylabel("evidence coverage (all evidence groups)")
-        ax.set_title(f"{ds}: coverage vs tokens at budgets "
-                     + ", ".join(str(b) for b in sorted({int(r['budget']) for r in sel})), fontsize=10)
-        ax.legend(fontsize=7)
+        ax.set_xlabel("mean billed prompt tokens per probe, every call (log scale; dotted: budgets)")
+        ax.set_ylabel("evidence coverage (all groups)")
+        ax.set_title(f"{ds}: evidence coverage vs billed tokens at budgets "
+                     + ", ".join(str(b) for b in sorted({int(r['budget']) for r in sel}))
+                     + " (red circle: over budget)", fontsize=10)
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
     return _save(fig, folder / "budget_curves.png")
 
 

@@ -18,13 +18,35 @@ def columns(rows: Sequence[Row]) -> list[str]:
     return list(dict.fromkeys(k for r in rows for k in r))
 
 
-def cell(value: Any) -> str:
-    """A value as table text: floats to 3 decimals, None as ``-``, containers as JSON."""
+P_FLOOR = 1e-4
+"""p-values below this print as ``< 1e-4`` (never ``0.000``)."""
+
+
+def is_p_column(column: str | None) -> bool:
+    """True for p-value columns (``p``, ``p_value``, ``*_p``)."""
+    return column is not None and (column in ("p", "p_value") or column.endswith("_p"))
+
+
+def is_token_column(column: str | None) -> bool:
+    """True for token-count columns (printed as integers)."""
+    return column is not None and "tokens" in column and not column.startswith("share")
+
+
+def cell(value: Any, column: str | None = None) -> str:
+    """A value as table text: floats to 3 decimals (p-values below :data:`P_FLOOR` as
+    ``< 1e-4``, other non-zero values below 0.0005 in scientific notation; token counts
+    of ``column`` as integers), None as ``-``, containers as JSON."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "-"
     if isinstance(value, bool):
         return str(value).lower()
+    if isinstance(value, (int, float)) and is_token_column(column):
+        return f"{round(value):,}"
     if isinstance(value, float):
+        if is_p_column(column) and value < P_FLOOR:
+            return "< 1e-4"
+        if value != 0 and abs(value) < 0.0005:
+            return f"{value:.1e}"
         return f"{value:.3f}"
     if isinstance(value, (dict, list, tuple)):
         return json.dumps(value, sort_keys=True)
@@ -38,7 +60,7 @@ def markdown(rows: Sequence[Row], title: str | None = None) -> str:
         return head + "_no rows_\n"
     cols = columns(rows)
     lines = ["| " + " | ".join(cols) + " |", "|" + "|".join("---" for _ in cols) + "|"]
-    lines += ["| " + " | ".join(cell(r.get(c)).replace("|", "\\|") for c in cols) + " |" for r in rows]
+    lines += ["| " + " | ".join(cell(r.get(c), c).replace("|", "\\|") for c in cols) + " |" for r in rows]
     return head + "\n".join(lines) + "\n"
 
 
@@ -48,10 +70,14 @@ def html_table(rows: Sequence[Row]) -> str:
         return "<p><em>no rows</em></p>"
     cols = columns(rows)
     head = "".join(f"<th>{html.escape(c)}</th>" for c in cols)
-    body = "".join(
-        "<tr>" + "".join(f"<td>{html.escape(cell(r.get(c)))}</td>" for c in cols) + "</tr>"
-        for r in rows)
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+    def td(value: Any, column: str) -> str:
+        text = html.escape(cell(value, column))
+        numeric = isinstance(value, (int, float)) and not isinstance(value, bool)
+        return f"<td>{text}</td>" if numeric else f"<td class='t'>{text}</td>"
+
+    body = "".join("<tr>" + "".join(td(r.get(c), c) for c in cols) + "</tr>" for r in rows)
+    return (f"<div class='wide'><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody>"
+            "</table></div>")
 
 
 def write_csv(path: Path, rows: Sequence[Row]) -> Path:

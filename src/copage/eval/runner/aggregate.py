@@ -115,6 +115,11 @@ def summarise(rows: Sequence[Row]) -> Row:
             out["budget"] = budget
             out["budget_spent"] = sum(tokens) / len(tokens) / budget
             out["over_budget"] = sum(1 for t in tokens if t > budget)
+            out["does_not_fit"] = sum(1 for r in rows if r.get("does_not_fit"))
+            out.update(part_shares(rows, budget))
+        calls = [len(r["call_tokens"]) for r in rows if r.get("call_tokens")]
+        if calls:
+            out["calls_mean"] = _mean(calls)
             limits = Counter(str(r["limit"]) for r in rows if r.get("limit"))
             if limits:
                 why, n = limits.most_common(1)[0]
@@ -125,6 +130,13 @@ def summarise(rows: Sequence[Row]) -> Row:
             out["faults"] = len(routed)
         return out
     out["prompt_tokens_mean"] = _mean(r.get("prompt_tokens_total") for r in rows)
+    billed = [int(r["prompt_tokens_total"]) for r in rows if r.get("prompt_tokens_total") is not None]
+    out["prompt_tokens_max"] = max(billed) if billed else None
+    budgets = {int(r["budget"]) for r in rows if r.get("budget")}
+    if len(budgets) == 1 and billed:
+        out["budget"] = next(iter(budgets))
+        out["over_budget"] = sum(1 for t in billed if t > out["budget"])
+    out["does_not_fit"] = sum(1 for r in rows if r.get("does_not_fit"))
     out["provider_prompt_tokens_mean"] = _mean(provider_tokens(r) for r in rows)
     out["calls_mean"] = _mean(r.get("calls") for r in rows)
     out["cached_calls"] = sum(int(r.get("cached_calls") or 0) for r in rows)
@@ -153,6 +165,22 @@ def summarise(rows: Sequence[Row]) -> Row:
         out["needed_evicted"] = len(needing)
         rec_acc = _acc(needing, "recall_accuracy")
         out.update(rec_acc)
+    return out
+
+
+def part_shares(rows: Sequence[Row], budget: int) -> Row:
+    """``share_<part>``: the mean billed tokens of each prompt part over ``rows`` as a
+    share of the budget (:data:`copage.eval.methods.base.PARTS`; the shares add up to
+    ``budget_spent``)."""
+    from copage.eval.methods.base import PARTS
+
+    if not rows or budget <= 0:
+        return {}
+    out: Row = {}
+    for part in PARTS:
+        total = sum(int((r.get("parts") or {}).get(part, 0)) for r in rows)
+        if total:
+            out[f"share_{part}"] = total / len(rows) / budget
     return out
 
 

@@ -84,7 +84,11 @@ def answer_row(task: ProbeTask, model: str, ans: MethodAnswer | None, error: str
     evicted = list(ans.evicted_needed) if ans else []
     spec = list(ans.speculative) if ans else []
     needs_recall = task.uses_bookmarks and bool(set(evicted) - set(spec))
+    settings = getattr(task.prepared, "settings", None)
     row.update({
+        "trigger": "model" if task.uses_bookmarks else None,
+        "budget": getattr(settings, "budget", None),
+        "does_not_fit": bool(ans and (ans.does_not_fit or ans.extra.get("does_not_fit"))),
         "question": task.probe.question, "gold": gold_of(task.probe), "answer": answer,
         "error": error,
         "prompt_tokens": [c.prompt_tokens for c in ans.calls] if ans else [],
