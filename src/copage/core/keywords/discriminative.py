@@ -37,6 +37,7 @@ from copage.core.keywords.base import check_n, taken_count
 from copage.core.keywords.corpus import Corpus
 from copage.core.keywords.limits import bounded
 from copage.core.keywords.names import page_names
+from copage.core.keywords.routable import routable, speaker_words
 from copage.core.keywords.terms import body, display_forms, is_bigram, term_counts
 from copage.core.types import Page, PageId
 
@@ -70,13 +71,15 @@ class DiscriminativeExtractor:
 
     name = "discriminative"
 
-    def __init__(self, alpha0: float = DEFAULT_ALPHA0, penalty: float = DEFAULT_PENALTY) -> None:
+    def __init__(self, alpha0: float = DEFAULT_ALPHA0, penalty: float = DEFAULT_PENALTY,
+                 skip_speakers: bool = True) -> None:
         if not (isinstance(alpha0, int | float) and alpha0 > 0):
             raise ValueError(f"alpha0 must be a positive number, got {alpha0!r}")
         if not (isinstance(penalty, int | float) and penalty >= 0):
             raise ValueError(f"penalty must be a non-negative number, got {penalty!r}")
         self.alpha0 = float(alpha0)
         self.penalty = float(penalty)
+        self.skip_speakers = bool(skip_speakers)
 
     def scores(self, page: Page, corpus: Corpus) -> dict[str, float]:
         """z-score of every term of ``page`` against the rest of ``corpus``."""
@@ -136,12 +139,17 @@ class DiscriminativeExtractor:
 
         chosen: list[str] = []
         used_words: set[str] = set()
+        speakers = speaker_words(page) if self.skip_speakers else set()
         for term in sorted(z, key=key):
             if len(chosen) == n:
                 break
             if is_bigram(term) and (counts[term] < MIN_PHRASE_COUNT or term in named.mixed):
                 continue
             if set(term.split(" ")) & used_words:
+                continue
+            if not routable(term):  # numbers, dates, times alone: see ``routable``
+                continue
+            if speakers and speakers & set(term.split(" ")):
                 continue
             term = shown_as(term, used_words)
             chosen.append(term)
