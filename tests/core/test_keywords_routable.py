@@ -127,3 +127,40 @@ def test_speaker_names_are_not_keywords() -> None:
     assert keywords and not {"caroline", "melanie"} & {k.lower() for k in keywords}
     kept = get_extractor("contrast", skip_speakers=False).extract(page, corpus, 4)
     assert "Caroline" in kept
+
+
+@pytest.mark.parametrize("name", ["contrast", "discriminative"])
+def test_refresh_reuses_the_page_analysis(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A stale bookmark's refresh used to tokenize its page again (four times); a closed
+    # page never changes, so its analysis is kept and only the corpus-dependent scores
+    # are computed again. Same keywords as a fresh extractor.
+    from copage.core.keywords import contrast, names, terms
+
+    pages = [make_page(i, [f"Day {i}: the pottery class {i} and the {w} fair.",
+                           f"Nice, {w} fair and pottery."])
+             for i, w in enumerate(["Lisbon", "Toronto", "Biscuit", "garden"])]
+    ex = get_extractor(name)
+    corpus = Corpus.from_pages(pages[:2])
+    first = ex.extract(pages[0], corpus, 4)
+    corpus.add(pages[2].id, pages[2].text)
+    corpus.add(pages[3].id, pages[3].text)
+    calls = 0
+    real = terms.tokenize
+
+    def counting(text: str) -> list[terms.Token]:
+        nonlocal calls
+        calls += 1
+        return real(text)
+
+    modules = (terms, names, contrast)  # every module that tokenizes page text
+    for module in modules:
+        monkeypatch.setattr(module, "tokenize", counting)
+    again = ex.extract(pages[0], corpus, 4)
+    assert calls == 0
+    for module in modules:
+        monkeypatch.setattr(module, "tokenize", real)
+    assert again == get_extractor(name).extract(pages[0], corpus, 4)
+    assert first and again
+    # A different page text under the same id is analysed afresh, not served stale.
+    other = make_page(0, ["Totally different words about sailing boats.", "Sailing boats!"])
+    assert "sailing boats" in " ".join(ex.extract(other, Corpus(), 4)).lower()

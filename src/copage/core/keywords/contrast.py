@@ -37,6 +37,7 @@ from copage.core.keywords.corpus import Corpus
 from copage.core.keywords.discriminative import (
     DEFAULT_ALPHA0,
     DiscriminativeExtractor,
+    PageView,
 )
 from copage.core.keywords.terms import is_content, tokenize
 from copage.core.types import Page
@@ -110,18 +111,27 @@ class ContrastExtractor(DiscriminativeExtractor):
         self.rarity = float(rarity)
         self.cue_weight = float(cue_weight)
 
-    def rank_scores(self, page: Page, corpus: Corpus, text: str) -> dict[str, float]:
-        """``Z_WEIGHT * z`` plus the cues of the module docstring, per term of ``page``."""
-        z = self.scores(page, corpus)
+    def static_scores(self, page: Page, view: PageView) -> dict[str, tuple[float, float]]:
+        """(weighted cues, everyday-word penalty) per eligible term (module docstring)."""
         ask = word_cues(page)
-        out: dict[str, float] = {}
-        n_pages = corpus.n_pages + (page.id not in corpus)
-        extra = int(page.id not in corpus)
-        for term, zt in z.items():
+        out: dict[str, tuple[float, float]] = {}
+        for term in view.eligible:
             words = term.split(" ")
             cue = sum(ask.get(w, 0.0) for w in words) / len(words)
             common = sum(w in COMMON_WORDS for w in words) / len(words)
-            score = self.z_weight * zt + self.cue_weight * cue - COMMON_PENALTY * common
+            out[term] = (self.cue_weight * cue, COMMON_PENALTY * common)
+        return out
+
+    def rank_terms(self, page: Page, corpus: Corpus, view: PageView) -> dict[str, float]:
+        """``z_weight * z`` plus the static cues plus the rarity bonus, per eligible term."""
+        z = self.z_scores(page, corpus, view, view.eligible)
+        static = view.static or {}
+        extra = int(page.id not in corpus)
+        n_pages = corpus.n_pages + extra
+        out: dict[str, float] = {}
+        for term, zt in z.items():
+            cue, common = static[term]
+            score = self.z_weight * zt + cue - common
             if self.rarity:
                 score += self.rarity * math.log(n_pages / (corpus.df(term) + extra))
             out[term] = round(score, 9)
