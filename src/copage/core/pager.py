@@ -29,6 +29,7 @@ from copage.core.config import PagerConfig
 from copage.core.keywords import Corpus, get_extractor
 from copage.core.paginate import Paginator, ReplayPaginator, Span
 from copage.core.policies import get_policy
+from copage.core.promptcache import PromptMeter
 from copage.core.retrieval import BM25Index
 from copage.core.text import content_words
 from copage.core.tokens import get_tokenizer
@@ -146,6 +147,12 @@ class PagerStats:
         keyword_generator: with a model-backed keyword generator, its ``calls``,
             ``failed_calls`` and ``fallback_pages`` (pages given offline keywords);
             None otherwise.
+        prompt_cache: the requests (``context()`` calls) seen since this pager was
+            made or opened: ``requests``, ``prefix_share_median`` and
+            ``prefix_share_last`` (share of a request's prompt tokens that repeat the
+            previous request's prefix), token sums, and ``cost_usd`` per priced model
+            (``paged``, ``paged_cached``, ``full``, ``full_cached``); see
+            :mod:`copage.core.promptcache`.
     """
 
     turns: int
@@ -165,6 +172,7 @@ class PagerStats:
     full_tokens: int
     tokenizer: str
     keyword_generator: Mapping[str, int] | None = None
+    prompt_cache: Mapping[str, Any] | None = None
 
     @property
     def page_ins(self) -> int:
@@ -180,6 +188,10 @@ class PagerStats:
             del d["keyword_generator"]
         else:
             d["keyword_generator"] = dict(self.keyword_generator)
+        if self.prompt_cache is None:
+            del d["prompt_cache"]
+        else:
+            d["prompt_cache"] = dict(self.prompt_cache)
         return d
 
 
@@ -249,6 +261,7 @@ class Pager:
         # belong to (-1: none), so a restored pager drops pins of an earlier turn.
         self._pins: list[PageId] = []
         self._pins_user = -1
+        self.prompt_meter = PromptMeter(self.tokenizer)  # in memory only, not stored
         tools = self.tools()
         self._fixed_tokens = self.tokenizer.count(self._preamble()) + self.tokenizer.count(
             prompt.tool_tokens_text(tools)
@@ -563,6 +576,8 @@ class Pager:
         if question is not None:
             messages.append({"role": "user", "content": question})
         tools = self.tools() if self._evicted_set else []
+        self.prompt_meter.record(messages, tools, self.full_tokens(question),
+                                 self.tokenizer.count(question) if question else 0)
         return Context(messages, tools, self.stats(question))
 
     def prompt_tokens(self, question: str | None = None) -> int:
@@ -590,7 +605,7 @@ class Pager:
             recall_errors=c.recall_errors, speculative_page_ins=c.speculative_page_ins,
             evictions=c.evictions, bookmark_tokens=self._bookmark_tokens,
             prompt_tokens=self.prompt_tokens(question), full_tokens=self.full_tokens(question),
-            tokenizer=self.tokenizer.name,
+            tokenizer=self.tokenizer.name, prompt_cache=self.prompt_meter.summary(),
         )
 
     # ------------------------------------------------------------ persistence
