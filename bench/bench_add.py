@@ -50,8 +50,9 @@ def pct(xs: Sequence[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-def run(turns: Sequence[tuple[str, str]], keywords: str | None) -> None:
-    mem = PagedMemory() if keywords is None else PagedMemory(keywords=keywords)
+def run(turns: Sequence[tuple[str, str]], keywords: str | None, index: str | None) -> None:
+    settings = {} if keywords is None else {"keywords": keywords}
+    mem = PagedMemory(**settings) if index is None else PagedMemory(index=index, **settings)
     times: list[float] = []
     closing: list[bool] = []
     gc.collect()
@@ -61,7 +62,7 @@ def run(turns: Sequence[tuple[str, str]], keywords: str | None) -> None:
         mem.add(role, text)
         times.append(time.perf_counter() - t0)
         closing.append(len(mem.pages) != pages)
-    label = keywords or f"{mem.config.keywords} (default)"
+    label = (keywords or f"{mem.config.keywords} (default)") + f", index {mem.config.index}"
     stats = mem.stats()
     print(f"keywords {label}: {len(turns)} turns, {len(mem.pages)} pages; "
           f"bookmark index {stats.bookmark_tokens} tokens")
@@ -86,6 +87,7 @@ def main() -> None:
                     help="bench_pager.py's synthetic chat instead of the files")
     ap.add_argument("--turns", type=int, default=10_000)
     ap.add_argument("--keywords", default="", help="comma-separated extractors (default: the library's)")
+    ap.add_argument("--index", default="", help="comma-separated: flat, grouped (default: the library's)")
     args = ap.parse_args()
     if args.synthetic:
         from bench_pager import text
@@ -94,7 +96,8 @@ def main() -> None:
     else:
         turns = chat_turns(args.files, args.turns)
     for kw in [k for k in args.keywords.split(",") if k] or [None]:
-        run(turns, kw)
+        for index in [x for x in args.index.split(",") if x] or [None]:
+            run(turns, kw, index)
 
 
 if __name__ == "__main__":
