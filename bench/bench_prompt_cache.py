@@ -46,12 +46,15 @@ def main() -> None:
     ap.add_argument("--turns", type=int, default=300)
     ap.add_argument("--keywords", default="")
     ap.add_argument("-k", type=int, default=0, help="resident pages (default: the library's)")
+    ap.add_argument("--evict-batch", type=int, default=0, help="default: the library's")
     args = ap.parse_args()
     settings: dict[str, Any] = {}
     if args.keywords:
         settings["keywords"] = args.keywords
     if args.k:
         settings["resident_pages"] = args.k
+    if args.evict_batch:
+        settings["evict_batch"] = args.evict_batch
     print(f"first {args.turns} turns, a request after every user turn; settings {settings or 'defaults'}")
     print(f"{'conversation':12s} {'requests':>8s} {'median':>6s} {'mean':>6s}  "
           "gpt-4o-mini USD: paged / cached / full / full cached   "

@@ -75,14 +75,27 @@ def test_prefix_share_and_costs_in_stats() -> None:
     assert statistics.median(shares) == pc["prefix_share_median"] >= 0.9
     assert all(shares[i] > shares[i - 1] for i in range(1, 30))  # before the first eviction
     # The first eviction puts the tool schema and preamble first: nothing repeats. Later
-    # evictions drop the oldest resident page from the front: that request shares
-    # little more than the system message.
+    # eviction batches drop the oldest resident pages from the front: that request
+    # shares little more than the system message.
     assert shares[30] == 0.0 and min(shares[31:]) < 0.5
     assert 0 < pc["prefix_tokens"] < pc["prompt_tokens"] < pc["full_tokens"]
     for model, c in pc["cost_usd"].items():
         assert c["paged_cached"] < c["paged"] < c["full"], model
         assert c["full_cached"] < c["full"], model
+        # With caching priced in, paged costs less than full context with caching too
+        # (Anthropic's tenfold cache discount needs the default eviction batches).
+        assert c["paged_cached"] < c["full_cached"], model
     assert mem.stats().to_dict()["prompt_cache"] == pc
+
+
+def test_eviction_batches_keep_more_of_the_prefix() -> None:
+    one, two = PagedMemory(evict_batch=1), PagedMemory()  # the default batch is 2
+    assert one.config.evict_batch == 1 and two.config.evict_batch == 2
+    shares = [statistics.fmean(chat(mem, 300)) for mem in (one, two)]
+    assert shares[1] > shares[0] + 0.03
+    anthropic = [mem.stats().prompt_cache["cost_usd"]["claude-haiku-4-5"]  # type: ignore[index]
+                 for mem in (one, two)]
+    assert anthropic[1]["paged_cached"] < anthropic[0]["paged_cached"]
 
 
 def test_without_paging_the_prompt_is_the_whole_history() -> None:

@@ -241,7 +241,7 @@ class Pager:
             options["future"] = list(future)
         self.cache = PageCache(
             get_policy(cfg.policy, **options), cfg.resident_pages,
-            token_budget=cfg.resident_tokens, size_of=self._page_tokens,
+            token_budget=cfg.resident_tokens, size_of=self._page_tokens, batch=cfg.evict_batch,
         )
         self.paginator = (
             Paginator(self.boundary) if spans is None else ReplayPaginator(self.boundary, spans)
@@ -258,6 +258,7 @@ class Pager:
         self._evicted_set: set[int] = set()
         self._evicted_index: BM25Index[int] | None = None  # built on first search
         self._stale_heap: list[tuple[int, int]] = []  # (epoch, page index), lazily cleaned
+        self._refresh_owed = 0  # stale-bookmark refreshes due (refresh_per_page per close)
         self._resident_tokens = 0  # tokens of resident closed pages
         self._bookmark_tokens = 0  # tokens of the bookmarks of evicted pages
         self._index_lines: str | None = None
@@ -289,9 +290,14 @@ class Pager:
         if turn.role == "user":
             self.cache.set_query(turn.text)
             self._pins, self._pins_user = [], seq
+        evictions = self.counters.evictions
         closed = [self._close(s) for s in self.paginator.step(self.turns)]
         if closed:
-            self._refresh_stale()
+            self._refresh_owed += self.config.refresh_per_page * len(closed)
+            # Refresh stale bookmarks only when this turn's prompt changes anyway (an
+            # eviction batch), so that between batches the prefix stays cacheable.
+            if self.counters.evictions != evictions or self.config.evict_batch == 1:
+                self._refresh_stale()
             self._maybe_regroup()
         return closed
 
@@ -372,7 +378,7 @@ class Pager:
         if self.config.keywords not in CORPUS_EXTRACTORS or not self.pages:
             return
         n = len(self.pages)
-        budget = self.config.refresh_per_page
+        budget, self._refresh_owed = self._refresh_owed, 0  # per close since the last refresh
         heap = self._stale_heap
         # Oldest bookmarks first; only evicted pages show bookmarks.
         while heap and budget > 0 and n >= heap[0][0] * 1.25 + 1:
@@ -779,6 +785,7 @@ class Pager:
             "system": self.system,
             "pins": {"user": self._pins_user, "pages": list(self._pins)},
             "groups": [[g.start, g.end, list(g.bookmark.keywords)] for g in self.groups],
+            "refresh_owed": self._refresh_owed,
         }
 
     @classmethod
@@ -807,7 +814,8 @@ class Pager:
         pager.paginator.start = int(state.get("open_start", 0))
         if "cache" in state:
             policy = get_policy(config.policy, **dict(config.policy_options))
-            pager.cache = PageCache.restore(policy, state["cache"], size_of=pager._page_tokens)
+            pager.cache = PageCache.restore(policy, state["cache"], size_of=pager._page_tokens,
+                                            batch=config.evict_batch)
         res = set(pager.cache.resident)
         for page in pager.pages:
             pager.cache.set_page_text(page.id, page.text)
@@ -824,6 +832,7 @@ class Pager:
             groups.append(Group(int(start), int(end), make_bookmark(
                 gpage, [str(k) for k in keywords], pager.format, pager.tokenizer)))
         pager._set_groups(groups)
+        pager._refresh_owed = int(state.get("refresh_owed", 0))
         pager.counters = Counters.from_json(state.get("counters", state.get("stats")))
         pager._event_seq = int(state.get("event_seq", 0))
         pager.system = state.get("system")

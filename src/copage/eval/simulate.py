@@ -56,12 +56,14 @@ class Cell:
     index: str = "flat"  # the paper's flat index; "grouped" for the bounded one
     group_by: str = "range"
     group_recall: str = "best_page"  # a routed group gives its best page, or "bookmarks"
+    evict_batch: int = 1  # the paper's one-at-a-time eviction
 
     def config(self) -> PagerConfig:
         options = {"seed": self.seed} if self.keywords == "random" else {}
         return PagerConfig(boundary=self.boundary, policy=self.policy, resident_pages=self.k,
                            keywords=self.keywords, bookmark_format=self.format,
-                           keyword_options=options, index=self.index, group_by=self.group_by)
+                           keyword_options=options, index=self.index, group_by=self.group_by,
+                           evict_batch=min(self.evict_batch, self.k))
 
 
 @dataclass(frozen=True, slots=True)
