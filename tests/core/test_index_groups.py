@@ -101,8 +101,10 @@ def test_recall_of_a_group_pages_in_its_best_page() -> None:
     assert bad.status == "error" and "no group p2-p3" in bad.text
 
 
-def test_groups_survive_reopening(tmp_path: Path) -> None:
-    settings = {"boundary": "fixed_3", "resident_pages": 2, "index_tokens": 64, "group_pages": 2}
+@pytest.mark.parametrize("resident", [2, 5])  # evict_batch 1 (capped) and 2 (the default)
+def test_groups_survive_reopening(tmp_path: Path, resident: int) -> None:
+    settings = {"boundary": "fixed_3", "resident_pages": resident, "index_tokens": 64,
+                "group_pages": 2}
     ref = PagedMemory(conversation_id="ref", **settings)
     drive(ref, 0, 160)
     db = tmp_path / "c.db"
@@ -115,6 +117,7 @@ def test_groups_survive_reopening(tmp_path: Path) -> None:
     drive(again, 90, 160)
     assert again.pager.bookmark_index() == ref.pager.bookmark_index()
     assert again.stats().bookmark_tokens == ref.stats().bookmark_tokens
+    assert again.resident == ref.resident and again.config.evict_batch == min(2, resident - 1)
 
 
 def test_bad_index_settings() -> None:
