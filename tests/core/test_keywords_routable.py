@@ -164,3 +164,22 @@ def test_refresh_reuses_the_page_analysis(name: str, monkeypatch: pytest.MonkeyP
     # A different page text under the same id is analysed afresh, not served stale.
     other = make_page(0, ["Totally different words about sailing boats.", "Sailing boats!"])
     assert "sailing boats" in " ".join(ex.extract(other, Corpus(), 4)).lower()
+
+
+def test_page_analysis_cache_is_bounded() -> None:
+    # About 60 KB per LoCoMo page: an extractor keeps the most recently used closed
+    # pages only, and nothing for text outside its corpus (a group's pages as one page).
+    from copage.core.keywords.discriminative import VIEW_CACHE_PAGES
+
+    pages = [make_page(i, [f"Turn {i} about topic{i} and theme{i % 7}.", f"Yes, topic{i}."])
+             for i in range(VIEW_CACHE_PAGES + 40)]
+    corpus = Corpus.from_pages(pages)
+    ex = get_extractor("contrast")
+    for page in pages:
+        ex.extract(page, corpus, 4)
+    ex.extract(pages[0], corpus, 4)  # used again: now the most recent
+    views = ex._views  # type: ignore[attr-defined]
+    assert len(views) == VIEW_CACHE_PAGES and list(views)[-1] == pages[0].id
+    outside = make_page(999, ["A page the corpus does not hold.", "Not kept."])
+    ex.extract(outside, corpus, 4)
+    assert outside.id not in views and len(views) == VIEW_CACHE_PAGES

@@ -71,8 +71,9 @@ def _page_counts(page: Page, corpus: Corpus) -> Mapping[str, int]:
     return corpus.tf(page.id) if page.id in corpus else term_counts(page.text)
 
 
-VIEW_CACHE_PAGES = 4096
-"""Pages whose analysis an extractor keeps (a closed page never changes)."""
+VIEW_CACHE_PAGES = 128
+"""Pages whose analysis an extractor keeps (about 60 KB each on LoCoMo text), the
+most recently used; only pages of the corpus (closed pages) are kept."""
 
 
 @dataclass(slots=True)
@@ -127,6 +128,7 @@ class DiscriminativeExtractor:
         """The page's corpus-free analysis, from the cache when the page text matches."""
         cached = self._views.get(page.id)
         if cached is not None and (cached.text is page.text or cached.text == page.text):
+            self._views[page.id] = self._views.pop(page.id)  # most recently used last
             return cached
         text = body(page.text)
         counts = _page_counts(page, corpus)
@@ -148,9 +150,11 @@ class DiscriminativeExtractor:
                         {term: i for i, term in enumerate(forms)}, phrase_of, eligible)
         view.shown = {term: self._shown_as(view, term, set()) for term in eligible}
         view.static = self.static_scores(page, view)
-        if len(self._views) >= VIEW_CACHE_PAGES:
-            self._views.pop(next(iter(self._views)))
-        self._views[page.id] = view
+        if page.id in corpus:  # a closed page: it may be extracted again (a refresh)
+            self._views.pop(page.id, None)
+            if len(self._views) >= VIEW_CACHE_PAGES:
+                self._views.pop(next(iter(self._views)))
+            self._views[page.id] = view
         return view
 
     def static_scores(self, page: Page, view: PageView) -> dict[str, tuple[float, float]] | None:
