@@ -3,7 +3,8 @@
 Two reports:
 
 ``cost`` (the default): per-page extraction time against corpora of 100 and
-10,000 pages, and per-turn time on a real-looking conversation. ``extract`` with
+10,000 pages, and the time of extracting the same page again (a stale
+bookmark's refresh). ``extract`` with
 a live corpus should cost O(page), not O(conversation): the time per page should
 stay about the same when the corpus grows 100-fold.
 
@@ -60,7 +61,8 @@ def cost(extractors: Sequence[str]) -> None:
     """Per-page extraction time against a small and a large corpus."""
     rng = random.Random(0)
     probes = [synthetic_page(100_000 + i, rng) for i in range(50)]
-    print(f"{'extractor':15s} {'corpus pages':>12s} {'ms/page':>9s} {'ms/turn':>9s}")
+    print(f"{'extractor':15s} {'corpus pages':>12s} {'ms/page':>9s} {'ms/turn':>9s} "
+          f"{'refresh ms':>10s}")
     for size in (100, 10_000):
         corpus = Corpus()
         for i in range(size):
@@ -75,8 +77,12 @@ def cost(extractors: Sequence[str]) -> None:
             for page in probes:
                 ex.extract(page, corpus, 4, taken=taken)
             ms = (time.perf_counter() - start) * 1000 / len(probes)
+            start = time.perf_counter()  # again: a stale bookmark's refresh
+            for page in probes:
+                ex.extract(page, corpus, 4, taken=taken)
+            again = (time.perf_counter() - start) * 1000 / len(probes)
             per_turn = ms / len(probes[0].turns)
-            print(f"{name:15s} {size:12d} {ms:9.3f} {per_turn:9.4f}")
+            print(f"{name:15s} {size:12d} {ms:9.3f} {per_turn:9.4f} {again:10.3f}")
         gc.unfreeze()
 
 
@@ -164,6 +170,57 @@ def routing(spec: str, seeds: Sequence[int], conversations: Sequence[str],
               f"{sum(toks) / max(len(toks), 1):15.1f}")
 
 
+def conversation_routing(files: Sequence[str], spec: str, boundary: str, policy: str,
+                         k: int, fmt: str) -> dict[str, tuple[float, int, float]]:
+    """Per conversation of ``files``: (routing_top1, faults, mean bookmark tokens) of ``spec``."""
+    from copage.eval.datasets import load_dataset
+    from copage.eval.simulate import Cell, run_conversation
+
+    base, options = parse_extractor(spec)
+    out: dict[str, tuple[float, int, float]] = {}
+    for path in files:
+        for conv in load_dataset(path, seed=0).conversations:
+            cell: Any = Cell(boundary, policy, k, base, fmt, "end", "shuffled", 0)
+            if options:
+                cell = OptionCell(cell, tuple(sorted(options.items())))
+            run = run_conversation(conv, cell, {})
+            credit = [o.routing for o in run.outcomes if o.routing is not None]
+            toks = run.bookmark_tokens
+            out[conv.id] = (sum(credit) / max(len(credit), 1), len(credit),
+                            sum(toks) / max(len(toks), 1))
+    return out
+
+
+def loco(files: Sequence[str], specs: Sequence[str], boundary: str, policy: str, k: int,
+         fmt: str, max_tokens: float) -> None:
+    """Leave-one-conversation-out selection of an extractor (with its options).
+
+    For each conversation: the spec with the best mean routing_top1 over the other
+    conversations (bookmarks of at most ``max_tokens`` tokens there) is chosen and
+    scored on it. Prints every spec's per-conversation figures, each fold's
+    choice, and the mean of the held-out figures.
+    """
+    table = {spec: conversation_routing(files, spec, boundary, policy, k, fmt) for spec in specs}
+    convs = list(next(iter(table.values())))
+    print(f"{boundary} + {policy}, k={k}, placement end, {fmt}; routing_top1 / bookmark tokens")
+    print(f"{'spec':44s} " + " ".join(f"{c:>13s}" for c in convs) + f" {'mean':>6s}")
+    for spec, row in table.items():
+        mean = sum(v[0] for v in row.values()) / len(row)
+        print(f"{spec:44s} " + " ".join(f"{row[c][0]:6.3f}/{row[c][2]:5.1f}" for c in convs)
+              + f" {mean:6.3f}")
+    held: list[float] = []
+    for c in convs:
+        def train(spec: str, c: str = c) -> float:
+            rest = [v for cc, v in table[spec].items() if cc != c]
+            if max(v[2] for v in rest) > max_tokens:
+                return -1.0
+            return sum(v[0] for v in rest) / len(rest)
+        best = max(specs, key=train)
+        held.append(table[best][c][0])
+        print(f"held out {c}: chosen {best} (train {train(best):.3f}) -> {table[best][c][0]:.3f}")
+    print(f"mean of held-out: {sum(held) / len(held):.3f}")
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     sub = p.add_subparsers(dest="report")
@@ -178,7 +235,21 @@ def main() -> None:
     r.add_argument("--policy", default="lru")
     r.add_argument("-k", type=int, default=5)
     r.add_argument("--format", default="minimal")
+    v = sub.add_parser("loco", help="leave-one-conversation-out choice of an extractor")
+    v.add_argument("files", nargs="+", help="LoCoMo-format files (every conversation is a fold)")
+    v.add_argument("--extractors", default=",".join(ALL_EXTRACTORS),
+                   help="candidate specs, comma-separated (name:option=value;...)")
+    v.add_argument("--boundary", default="fixed_10")
+    v.add_argument("--policy", default="lru")
+    v.add_argument("-k", type=int, default=5)
+    v.add_argument("--format", default="minimal")
+    v.add_argument("--max-tokens", type=float, default=12.0,
+                   help="a spec whose mean bookmark exceeds this on a training set is not chosen")
     args = p.parse_args()
+    if args.report == "loco":
+        loco(args.files, [x for x in args.extractors.split(",") if x], args.boundary,
+             args.policy, args.k, args.format, args.max_tokens)
+        return
     if args.report in (None, "cost"):
         cost(getattr(args, "extractors", ",".join(ALL_EXTRACTORS)).split(","))
         return

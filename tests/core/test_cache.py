@@ -202,3 +202,21 @@ def test_restore_checks() -> None:
     bel = PageCache(get_policy("belady", future=["p1", "p2"]), 1)
     with pytest.raises(ValueError, match="future"):
         PageCache.restore(get_policy("belady", future=["p1"]), bel.snapshot())
+
+
+def test_batch_eviction_on_admission_only() -> None:
+    # Issue 17: once a closing page must evict, batch - 1 more go with it, so the next
+    # admissions evict nothing (the prompt changes once per batch); a page-in still
+    # evicts one page.
+    from copage.core.policies import get_policy
+
+    cache = PageCache(get_policy("lru"), 5, batch=2)
+    out = [cache.admit(f"p{i}") for i in range(1, 10)]
+    assert out[:5] == [[]] * 5
+    assert out[5] == ["p1", "p2"] and out[6] == [] and out[7] == ["p3", "p4"] and out[8] == []
+    assert cache.resident == ["p5", "p6", "p7", "p8", "p9"]
+    assert cache.access("p1").evicted == ["p5"]
+    with pytest.raises(ValueError, match="batch"):
+        PageCache(get_policy("lru"), 2, batch=3)
+    with pytest.raises(ValueError, match="batch"):
+        PageCache(get_policy("lru"), 2, batch=0)

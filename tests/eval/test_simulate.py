@@ -92,3 +92,29 @@ def test_order_and_seed_are_part_of_the_result() -> None:
     a = simulate(ds, [Cell("fixed_2", "fifo", 2, "heuristic", order="shuffled", seed=1)])[0]
     b = simulate(ds, [Cell("fixed_2", "fifo", 2, "heuristic", order="shuffled", seed=1)])[0]
     assert a == b
+
+
+def test_grouped_index_routing_follows_a_group_to_its_page() -> None:
+    # Issue 17: with the bounded index BM25 ranks the index lines; a group line is
+    # right when the page it then gives is needed (best_page: BM25 over its pages'
+    # text; bookmarks: over their bookmarks).
+    from copage.core.config import PagerConfig
+    from copage.core.pager import Pager
+    from copage.core.types import Turn
+    from copage.eval.simulate import _route_grouped
+
+    pager = Pager(PagerConfig(boundary="fixed_4", index_tokens=64, group_pages=4))
+    for i in range(200):
+        text = f"Filler {i} about weather{i % 13} and lunch{i % 11}."
+        if i == 9:
+            text = "The Zanzibar ferry leaves at noon from the old harbour, Zanzibar ferry."
+        pager.add(Turn(f"t{i}", "user" if i % 2 == 0 else "assistant", text))
+    group = pager.groups[0]
+    assert group.start <= 2 < group.end and 2 in pager.index_entries()[0][1]
+    # The question names the group's keywords (its line ranks first) and the ferry.
+    question = " ".join(group.bookmark.keywords) + " Zanzibar ferry"
+    for mode in ("best_page", "bookmarks"):
+        credit, candidates, _, routed = _route_grouped(pager, question, ["p3"], mode)
+        assert (credit, routed) == (1.0, "p3") and candidates == len(pager.index_entries())
+        other = f"p{group.start + 1 if group.start != 2 else 4}"
+        assert _route_grouped(pager, question, [other], mode)[0] == 0.0

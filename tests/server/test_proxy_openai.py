@@ -169,3 +169,17 @@ def test_models_health_metrics(proxy: Proxy) -> None:
     assert 'copage_requests_total{endpoint="chat",status="200"} 1' in text
     assert "copage_upstream_latency_seconds_count 1" in text
     assert "copage_prompt_tokens_full_total" in text
+
+
+def test_metrics_count_prompt_tokens_repeating_the_previous_prefix(proxy: Proxy) -> None:
+    c = proxy.client(default_headers={"X-Copage-Conversation": "cached"})
+    history: list[dict[str, str]] = []
+    for text in ("one", "two", "three"):
+        history.append({"role": "user", "content": text})
+        reply = c.chat.completions.create(model="fake-model", messages=history)
+        history.append({"role": "assistant", "content": reply.choices[0].message.content or ""})
+    text = proxy.state.metrics.render()
+    sent = proxy.state.metrics.value("copage_prompt_cache_prompt_tokens_total")
+    prefix = proxy.state.metrics.value("copage_prompt_cache_prefix_tokens_total")
+    assert "copage_prompt_cache_prefix_tokens_total" in text
+    assert 0 < prefix < sent  # later requests repeat the earlier ones' beginning

@@ -50,6 +50,7 @@ class PageCache:
         *,
         token_budget: int | None = None,
         size_of: Callable[[PageId], int] | None = None,
+        batch: int = 1,
     ) -> None:
         if not isinstance(policy, EvictionPolicy):
             raise TypeError(f"policy must be an EvictionPolicy (see get_policy), got {policy!r}")
@@ -62,7 +63,12 @@ class PageCache:
             raise ValueError(f"capacity must be at least 1 page, got {capacity}")
         if token_budget is not None and (token_budget < 0 or size_of is None):
             raise ValueError("token_budget must be >= 0 and needs size_of=(page id -> tokens)")
+        if not isinstance(batch, int) or isinstance(batch, bool) or batch < 1:
+            raise ValueError(f"batch must be an int >= 1, got {batch!r}")
+        if capacity is not None and batch > capacity:
+            raise ValueError(f"batch ({batch}) cannot exceed the capacity ({capacity})")
         self.policy = policy
+        self.batch = batch  # pages evicted at once when an admission overflows the count
         self.limit = Limit(capacity, token_budget, size_of)
         self.clock = 0
         self.hits = self.misses = self.evictions = 0
@@ -100,7 +106,7 @@ class PageCache:
             raise ValueError(f"page {pid!r} was already admitted; use access() for later uses")
         self._touch(pid)
         self.misses += 1
-        return self._enter(pid, protect)
+        return self._enter(pid, protect, self.batch)
 
     def access(self, pid: PageId, *, protect: Collection[PageId] = ()) -> Access:
         """A later use of an admitted page: a hit if resident, else a miss and page-in."""
@@ -111,7 +117,7 @@ class PageCache:
             self.hits += 1
             return Access(hit=True, evicted=[])
         self.misses += 1
-        return Access(hit=False, evicted=self._enter(pid, protect))
+        return Access(hit=False, evicted=self._enter(pid, protect, 1))
 
     def evict(self, pid: PageId) -> None:
         """Remove a resident page explicitly (not counted in ``evictions``)."""
@@ -134,13 +140,16 @@ class PageCache:
         self.policy.observe(pid, self.history, now)
         self.clock = now + 1
 
-    def _enter(self, pid: PageId, protect: Collection[PageId]) -> list[PageId]:
+    def _enter(self, pid: PageId, protect: Collection[PageId], batch: int) -> list[PageId]:
         size = self.limit.size(pid)
         self._resident[pid] = size
         self._tokens += size
         self.history.entered[pid] = self.clock - 1
         evicted: list[PageId] = []
-        while self.limit.over(len(self._resident), self._tokens):
+        # Once one page must go, ``batch - 1`` more go with it (page-count limits): the
+        # next admissions then evict nothing, so the prompt changes once per batch.
+        while self.limit.over(len(self._resident) + (batch - 1 if evicted else 0),
+                              self._tokens):
             others = [p for p in self._resident if p != pid]
             candidates = [p for p in others if p not in protect] or others
             if not candidates:
@@ -182,8 +191,10 @@ class PageCache:
         snap: dict[str, Any],
         *,
         size_of: Callable[[PageId], int] | None = None,
+        batch: int = 1,
     ) -> PageCache:
-        """Rebuild a cache from :meth:`snapshot` with a fresh ``policy`` of the same name."""
+        """Rebuild a cache from :meth:`snapshot` with a fresh ``policy`` of the same name
+        (``batch``: see the constructor; it is a setting, not state)."""
         if not isinstance(snap, dict) or snap.get("version") != _SNAPSHOT_VERSION:
             raise ValueError(f"not a PageCache snapshot (version {_SNAPSHOT_VERSION})")
         if snap["policy"] != policy.name:
@@ -192,7 +203,8 @@ class PageCache:
             )
         if snap["token_budget"] is not None and size_of is None:
             raise ValueError("this snapshot has a token_budget: pass size_of= to restore()")
-        cache = cls(policy, snap["capacity"], token_budget=snap["token_budget"], size_of=size_of)
+        cache = cls(policy, snap["capacity"], token_budget=snap["token_budget"], size_of=size_of,
+                    batch=batch)
         cache.clock = int(snap["clock"])
         cache.hits, cache.misses = int(snap["hits"]), int(snap["misses"])
         cache.evictions = int(snap["evictions"])

@@ -15,6 +15,10 @@ DEFAULT_RESIDENT_PAGES = 5
 DEFAULT_KEYWORDS = "contrast"
 DEFAULT_FORMAT = "minimal"
 DEFAULT_TOOL_NAME = "recall"
+DEFAULT_INDEX = "grouped"
+DEFAULT_INDEX_TOKENS = 512
+DEFAULT_GROUP_PAGES = 8
+DEFAULT_EVICT_BATCH = 2
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,6 +47,16 @@ class PagerConfig:
         recall_by_query: the recall tool also takes ``query`` (full-text search).
         refresh_per_page: at most this many stale bookmarks are recomputed each time
             a page closes (corpus-dependent extractors only).
+        index: ``grouped`` (a bounded index: older pages folded into range groups,
+            see :mod:`copage.core.groups`) or ``flat`` (one line per evicted page,
+            the paper's index).
+        index_tokens: the grouped index's token cap (at least 64).
+        group_by: ``range`` (``group_pages`` pages per group) or ``session``.
+        group_pages: pages per group when folding by range.
+        evict_batch: when a closing page must evict, this many pages go at once
+            (page-count limits only; capped at ``resident_pages``; page-ins still evict
+            one), so the prompt's prefix changes once per batch; stale bookmarks are
+            then refreshed on those turns only. 1 (the default) is the paper's.
         boundary_options, policy_options, keyword_options: extra factory options.
     """
 
@@ -57,6 +71,11 @@ class PagerConfig:
     tool_name: str = DEFAULT_TOOL_NAME
     recall_by_query: bool = False
     refresh_per_page: int = 4
+    index: str = DEFAULT_INDEX
+    index_tokens: int = DEFAULT_INDEX_TOKENS
+    group_by: str = "range"
+    group_pages: int = DEFAULT_GROUP_PAGES
+    evict_batch: int = DEFAULT_EVICT_BATCH
     boundary_options: Mapping[str, Any] = field(default_factory=dict)
     policy_options: Mapping[str, Any] = field(default_factory=dict)
     keyword_options: Mapping[str, Any] = field(default_factory=dict)
@@ -68,7 +87,8 @@ class PagerConfig:
             object.__setattr__(self, "resident_pages", None)
         elif self.resident_pages is None or self.resident_pages < 1:
             raise ValueError(f"resident_pages must be >= 1, got {self.resident_pages}")
-        for name in ("resident_pages", "resident_tokens", "n_keywords", "refresh_per_page"):
+        for name in ("resident_pages", "resident_tokens", "n_keywords", "refresh_per_page",
+                     "index_tokens", "group_pages", "evict_batch"):
             value = getattr(self, name)
             if value is not None and (not isinstance(value, int) or isinstance(value, bool)):
                 raise ValueError(f"{name} must be an integer, got {value!r}")
@@ -76,6 +96,21 @@ class PagerConfig:
             raise ValueError(f"n_keywords must be >= 1, got {self.n_keywords}")
         if self.refresh_per_page < 0:
             raise ValueError(f"refresh_per_page must be >= 0, got {self.refresh_per_page}")
+        from copage.core.groups import GROUP_BYS, INDEXES, MIN_INDEX_TOKENS
+
+        if self.index not in INDEXES:
+            raise UnknownNameError("index", self.index, INDEXES)
+        if self.group_by not in GROUP_BYS:
+            raise UnknownNameError("group_by", self.group_by, GROUP_BYS)
+        if self.index_tokens < MIN_INDEX_TOKENS:
+            raise ValueError(f"index_tokens must be >= {MIN_INDEX_TOKENS}, got {self.index_tokens}")
+        if self.group_pages < 2:
+            raise ValueError(f"group_pages must be >= 2, got {self.group_pages}")
+        if self.evict_batch < 1:
+            raise ValueError(f"evict_batch must be >= 1, got {self.evict_batch}")
+        if self.resident_pages is not None and self.evict_batch >= self.resident_pages:
+            # A batch leaves at least one closed page resident: cap it at k - 1 (k=1: 1).
+            object.__setattr__(self, "evict_batch", max(1, self.resident_pages - 1))
         if not self.tool_name.isidentifier():
             raise ValueError(f"tool_name must be an identifier, got {self.tool_name!r}")
         self._check_names()

@@ -26,10 +26,20 @@ from copage.core.boundaries import get_boundary
 from copage.core.cache import PageCache
 from copage.core.changes import ChangeSet, Event, PageRecord
 from copage.core.config import PagerConfig
+from copage.core.groups import (
+    REFILL,
+    Group,
+    fold_unit,
+    group_name,
+    group_page,
+    merge_pair,
+    parse_range,
+)
 from copage.core.keywords import Corpus, get_extractor
 from copage.core.paginate import Paginator, ReplayPaginator, Span
 from copage.core.policies import get_policy
-from copage.core.retrieval import BM25Index
+from copage.core.promptcache import PromptMeter
+from copage.core.retrieval import BM25Index, bm25_scores
 from copage.core.text import content_words
 from copage.core.tokens import get_tokenizer
 from copage.core.types import Bookmark, Page, PageId, Turn, page_id, render_turns
@@ -146,6 +156,12 @@ class PagerStats:
         keyword_generator: with a model-backed keyword generator, its ``calls``,
             ``failed_calls`` and ``fallback_pages`` (pages given offline keywords);
             None otherwise.
+        prompt_cache: the requests (``context()`` calls) seen since this pager was
+            made or opened: ``requests``, ``prefix_share_median`` and
+            ``prefix_share_last`` (share of a request's prompt tokens that repeat the
+            previous request's prefix), token sums, and ``cost_usd`` per priced model
+            (``paged``, ``paged_cached``, ``full``, ``full_cached``); see
+            :mod:`copage.core.promptcache`.
     """
 
     turns: int
@@ -165,6 +181,7 @@ class PagerStats:
     full_tokens: int
     tokenizer: str
     keyword_generator: Mapping[str, int] | None = None
+    prompt_cache: Mapping[str, Any] | None = None
 
     @property
     def page_ins(self) -> int:
@@ -180,6 +197,10 @@ class PagerStats:
             del d["keyword_generator"]
         else:
             d["keyword_generator"] = dict(self.keyword_generator)
+        if self.prompt_cache is None:
+            del d["prompt_cache"]
+        else:
+            d["prompt_cache"] = dict(self.prompt_cache)
         return d
 
 
@@ -220,7 +241,7 @@ class Pager:
             options["future"] = list(future)
         self.cache = PageCache(
             get_policy(cfg.policy, **options), cfg.resident_pages,
-            token_budget=cfg.resident_tokens, size_of=self._page_tokens,
+            token_budget=cfg.resident_tokens, size_of=self._page_tokens, batch=cfg.evict_batch,
         )
         self.paginator = (
             Paginator(self.boundary) if spans is None else ReplayPaginator(self.boundary, spans)
@@ -237,9 +258,12 @@ class Pager:
         self._evicted_set: set[int] = set()
         self._evicted_index: BM25Index[int] | None = None  # built on first search
         self._stale_heap: list[tuple[int, int]] = []  # (epoch, page index), lazily cleaned
+        self._refresh_owed = 0  # stale-bookmark refreshes due (refresh_per_page per close)
         self._resident_tokens = 0  # tokens of resident closed pages
         self._bookmark_tokens = 0  # tokens of the bookmarks of evicted pages
         self._index_lines: str | None = None
+        self.groups: list[Group] = []  # grouped index: folded page ranges, oldest first
+        self._group_tokens = 0  # their lines' tokens plus the grouped header's
         self._pending = ChangeSet()
         self._state_dirty = True  # the first drain stores a snapshot
         self._event_seq = 0
@@ -249,6 +273,7 @@ class Pager:
         # belong to (-1: none), so a restored pager drops pins of an earlier turn.
         self._pins: list[PageId] = []
         self._pins_user = -1
+        self.prompt_meter = PromptMeter(self.tokenizer)  # in memory only, not stored
         tools = self.tools()
         self._fixed_tokens = self.tokenizer.count(self._preamble()) + self.tokenizer.count(
             prompt.tool_tokens_text(tools)
@@ -265,9 +290,15 @@ class Pager:
         if turn.role == "user":
             self.cache.set_query(turn.text)
             self._pins, self._pins_user = [], seq
+        evictions = self.counters.evictions
         closed = [self._close(s) for s in self.paginator.step(self.turns)]
         if closed:
-            self._refresh_stale()
+            self._refresh_owed += self.config.refresh_per_page * len(closed)
+            # Refresh stale bookmarks only when this turn's prompt changes anyway (an
+            # eviction batch), so that between batches the prefix stays cacheable.
+            if self.counters.evictions != evictions or self.config.evict_batch == 1:
+                self._refresh_stale()
+            self._maybe_regroup()
         return closed
 
     def pop_turn(self) -> Turn | None:
@@ -299,7 +330,10 @@ class Pager:
 
     def close_open_page(self) -> list[PageId]:
         """Close the open page (end of a conversation, or before probes)."""
-        return [self._close(s) for s in self.paginator.step(self.turns, final=True)]
+        closed = [self._close(s) for s in self.paginator.step(self.turns, final=True)]
+        if closed:
+            self._maybe_regroup()
+        return closed
 
     def _close(self, span: Span) -> PageId:
         idx = len(self.pages)
@@ -363,11 +397,13 @@ class Pager:
         if self.config.keywords not in CORPUS_EXTRACTORS or not self.pages:
             return
         n = len(self.pages)
-        budget = self.config.refresh_per_page
+        budget, self._refresh_owed = self._refresh_owed, 0  # per close since the last refresh
         heap = self._stale_heap
         # Oldest bookmarks first; only evicted pages show bookmarks.
         while heap and budget > 0 and n >= heap[0][0] * 1.25 + 1:
             epoch, idx = heapq.heappop(heap)
+            if idx < self.grouped_end:  # its line is its group's: not shown, not refreshed
+                continue
             if idx in self._evicted_set and self.books[idx].epoch == epoch:
                 self._set_bookmark(idx, self._keywords(self.pages[idx]))
                 budget -= 1
@@ -385,6 +421,9 @@ class Pager:
         self._bookmark_tokens = 0
         for page in self.pages:
             self._set_bookmark(page.index, kws[page.id])
+        if self.groups:  # the groups' keywords too, with the whole conversation known
+            self._set_groups([self._make_group(g.start, g.end) for g in self.groups])
+        self._maybe_regroup(force=True)
 
     def batch_keywords(self) -> dict[PageId, tuple[str, ...]]:
         """Keywords of every page by the extractor's batch mode (whole conversation)."""
@@ -494,6 +533,9 @@ class Pager:
             return self._recall_query(query)
         if page is not None and query is not None:
             return self._recall_error(f"give exactly one of page or query to {name}().")
+        span = parse_range(page)
+        if span is not None:
+            return self._recall_group(span)
         idx = parse_page_arg(page)
         if idx is None:
             return self._recall_error(
@@ -510,6 +552,28 @@ class Pager:
         self.access(pid, kind="recall")
         self._event("recall", idx, {"status": "paged_in"})
         return RecallResult("paged_in", prompt.page_block(pid, self.pages[idx].text), pid)
+
+    def _recall_group(self, span: tuple[int, int]) -> RecallResult:
+        """Recall of a group's range: page in its evicted page best matching the latest
+        user message (BM25 over the pages' text; ties and no match: the earliest)."""
+        group = next((g for g in self.groups if (g.start, g.end) == span), None)
+        if group is None:
+            shown = ", ".join(g.name for g in self.groups) or "none"
+            return self._recall_error(
+                f"there is no group {group_name(*span)}; groups: {shown}." + self._valid_pages())
+        members = [i for i in range(group.start, group.end) if i in self._evicted_set]
+        if not members:
+            self._event("recall", None, {"status": "resident", "group": group.name})
+            return RecallResult("resident", f"every page of {group.name} is already in context.")
+        question = next((t.text for t in reversed(self.turns) if t.role == "user"), "")
+        scores = bm25_scores(content_words(question),
+                             [content_words(self.pages[i].text) for i in members])
+        best = members[max(range(len(members)), key=lambda j: (scores[j], -j))]
+        pid = page_id(best)
+        self.access(pid, kind="recall")
+        self._event("recall", best, {"status": "paged_in", "group": group.name})
+        text = f"From {group.name}, the page that best matches the question:\n"
+        return RecallResult("paged_in", text + prompt.page_block(pid, self.pages[best].text), pid)
 
     def _recall_query(self, query: object) -> RecallResult:
         if not isinstance(query, str) or not content_words(query):
@@ -557,12 +621,88 @@ class Pager:
         return [prompt.recall_tool(self.config.tool_name, by_query=self.config.recall_by_query)]
 
     def bookmark_index(self) -> str:
-        """The bookmark lines of evicted pages, re-joined only when they change."""
+        """The bookmark lines of evicted pages, re-joined only when they change.
+
+        With the grouped index, the groups' lines come first, then the lines of
+        evicted pages after the last group."""
         if self._index_lines is None:
-            self._index_lines = prompt.bookmarks_block(
-                [self.books[self._index(p)].bookmark.text for p in self.evicted]
-            )
+            lines = [text for text, _ in self.index_entries()]
+            self._index_lines = prompt.bookmarks_block(lines, grouped=bool(self.groups))
         return self._index_lines
+
+    def index_entries(self) -> list[tuple[str, tuple[int, ...]]]:
+        """Each line of the bookmark index and the evicted pages (indexes) it stands for:
+        a group's line stands for its evicted pages (maybe none), a page's for itself."""
+        out: list[tuple[str, tuple[int, ...]]] = [
+            (g.bookmark.text, tuple(i for i in range(g.start, g.end) if i in self._evicted_set))
+            for g in self.groups]
+        end = self.grouped_end
+        out.extend((self.books[i].bookmark.text, (i,))
+                   for i in sorted(self._evicted_set) if i >= end)
+        return out
+
+    @property
+    def grouped_end(self) -> int:
+        """Pages before this index are inside a group (0 without groups)."""
+        return self.groups[-1].end if self.groups else 0
+
+    def index_tokens(self) -> int:
+        """Tokens of the bookmark index as shown: its bookmark lines (with groups, the
+        groups' lines, the lines after them and the longer header)."""
+        if not self.groups:
+            return self._bookmark_tokens
+        end = self.grouped_end
+        return self._group_tokens + sum(
+            self.books[i].bookmark.tokens for i in self._evicted_set if i >= end)
+
+    def _set_groups(self, groups: list[Group]) -> None:
+        self.groups = groups
+        self._group_tokens = sum(g.bookmark.tokens for g in groups) + (
+            self.tokenizer.count(prompt.GROUP_NOTE) if groups else 0)
+        self._index_lines = None
+
+    def _make_group(self, start: int, end: int, halves: tuple[Group, Group] | None = None
+                    ) -> Group:
+        """A group of pages ``start..end-1``: keywords by the extractor over their text,
+        or for a merge of two groups (``halves``) their keywords taken in turn (a
+        coarser level, made without reading 2 x N pages again)."""
+        page = group_page(self.pages, start, end)
+        n = self.config.n_keywords
+        if halves is None:
+            keywords = self.extractor.extract(page, self.corpus, n, taken=self.taken)
+        else:
+            a, b = (h.bookmark.keywords for h in halves)
+            both = [k for pair in zip(a, b, strict=False) for k in pair]
+            both += list(a[len(b):]) + list(b[len(a):])
+            keywords = tuple(dict.fromkeys(both))[:n]
+        return Group(start, end, make_bookmark(page, keywords, self.format, self.tokenizer))
+
+    def _maybe_regroup(self, *, force: bool = False) -> None:
+        """Fold old pages into groups, in one batch, when the index exceeds its cap
+        (see :mod:`copage.core.groups`)."""
+        cfg = self.config
+        if cfg.index != "grouped" or (self.defer_bookmarks and not force):
+            return
+        self._index_lines = None
+        if self.index_tokens() <= cfg.index_tokens:
+            return
+        target = cfg.index_tokens * REFILL
+        keep = cfg.resident_pages or 1
+        while self.index_tokens() > target:
+            start = self.grouped_end
+            end = fold_unit(self.pages, start, len(self.pages) - keep, cfg.group_by,
+                            cfg.group_pages)
+            if end > start:
+                self._set_groups([*self.groups, self._make_group(start, end)])
+            else:
+                i = merge_pair(self.groups)
+                if i is None:
+                    break
+                a, b = self.groups[i], self.groups[i + 1]
+                merged = self._make_group(a.start, b.end, (a, b))
+                self._set_groups([*self.groups[:i], merged, *self.groups[i + 2:]])
+        self._state_dirty = True
+        self._event("regroup", None, {"groups": [g.name for g in self.groups]})
 
     def context(self, question: str | None = None) -> Context:
         """Messages for the model: system (preamble + bookmarks), resident pages, open page.
@@ -582,13 +722,15 @@ class Pager:
         if question is not None:
             messages.append({"role": "user", "content": question})
         tools = self.tools() if self._evicted_set else []
+        self.prompt_meter.record(messages, tools, self.full_tokens(question),
+                                 self.tokenizer.count(question) if question else 0)
         return Context(messages, tools, self.stats(question))
 
     def prompt_tokens(self, question: str | None = None) -> int:
         """Content tokens of :meth:`context` (preamble, tool schema, bookmarks, resident
         pages, open page, question); per-message framing is not counted."""
         n = (self._fixed_tokens if self._evicted_set else 0) + self.tokenizer.count(self.system or "")
-        n += self._resident_tokens + self._bookmark_tokens
+        n += self._resident_tokens + self.index_tokens()
         n += sum(self._turn_tokens[self.paginator.start :])
         if question:
             n += self.tokenizer.count(question)
@@ -607,9 +749,9 @@ class Pager:
             resident=tuple(self.resident), evicted=len(self._evicted_set),
             faults=c.faults, hits=c.hits, recalls=c.recalls, recall_page_ins=c.recall_page_ins,
             recall_errors=c.recall_errors, speculative_page_ins=c.speculative_page_ins,
-            evictions=c.evictions, bookmark_tokens=self._bookmark_tokens,
+            evictions=c.evictions, bookmark_tokens=self.index_tokens(),
             prompt_tokens=self.prompt_tokens(question), full_tokens=self.full_tokens(question),
-            tokenizer=self.tokenizer.name,
+            tokenizer=self.tokenizer.name, prompt_cache=self.prompt_meter.summary(),
         )
 
     # ------------------------------------------------------------ persistence
@@ -661,6 +803,8 @@ class Pager:
             "epochs": {str(i): b.epoch for i, b in self.books.items()},
             "system": self.system,
             "pins": {"user": self._pins_user, "pages": list(self._pins)},
+            "groups": [[g.start, g.end, list(g.bookmark.keywords)] for g in self.groups],
+            "refresh_owed": self._refresh_owed,
         }
 
     @classmethod
@@ -708,7 +852,8 @@ class Pager:
         pager.paginator.start = int(state.get("open_start", 0))
         if "cache" in state:
             policy = get_policy(config.policy, **dict(config.policy_options))
-            pager.cache = PageCache.restore(policy, state["cache"], size_of=pager._page_tokens)
+            pager.cache = PageCache.restore(policy, state["cache"], size_of=pager._page_tokens,
+                                            batch=config.evict_batch)
         res = set(pager.cache.resident)
         for page in pager.pages:
             pager.cache.set_page_text(page.id, page.text)
@@ -719,6 +864,13 @@ class Pager:
                 book = pager.books[page.index]
                 pager._bookmark_tokens += book.bookmark.tokens
                 heapq.heappush(pager._stale_heap, (book.epoch, page.index))
+        groups = []
+        for start, end, keywords in state.get("groups") or ():
+            gpage = group_page(pager.pages, int(start), int(end))
+            groups.append(Group(int(start), int(end), make_bookmark(
+                gpage, [str(k) for k in keywords], pager.format, pager.tokenizer)))
+        pager._set_groups(groups)
+        pager._refresh_owed = int(state.get("refresh_owed", 0))
         pager.counters = Counters.from_json(state.get("counters", state.get("stats")))
         pager._event_seq = int(state.get("event_seq", 0))
         pager.system = state.get("system")

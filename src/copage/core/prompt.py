@@ -29,11 +29,18 @@ def preamble(tool: str, *, by_query: bool = False) -> str:
     return text + QUERY_HINT.format(tool=tool) if by_query else text
 
 
-def bookmarks_block(lines: list[str]) -> str:
-    """The bookmark index appended to the system message."""
+GROUP_NOTE = (
+    "Evicted pages (bookmarks; a range such as [p1-p8:keyword] stands for older pages "
+    "together: recall it by its range, e.g. page=\"p1-p8\", to get its page that best "
+    "matches the question):"
+)
+
+
+def bookmarks_block(lines: list[str], *, grouped: bool = False) -> str:
+    """The bookmark index appended to the system message (``grouped``: it holds ranges)."""
     if not lines:
         return "Evicted pages: none yet."
-    return "Evicted pages (bookmarks):\n" + "\n".join(lines)
+    return (GROUP_NOTE if grouped else "Evicted pages (bookmarks):") + "\n" + "\n".join(lines)
 
 
 def recall_tool(name: str = "recall", *, by_query: bool = False) -> dict[str, Any]:

@@ -35,7 +35,7 @@ from copage.core.paginate import Span, paginate
 from copage.core.tokens import get_tokenizer
 from copage.core.types import PageId, page_id
 from copage.eval.datasets.model import Conversation, Dataset, Probe
-from copage.eval.routing import route
+from copage.eval.routing import bm25_candidates, route
 
 PLACEMENTS = ("end", "interleaved")
 ORDERS = ("shuffled", "file")
@@ -53,12 +53,17 @@ class Cell:
     placement: str = "end"
     order: str = "shuffled"
     seed: int = 0
+    index: str = "flat"  # the paper's flat index; "grouped" for the bounded one
+    group_by: str = "range"
+    group_recall: str = "best_page"  # a routed group gives its best page, or "bookmarks"
+    evict_batch: int = 1  # the paper's one-at-a-time eviction
 
     def config(self) -> PagerConfig:
         options = {"seed": self.seed} if self.keywords == "random" else {}
         return PagerConfig(boundary=self.boundary, policy=self.policy, resident_pages=self.k,
                            keywords=self.keywords, bookmark_format=self.format,
-                           keyword_options=options)
+                           keyword_options=options, index=self.index, group_by=self.group_by,
+                           evict_batch=min(self.evict_batch, self.k))
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,7 +170,7 @@ def run_conversation(conv: Conversation, cell: Cell, memo: _Memo | None = None) 
                 if kkey not in memo:
                     memo[kkey] = pager.batch_keywords()
                 pager.refresh_all_bookmarks(memo[kkey])
-        run.outcomes.append(_probe(pager, probe, page_of))
+        run.outcomes.append(_probe(pager, probe, page_of, cell.group_recall))
     while added < n:
         pager.add(conv.turns[added])
         added += 1
@@ -177,14 +182,42 @@ def run_conversation(conv: Conversation, cell: Cell, memo: _Memo | None = None) 
     return run
 
 
-def _probe(pager: Pager, probe: Probe, page_of: dict[str, int]) -> ProbeOutcome:
+def _route_grouped(pager: Pager, question: str, needed: Sequence[PageId],
+                   group_recall: str) -> tuple[float, int, float, PageId | None]:
+    """Routing over a grouped index: BM25 ranks its lines; a group line counts as
+    right when the page it then gives is needed (``best_page``: BM25 of the question
+    over its evicted pages' text; ``bookmarks``: over their bookmarks)."""
+    entries = pager.index_entries()
+    need = {int(p[1:]) - 1 for p in needed}
+    picks: list[int | None] = []
+    for i, (_, members) in enumerate(entries):
+        if i >= len(pager.groups):
+            picks.append(members[0])
+        elif not members:
+            picks.append(None)
+        else:
+            docs = [pager.pages[m].text if group_recall == "best_page"
+                    else pager.books[m].bookmark.text for m in members]
+            scores = bm25_candidates(question, docs)
+            picks.append(members[max(range(len(members)), key=lambda j: (scores[j], -j))])
+    want = {i for i, pick in enumerate(picks) if pick is not None and pick in need}
+    r = route(question, [text for text, _ in entries], want)
+    best = picks[r.best] if r.best >= 0 else None
+    return r.credit, r.candidates, r.chance, page_id(best) if best is not None else None
+
+
+def _probe(pager: Pager, probe: Probe, page_of: dict[str, int],
+           group_recall: str = "best_page") -> ProbeOutcome:
     needed = _needed(probe, page_of, len(pager.pages))
     missing = [p for p in needed if not pager.is_resident(p)]
     routing: float | None = None
     chance: float | None = None
     candidates = 0
     routed: PageId | None = None
-    if missing:
+    if missing and pager.groups:
+        routing, candidates, chance, routed = _route_grouped(
+            pager, probe.question, needed, group_recall)
+    elif missing:
         evicted = pager.evicted
         want = {i for i, p in enumerate(evicted) if p in needed}
         r = route(probe.question, [pager.bookmark(p).text for p in evicted], want)

@@ -20,6 +20,9 @@ COUNTERS = {
     "copage_evictions_total": "Pages evicted",
     "copage_prompt_tokens_sent_total": "Prompt tokens of the paged context (pager count)",
     "copage_prompt_tokens_full_total": "Tokens of the whole conversation at each turn",
+    "copage_prompt_cache_prompt_tokens_total": "Prompt tokens of the requests stats() metered",
+    "copage_prompt_cache_prefix_tokens_total": "Of those, tokens repeating the previous "
+                                               "request's prefix",
     "copage_upstream_prompt_tokens_total": "Prompt tokens reported by the upstream",
     "copage_upstream_completion_tokens_total": "Completion tokens reported by the upstream",
     "copage_lock_timeouts_total": "Turns refused because the conversation stayed locked",

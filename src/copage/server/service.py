@@ -842,6 +842,11 @@ class ProxyService:
         inc("copage_prompt_tokens_full_total", int(m["full_tokens"]))
         inc("copage_upstream_prompt_tokens_total", out.prompt_tokens)
         inc("copage_upstream_completion_tokens_total", out.completion_tokens)
+        # Prompt tokens repeating the previous request's prefix (divide by the next one).
+        pa, pb = after.get("prompt_cache") or {}, b.get("prompt_cache") or {}
+        for key in ("prefix_tokens", "prompt_tokens"):
+            inc(f"copage_prompt_cache_{key}_total",
+                max(0, int(pa.get(key, 0)) - int(pb.get(key, 0))))
         return {
             "pages": after["pages"], "resident_pages": len(after["resident"]),
             "evicted_pages": after["evicted"], "recalls": len(out.recalls),

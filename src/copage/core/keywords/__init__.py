@@ -51,7 +51,7 @@ def _tfidf(**options: object) -> KeywordExtractor:
 def _discriminative(**options: object) -> KeywordExtractor:
     from copage.core.keywords.discriminative import DiscriminativeExtractor
 
-    check_options("keyword extractor 'discriminative'", options, ["alpha0", "penalty"])
+    check_options("keyword extractor 'discriminative'", options, ["alpha0", "penalty", "skip_speakers"])
     return DiscriminativeExtractor(**options)  # type: ignore[arg-type]
 
 
@@ -75,7 +75,8 @@ EXTRACTORS.register("generic", _generic)  # category labels: the paper's Table 1
 def _contrast(**options: object) -> KeywordExtractor:
     from copage.core.keywords.contrast import ContrastExtractor
 
-    check_options("keyword extractor 'contrast'", options, ["alpha0", "penalty"])
+    check_options("keyword extractor 'contrast'", options,
+                  ["alpha0", "penalty", "skip_speakers", "z_weight", "rarity", "cue_weight"])
     return ContrastExtractor(**options)  # type: ignore[arg-type]
 
 
@@ -85,7 +86,9 @@ EXTRACTORS.register("contrast", _contrast)
 def get_extractor(name: str, **options: object) -> KeywordExtractor:
     """The keyword extractor called ``name``; raises ``UnknownNameError`` listing valid names.
 
-    Options: ``random(seed=0)``, ``discriminative(alpha0=2000.0, penalty=1.5)``,
-    ``contrast(alpha0=2000.0, penalty=1.5)``.
+    Options: ``random(seed=0)``,
+    ``discriminative(alpha0=2000.0, penalty=1.5, skip_speakers=True)``,
+    ``contrast(alpha0=2000.0, penalty=0.0, skip_speakers=True, z_weight=0.5, rarity=0.25,
+    cue_weight=1.0)``.
     """
     return EXTRACTORS.create(name, **options)

@@ -17,8 +17,12 @@ something people will ask about later, cues that hold in any English chat:
 * it recurs in the page (log of its count);
 * it is not a past-tense form (``-ed``) and does not occur only inside questions.
 
-Words of a two-word term are averaged. Phrases, names ("Project Hail Mary") and
-the greedy choice are those of ``discriminative``. Cost: O(page), like
+Words of a two-word term are averaged. A term few pages hold gains
+``RARITY * ln(pages / pages holding it)``, and ``contrast`` has no cross-bookmark
+penalty by default (``CONTRAST_PENALTY``): both chosen by leave-one-conversation-out
+over five LoCoMo conversations (``docs/keywords.md``, third round). Phrases, names
+("Project Hail Mary"), the number and speaker rules (``routable``) and the greedy
+choice are those of ``discriminative``. Cost: O(page), like
 ``discriminative``.
 """
 
@@ -32,8 +36,8 @@ from copage.core.keywords.common_words import COMMON_WORDS
 from copage.core.keywords.corpus import Corpus
 from copage.core.keywords.discriminative import (
     DEFAULT_ALPHA0,
-    DEFAULT_PENALTY,
     DiscriminativeExtractor,
+    PageView,
 )
 from copage.core.keywords.terms import is_content, tokenize
 from copage.core.types import Page
@@ -52,6 +56,10 @@ PAST_TENSE = 1.0
 """Points off for an ``-ed`` word."""
 QUESTION_ONLY = 0.8
 """Points off for a word that occurs only in questions."""
+RARITY = 0.25
+"""Points per natural log of (pages / pages holding the term): a term few pages use."""
+CONTRAST_PENALTY = 0.0
+"""``contrast``'s cross-bookmark penalty (``discriminative`` uses 1.5)."""
 
 DETERMINERS = frozenset(
     [
@@ -91,19 +99,42 @@ class ContrastExtractor(DiscriminativeExtractor):
 
     name = "contrast"
 
-    def __init__(self, alpha0: float = DEFAULT_ALPHA0, penalty: float = DEFAULT_PENALTY) -> None:
-        super().__init__(alpha0=alpha0, penalty=penalty)
+    def __init__(self, alpha0: float = DEFAULT_ALPHA0, penalty: float = CONTRAST_PENALTY,
+                 skip_speakers: bool = True, z_weight: float = Z_WEIGHT,
+                 rarity: float = RARITY, cue_weight: float = 1.0) -> None:
+        super().__init__(alpha0=alpha0, penalty=penalty, skip_speakers=skip_speakers)
+        for label, value in (("z_weight", z_weight), ("rarity", rarity),
+                             ("cue_weight", cue_weight)):
+            if not (isinstance(value, int | float) and value >= 0):
+                raise ValueError(f"{label} must be a non-negative number, got {value!r}")
+        self.z_weight = float(z_weight)
+        self.rarity = float(rarity)
+        self.cue_weight = float(cue_weight)
 
-    def rank_scores(self, page: Page, corpus: Corpus, text: str) -> dict[str, float]:
-        """``Z_WEIGHT * z`` plus the cues of the module docstring, per term of ``page``."""
-        z = self.scores(page, corpus)
+    def static_scores(self, page: Page, view: PageView) -> dict[str, tuple[float, float]]:
+        """(weighted cues, everyday-word penalty) per eligible term (module docstring)."""
         ask = word_cues(page)
-        out: dict[str, float] = {}
-        for term, zt in z.items():
+        out: dict[str, tuple[float, float]] = {}
+        for term in view.eligible:
             words = term.split(" ")
             cue = sum(ask.get(w, 0.0) for w in words) / len(words)
             common = sum(w in COMMON_WORDS for w in words) / len(words)
-            out[term] = round(Z_WEIGHT * zt + cue - COMMON_PENALTY * common, 9)
+            out[term] = (self.cue_weight * cue, COMMON_PENALTY * common)
+        return out
+
+    def rank_terms(self, page: Page, corpus: Corpus, view: PageView) -> dict[str, float]:
+        """``z_weight * z`` plus the static cues plus the rarity bonus, per eligible term."""
+        z = self.z_scores(page, corpus, view, view.eligible)
+        static = view.static or {}
+        extra = int(page.id not in corpus)
+        n_pages = corpus.n_pages + extra
+        out: dict[str, float] = {}
+        for term, zt in z.items():
+            cue, common = static[term]
+            score = self.z_weight * zt + cue - common
+            if self.rarity:
+                score += self.rarity * math.log(n_pages / (corpus.df(term) + extra))
+            out[term] = round(score, 9)
         return out
 
 

@@ -31,12 +31,15 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from math import log, sqrt
 
 from copage.core.keywords.base import check_n, taken_count
 from copage.core.keywords.corpus import Corpus
 from copage.core.keywords.limits import bounded
-from copage.core.keywords.names import page_names
+from copage.core.keywords.names import PageNames, page_names
+from copage.core.keywords.routable import routable, speaker_words
 from copage.core.keywords.terms import body, display_forms, is_bigram, term_counts
 from copage.core.types import Page, PageId
 
@@ -48,11 +51,14 @@ DEFAULT_PENALTY = 1.5
 """z-score points subtracted per other bookmark already using a term."""
 
 
+_TINY = 1e-12
+
+
 def fightin_words_z(
     y_page: int, n_page: int, y_rest: int, n_rest: int, alpha_w: float, alpha0: float
 ) -> float:
     """Monroe et al. (2008) z-score of one term, page versus rest (see module docstring)."""
-    tiny = 1e-12
+    tiny = _TINY
     a_p = y_page + alpha_w
     a_r = y_rest + alpha_w
     delta = math.log(a_p / max(n_page + alpha0 - a_p, tiny)) - math.log(
@@ -65,85 +71,175 @@ def _page_counts(page: Page, corpus: Corpus) -> Mapping[str, int]:
     return corpus.tf(page.id) if page.id in corpus else term_counts(page.text)
 
 
+VIEW_CACHE_PAGES = 128
+"""Pages whose analysis an extractor keeps (about 60 KB each on LoCoMo text), the
+most recently used; only pages of the corpus (closed pages) are kept."""
+
+
+@dataclass(slots=True)
+class PageView:
+    """What extraction needs of one page that does not depend on the corpus.
+
+    Built once per page and kept (see :meth:`DiscriminativeExtractor.view`): a
+    bookmark refresh then costs the z-scores and the greedy choice only, not
+    tokenizing the page again.
+
+    Attributes:
+        text: the page text it was built from (a cache hit must match it).
+        counts: term counts of the page (``term_counts``).
+        forms: display form of each term (``display_forms`` of the body).
+        named: the page's names (``page_names``).
+        order: first position of each term in the body.
+        phrase_of: word -> the bigrams holding it (not joining a name to a word).
+        eligible: terms that may be chosen at all, in text order: phrases seen at
+            least ``MIN_PHRASE_COUNT`` times and not mixed, routable, no speaker name.
+        shown: each eligible term's display key when nothing is chosen yet.
+        static: corpus-free part of the rank score (``contrast``'s cues), if any.
+    """
+
+    text: str
+    counts: Mapping[str, int]
+    forms: dict[str, str]
+    named: PageNames
+    order: dict[str, int]
+    phrase_of: dict[str, list[str]]
+    eligible: tuple[str, ...]
+    shown: dict[str, str] = field(default_factory=dict)
+    static: dict[str, tuple[float, float]] | None = None
+
+
 class DiscriminativeExtractor:
     """Fightin' Words keywords with a penalty for terms other bookmarks use."""
 
     name = "discriminative"
 
-    def __init__(self, alpha0: float = DEFAULT_ALPHA0, penalty: float = DEFAULT_PENALTY) -> None:
+    def __init__(self, alpha0: float = DEFAULT_ALPHA0, penalty: float = DEFAULT_PENALTY,
+                 skip_speakers: bool = True) -> None:
         if not (isinstance(alpha0, int | float) and alpha0 > 0):
             raise ValueError(f"alpha0 must be a positive number, got {alpha0!r}")
         if not (isinstance(penalty, int | float) and penalty >= 0):
             raise ValueError(f"penalty must be a non-negative number, got {penalty!r}")
         self.alpha0 = float(alpha0)
         self.penalty = float(penalty)
+        self.skip_speakers = bool(skip_speakers)
+        self._views: dict[PageId, PageView] = {}
 
-    def scores(self, page: Page, corpus: Corpus) -> dict[str, float]:
-        """z-score of every term of ``page`` against the rest of ``corpus``."""
-        inside = page.id in corpus
-        counts = _page_counts(page, corpus)
-        n_page = sum(counts.values())
-        n_conv = corpus.total + (0 if inside else n_page)
-        n_rest = n_conv - n_page
-        out: dict[str, float] = {}
-        for term, y in counts.items():
-            conv = corpus.cf(term) + (0 if inside else y)
-            alpha_w = self.alpha0 * conv / n_conv
-            z = fightin_words_z(y, n_page, conv - y, n_rest, alpha_w, self.alpha0)
-            out[term] = round(z, 9)  # exact ties stay ties across platforms
-        return out
-
-    def rank_scores(self, page: Page, corpus: Corpus, text: str) -> dict[str, float]:
-        """The score keywords are chosen by (here the z-score); ``text`` is the page body."""
-        return self.scores(page, corpus)
-
-    def extract(
-        self, page: Page, corpus: Corpus, n: int, *, taken: Mapping[str, int] | None = None
-    ) -> tuple[str, ...]:
-        """Up to ``n`` terms that best distinguish ``page``; cost O(page size)."""
-        check_n(n)
-        if n == 0:
-            return ()
+    def view(self, page: Page, corpus: Corpus) -> PageView:
+        """The page's corpus-free analysis, from the cache when the page text matches."""
+        cached = self._views.get(page.id)
+        if cached is not None and (cached.text is page.text or cached.text == page.text):
+            self._views[page.id] = self._views.pop(page.id)  # most recently used last
+            return cached
         text = body(page.text)
+        counts = _page_counts(page, corpus)
         forms = display_forms(text)
         named = page_names(text)
-        counts = _page_counts(page, corpus)
-        z = self.rank_scores(page, corpus, text)
-        order = {term: i for i, term in enumerate(forms)}
         phrase_of: dict[str, list[str]] = {}
         for term in forms:
             if is_bigram(term) and term not in named.mixed:
                 for word in term.split(" "):
                     phrase_of.setdefault(word, []).append(term)
+        speakers = speaker_words(page) if self.skip_speakers else set()
+        eligible = tuple(
+            term for term in counts
+            if not (is_bigram(term) and (counts[term] < MIN_PHRASE_COUNT or term in named.mixed))
+            and routable(term)  # numbers, dates, times alone: see ``routable``
+            and not (speakers and speakers & set(term.split(" ")))
+        )
+        view = PageView(page.text, counts, forms, named,
+                        {term: i for i, term in enumerate(forms)}, phrase_of, eligible)
+        view.shown = {term: self._shown_as(view, term, set()) for term in eligible}
+        view.static = self.static_scores(page, view)
+        if page.id in corpus:  # a closed page: it may be extracted again (a refresh)
+            self._views.pop(page.id, None)
+            if len(self._views) >= VIEW_CACHE_PAGES:
+                self._views.pop(next(iter(self._views)))
+            self._views[page.id] = view
+        return view
 
-        def shown_as(term: str, used: set[str]) -> str:
-            """The lower-cased form ``term`` is shown as: its whole name or phrase."""
-            name = named.whole.get(term)
-            if name is not None:
-                key = name.lower()
-                return term if set(key.split(" ")) & used - set(term.split(" ")) else key
-            if is_bigram(term):
-                return term
-            return self._as_name(term, counts, forms, phrase_of, used)
+    def static_scores(self, page: Page, view: PageView) -> dict[str, tuple[float, float]] | None:
+        """Corpus-free score parts per eligible term (none here; ``contrast`` has cues)."""
+        return None
 
-        def key(term: str) -> tuple[float, int, int]:
-            uses = taken_count(taken, term, forms.get(term, term))
-            shown = shown_as(term, set())
-            if shown != term:  # shown as its name or phrase: penalise those uses too
-                uses += taken_count(taken, shown, named.names.get(shown, forms.get(shown, shown)))
-            score = z[term] - self.penalty * uses
-            return (-score, -counts[term], order.get(term, len(order)))
+    def z_scores(self, page: Page, corpus: Corpus, view: PageView,
+                 terms: Iterable[str]) -> dict[str, float]:
+        """z-score of each of ``terms`` (terms of ``page``) against the rest of ``corpus``."""
+        inside = page.id in corpus
+        counts = view.counts
+        n_page = sum(counts.values())
+        n_conv = corpus.total + (0 if inside else n_page)
+        n_rest = n_conv - n_page
+        out: dict[str, float] = {}
+        a0 = self.alpha0
+        cf = corpus.cf
+        for term in terms:  # fightin_words_z, inlined: this loop is most of a refresh
+            y = counts[term]
+            conv = cf(term) + (0 if inside else y)
+            alpha_w = a0 * conv / n_conv
+            a_p = y + alpha_w
+            a_r = conv - y + alpha_w
+            delta = log(a_p / max(n_page + a0 - a_p, _TINY)) - log(
+                a_r / max(n_rest + a0 - a_r, _TINY)
+            )
+            out[term] = round(delta / sqrt(1.0 / a_p + 1.0 / a_r), 9)  # ties stay ties
+        return out
+
+    def scores(self, page: Page, corpus: Corpus) -> dict[str, float]:
+        """z-score of every term of ``page`` against the rest of ``corpus``."""
+        view = self.view(page, corpus)
+        return self.z_scores(page, corpus, view, view.counts)
+
+    def rank_terms(self, page: Page, corpus: Corpus, view: PageView) -> dict[str, float]:
+        """The score eligible terms are chosen by (here the z-score)."""
+        return self.z_scores(page, corpus, view, view.eligible)
+
+    def _shown_as(self, view: PageView, term: str, used: set[str]) -> str:
+        """The lower-cased form ``term`` is shown as: its whole name or phrase."""
+        name = view.named.whole.get(term)
+        if name is not None:
+            key = name.lower()
+            return term if set(key.split(" ")) & used - set(term.split(" ")) else key
+        if is_bigram(term):
+            return term
+        return self._as_name(term, view.counts, view.forms, view.phrase_of, used)
+
+    def extract(
+        self, page: Page, corpus: Corpus, n: int, *, taken: Mapping[str, int] | None = None
+    ) -> tuple[str, ...]:
+        """Up to ``n`` terms that best distinguish ``page``; cost O(page size).
+
+        The page's analysis is cached (:meth:`view`), so extracting again for the
+        same page (a stale bookmark's refresh) costs only the corpus-dependent scores.
+        """
+        check_n(n)
+        if n == 0:
+            return ()
+        view = self.view(page, corpus)
+        counts, forms, named, order = view.counts, view.forms, view.named, view.order
+        z = self.rank_terms(page, corpus, view)
+        end = len(order)
+
+        if self.penalty and taken:
+            def key(term: str) -> tuple[float, int, int]:
+                uses = taken_count(taken, term, forms.get(term, term))
+                shown = view.shown[term]
+                if shown != term:  # shown as its name or phrase: penalise those uses too
+                    uses += taken_count(taken, shown,
+                                        named.names.get(shown, forms.get(shown, shown)))
+                score = z[term] - self.penalty * uses
+                return (-score, -counts[term], order.get(term, end))
+        else:
+            def key(term: str) -> tuple[float, int, int]:
+                return (-z[term], -counts[term], order.get(term, end))
 
         chosen: list[str] = []
         used_words: set[str] = set()
         for term in sorted(z, key=key):
             if len(chosen) == n:
                 break
-            if is_bigram(term) and (counts[term] < MIN_PHRASE_COUNT or term in named.mixed):
-                continue
             if set(term.split(" ")) & used_words:
                 continue
-            term = shown_as(term, used_words)
+            term = self._shown_as(view, term, used_words)
             chosen.append(term)
             used_words |= set(term.split(" "))
         return bounded(named.names.get(t) or forms.get(t, t) for t in chosen)

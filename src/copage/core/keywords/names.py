@@ -115,9 +115,12 @@ def _runs(text: str, toks: Sequence[Token]) -> list[list[Token]]:
     return runs
 
 
-def find_names(text: str) -> list[Name]:
-    """Occurrences of names in ``text``, in text order (see the module docstring)."""
-    toks = tokenize(text)
+def find_names(text: str, toks: Sequence[Token] | None = None) -> list[Name]:
+    """Occurrences of names in ``text``, in text order (see the module docstring).
+
+    ``toks``: ``tokenize(text)``, when the caller has it already.
+    """
+    toks = tokenize(text) if toks is None else toks
     lower_used = {t.lower for t in toks if t.text[:1].islower()}
     runs = _runs(text, toks)
     keys = {" ".join(t.lower for t in run) for run in runs}
@@ -172,14 +175,14 @@ class PageNames:
 def page_names(text: str) -> PageNames:
     """Names of a body text and how its unigram and bigram terms sit in them."""
 
-    found = find_names(text)
+    toks = tokenize(text)
+    found = find_names(text, toks)
     names: dict[str, str] = {}
     counts: dict[str, int] = {}
     owner: dict[int, int] = {}  # token start -> index into ``found``
     for name in found:
         names.setdefault(name.key, name.text)
         counts[name.key] = counts.get(name.key, 0) + 1
-    toks = tokenize(text)
     j = 0
     for tok in toks:
         while j < len(found) and found[j].end <= tok.start:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from copage.core.text import STOPWORDS
 
@@ -33,9 +33,12 @@ _TOKEN = re.compile(r"\d+(?:[.,:]\d+)+|[A-Za-z0-9]+(?:'[A-Za-z]+)?")
 _JOINABLE_GAP = re.compile(r"[ \t]{1,3}|-")
 
 
-@dataclass(frozen=True, slots=True)
-class Token:
-    """One word of a text: its surface form, lower-cased form and span."""
+class Token(NamedTuple):
+    """One word of a text: its surface form, lower-cased form and span.
+
+    A named tuple, not a dataclass: a page is tokenized by every extractor step
+    and building tuples costs a third of building frozen dataclasses.
+    """
 
     text: str
     lower: str
@@ -54,9 +57,11 @@ def tokenize(text: str) -> list[Token]:
     A token is a run of letters/digits (inner apostrophe kept: ``"don't"``) or a
     number with separators (``"18,000"``, ``"3.5"``, ``"9:30"``).
     """
-    return [
-        Token(m.group(0), m.group(0).lower(), m.start(), m.end()) for m in _TOKEN.finditer(text)
-    ]
+    out: list[Token] = []
+    for m in _TOKEN.finditer(text):
+        word = m.group(0)
+        out.append(Token(word, word.lower(), m.start(), m.end()))
+    return out
 
 
 def is_content(word: str) -> bool:

@@ -1,0 +1,172 @@
+"""How much of each prompt repeats the previous one, and what that is worth.
+
+Providers bill a prompt prefix they have seen before at a fraction of the input
+price, and local servers reuse the KV cache of an unchanged prefix, so a paged
+prompt is only cheap if consecutive requests share their beginning. The
+:class:`PromptMeter` of a pager sees every :meth:`~copage.core.pager.Pager.context`
+(one request), renders it as the provider would read it (tool schemas, then the
+messages in order), and records how many of its tokens repeat the previous
+request's prefix. Beside it, the same figures for sending the full conversation
+every time (whose history only grows, so its prefix is the previous request's
+history).
+
+Prices (USD per 1M input tokens, list prices of 2026-02):
+
+* ``gpt-4o-mini``: 0.15 input, 0.075 cached input (half). Caching is automatic for
+  prompts of 1,024 tokens or more, in steps of 128 tokens past the first 1,024.
+* ``claude-haiku-4-5``: 1.00 input, 0.10 cache read (a tenth), 1.25 cache write.
+  Prompts of 1,024 tokens or more are cached; the part not read from the cache is
+  written to it (one breakpoint at the end of each request).
+
+Output tokens are not counted: they do not depend on how the prompt is built.
+The meter lives in memory only (a reopened conversation starts a new count).
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from copage.core.tokens import Tokenizer
+
+MIN_CACHED = 1024
+"""Shortest prompt (tokens) either provider caches."""
+OPENAI_STEP = 128
+"""gpt-4o-mini caches its prefix in steps of this many tokens past ``MIN_CACHED``."""
+MAX_SHARES = 10_000
+"""Per-request shares kept for the median (the oldest are dropped)."""
+
+
+@dataclass(frozen=True, slots=True)
+class CachePrice:
+    """USD per 1M input tokens: uncached, read from the cache, written to it."""
+
+    input: float
+    cached: float
+    write: float
+
+
+PRICES: dict[str, CachePrice] = {
+    "gpt-4o-mini": CachePrice(0.15, 0.075, 0.15),
+    "claude-haiku-4-5": CachePrice(1.00, 0.10, 1.25),
+}
+
+
+def cached_tokens(model: str, prompt: int, prefix: int) -> int:
+    """Tokens of a ``prompt``-token request that ``model``'s provider bills as cached,
+    when its first ``prefix`` tokens repeat the previous request."""
+    if prompt < MIN_CACHED or prefix < MIN_CACHED:
+        return 0
+    if model.startswith("gpt"):
+        return MIN_CACHED + (prefix - MIN_CACHED) // OPENAI_STEP * OPENAI_STEP
+    return prefix
+
+
+def request_cost(model: str, prompt: int, prefix: int) -> float:
+    """USD of one request's input under ``model``'s caching rules (see module docstring)."""
+    price = PRICES[model]
+    cached = cached_tokens(model, prompt, prefix)
+    rest = prompt - cached
+    per_rest = price.write if prompt >= MIN_CACHED else price.input
+    return (cached * price.cached + rest * per_rest) / 1e6
+
+
+def request_parts(messages: Sequence[Mapping[str, Any]],
+                  tools: Sequence[Mapping[str, Any]]) -> list[str]:
+    """One request as text parts, in the order a provider reads it (tools, then messages)."""
+    parts = [json.dumps(list(tools), separators=(",", ":"), sort_keys=True)] if tools else []
+    for m in messages:
+        text = f"<|{m.get('role')}|>"
+        content = m.get("content")
+        if content:
+            text += "\n" + str(content)
+        if m.get("tool_calls"):
+            text += "\n" + json.dumps(m["tool_calls"], separators=(",", ":"), sort_keys=True)
+        if m.get("tool_call_id"):
+            text += "\n" + str(m["tool_call_id"])
+        parts.append(text)
+    return parts
+
+
+def render_request(messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]]) -> str:
+    """One request as one text (its :func:`request_parts` joined by newlines)."""
+    return "\n".join(request_parts(messages, tools))
+
+
+def common_prefix(a: str, b: str) -> int:
+    """Length of the longest common prefix of ``a`` and ``b`` (C-speed slice compares)."""
+    lo, hi = 0, min(len(a), len(b))
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if a[:mid] == b[:mid]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+class PromptMeter:
+    """Per-request prompt tokens, repeated-prefix tokens and cost, paged and full."""
+
+    def __init__(self, tokenizer: Tokenizer) -> None:
+        self.tokenizer = tokenizer
+        self.requests = 0
+        self.shares: list[float] = []
+        self.prompt_tokens = 0
+        self.prefix_tokens = 0
+        self.full_tokens = 0
+        self.cost: dict[str, dict[str, float]] = {
+            model: {"paged": 0.0, "paged_cached": 0.0, "full": 0.0, "full_cached": 0.0}
+            for model in PRICES
+        }
+        self._last: list[str] = []  # the previous request's parts
+        self._counts: dict[str, int] = {}  # their token counts
+        self._last_history = 0  # full context: tokens of the previous request's history
+
+    def record(self, messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]],
+               full: int, question: int) -> None:
+        """Count one request: the paged prompt as sent, and a full-context prompt of
+        ``full`` tokens whose last ``question`` tokens are not history."""
+        parts = request_parts(messages, tools)
+        counts = {p: self._counts.get(p) or self.tokenizer.count(p) for p in parts}
+        tokens = sum(counts[p] for p in parts)  # parts counted apart: boundaries not merged
+        prefix = 0
+        for i, part in enumerate(parts):
+            if i < len(self._last) and self._last[i] == part:
+                prefix += counts[part]
+                continue
+            if i < len(self._last):  # the first part that differs: its common beginning
+                shared = common_prefix(self._last[i], part)
+                prefix += self.tokenizer.count(part[:shared]) if shared else 0
+            break
+        prefix = min(prefix, tokens)
+        self._last, self._counts = parts, counts
+        full_prefix = min(self._last_history, full)
+        self._last_history = full - question
+        self.requests += 1
+        self.shares.append(prefix / tokens if tokens else 1.0)
+        del self.shares[:-MAX_SHARES]
+        self.prompt_tokens += tokens
+        self.prefix_tokens += prefix
+        self.full_tokens += full
+        for model, price in PRICES.items():
+            c = self.cost[model]
+            c["paged"] += tokens * price.input / 1e6
+            c["paged_cached"] += request_cost(model, tokens, prefix)
+            c["full"] += full * price.input / 1e6
+            c["full_cached"] += request_cost(model, full, full_prefix)
+
+    def summary(self) -> dict[str, Any]:
+        """JSON-able figures: requests, median and last prefix share, tokens, costs (USD)."""
+        return {
+            "requests": self.requests,
+            "prefix_share_median": statistics.median(self.shares) if self.shares else None,
+            "prefix_share_last": self.shares[-1] if self.shares else None,
+            "prompt_tokens": self.prompt_tokens,
+            "prefix_tokens": self.prefix_tokens,
+            "full_tokens": self.full_tokens,
+            "cost_usd": {m: {k: round(v, 8) for k, v in c.items()} for m, c in self.cost.items()},
+        }

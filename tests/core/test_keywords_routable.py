@@ -1,0 +1,185 @@
+"""Bookmarks a model can route on: never only numbers, dates or filler (issue 17).
+
+The chat is what a new user might try: small talk with a number on every line
+("Day 31 check-in: I walked 48 steps") and a few planted facts. Before the fix the
+default extractor gave bookmarks such as ``[p3:day 15, 13, 12, 14]``.
+"""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from kw_fixture import make_page
+
+from copage import PagedMemory
+from copage.core.keywords import Corpus, get_extractor
+from copage.core.keywords.routable import is_number, routable, speaker_words
+from copage.core.text import STOPWORDS
+from copage.core.types import Page, Turn, page_id, render_turns
+
+SMALL = [
+    "I walked {n} steps today, feeling good.", "We had {n} degrees outside this morning.",
+    "My phone battery is at {n} percent again.", "Traffic took {n} minutes, ugh.",
+    "I drank {n} cups of coffee, too many.", "The game ended {n} to {m}, what a match.",
+    "Only {n} emails left in my inbox now.", "Slept about {n} hours, not great.",
+    "It is {n}:{m} already, time flies.", "I read {n} pages of my book last night.",
+]
+REPLIES = ["Nice, {n} is a lot!", "Ha, {n}? Same here.", "Wow, {n} sounds about right.",
+           "Only {n}? Not bad.", "{n} and {m}, classic."]
+FACTS = [
+    ("I have a dentist appointment with Dr Okafor on March 14 at 3pm.",
+     "Got it: dentist appointment with Dr Okafor, March 14 at 3pm.", "Okafor"),
+    ("We booked a trip to Lisbon for 5 nights in June, flights cost $450.",
+     "A Lisbon trip for 5 nights in June, $450 flights. Sounds lovely.", "Lisbon"),
+    ("My sister Priya is moving to Toronto next month.",
+     "Priya moving to Toronto, exciting!", "Toronto"),
+    ("Our dog Biscuit turns 3 on Saturday, we're getting him a cake.",
+     "Happy birthday to Biscuit! 3 years old.", "Biscuit"),
+    ("I started a pottery class, 8 sessions on Tuesday evenings.",
+     "A pottery class, 8 Tuesday sessions, fun.", "pottery"),
+]
+
+
+def number_chat(seed: int, exchanges: int = 60) -> list[tuple[str, str]]:
+    """(role, text) of a number-heavy small-talk chat with the ``FACTS`` planted."""
+    rng = random.Random(seed)
+    at = dict(zip(sorted(rng.sample(range(2, exchanges - 1), len(FACTS))), FACTS, strict=True))
+    out: list[tuple[str, str]] = []
+    for day in range(1, exchanges + 1):
+        if day in at:
+            user, assistant, _ = at[day]
+        else:
+            n, m = rng.randint(2, 60), rng.randint(1, 59)
+            user = rng.choice(SMALL).format(n=n, m=m)
+            assistant = rng.choice(REPLIES).format(n=n + rng.randint(0, 3), m=m)
+        out.append(("user", f"Day {day} check-in: {user}"))
+        out.append(("assistant", f"Day {day}, noted. {assistant}"))
+    return out
+
+
+def names_nothing(keyword: str) -> bool:
+    """A keyword made only of numbers, dates, times or stop words."""
+    words = keyword.lower().replace("$", "").split()
+    return all(w in STOPWORDS or not routable(w) for w in words)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 3])
+def test_default_bookmarks_name_something_on_number_heavy_chat(seed: int) -> None:
+    mem = PagedMemory()  # the library default configuration
+    for role, text in number_chat(seed):
+        mem.add(role, text)
+    mem.close_page()
+    bookmarks = mem.bookmarks()
+    assert len(bookmarks) == 12
+    for page in mem.pages:
+        keywords = bookmarks[page.id].keywords
+        assert keywords, page.id
+        bad = [k for k in keywords if names_nothing(k)]
+        assert not bad, (page.id, keywords)
+        facts = [fact for *_, fact in FACTS if fact in page.text]
+        if facts:  # a page holding planted facts is named by one of them
+            shown = " ".join(keywords).lower()
+            assert any(fact.lower() in shown for fact in facts), (facts, keywords)
+
+
+@pytest.mark.parametrize("name", ["contrast", "discriminative"])
+def test_numbers_stay_beside_what_they_count(name: str) -> None:
+    page = make_page(0, [
+        "Day 31 check-in: flights were 450 dollars, 450 dollars each way.",
+        "Day 31, noted: 450 dollars, 31 and 32 and 33.",
+    ])
+    other = make_page(1, ["Day 12 check-in: I walked to the shop.", "Day 12, nice walk."])
+    corpus = Corpus.from_pages([page, other])
+    keywords = get_extractor(name).extract(page, corpus, 4)
+    assert keywords and not [k for k in keywords if names_nothing(k)], keywords
+    assert all(not is_number(k) for k in keywords)
+
+
+def test_routable_words() -> None:
+    for word in ("31", "18,000", "9:30", "3pm", "2nd", "$450", "1990s"):
+        assert is_number(word), word
+    for term in ("31", "day 15", "march 14", "55:46", "tomorrow morning", "monday"):
+        assert not routable(term), term
+    for term in ("450 flights", "Lisbon", "dentist appointment", "may", "sun", "time flies"):
+        assert routable(term), term
+
+
+def _two_speaker_page(index: int, lines: list[tuple[str, str]]) -> Page:
+    turns = tuple(Turn(id=f"t{index}-{i}", role="user", speaker=who, text=text)
+                  for i, (who, text) in enumerate(lines))
+    text = render_turns(turns)
+    return Page(page_id(index), index, turns, text, len(text) // 4)
+
+
+def test_speaker_names_are_not_keywords() -> None:
+    # Both names occur in nearly every LoCoMo question: a bookmark carrying one wins
+    # questions about other pages. Here "Caroline" is the page's most repeated word.
+    lines = [("Melanie", "Caroline, Caroline! Did you see the pottery fair, Caroline?"),
+             ("Caroline", "Yes Melanie, the pottery fair was lovely, Melanie."),
+             ("Melanie", "Caroline, I bought a vase at the pottery fair, Caroline.")]
+    page = _two_speaker_page(0, lines)
+    other = _two_speaker_page(1, [("Melanie", "Hi Caroline, how was the hike?"),
+                                  ("Caroline", "Great hike, Melanie.")])
+    corpus = Corpus.from_pages([page, other])
+    assert speaker_words(page) == {"caroline", "caroline's", "melanie", "melanie's"}
+    keywords = get_extractor("contrast").extract(page, corpus, 4)
+    assert keywords and not {"caroline", "melanie"} & {k.lower() for k in keywords}
+    kept = get_extractor("contrast", skip_speakers=False).extract(page, corpus, 4)
+    assert "Caroline" in kept
+
+
+@pytest.mark.parametrize("name", ["contrast", "discriminative"])
+def test_refresh_reuses_the_page_analysis(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A stale bookmark's refresh used to tokenize its page again (four times); a closed
+    # page never changes, so its analysis is kept and only the corpus-dependent scores
+    # are computed again. Same keywords as a fresh extractor.
+    from copage.core.keywords import contrast, names, terms
+
+    pages = [make_page(i, [f"Day {i}: the pottery class {i} and the {w} fair.",
+                           f"Nice, {w} fair and pottery."])
+             for i, w in enumerate(["Lisbon", "Toronto", "Biscuit", "garden"])]
+    ex = get_extractor(name)
+    corpus = Corpus.from_pages(pages[:2])
+    first = ex.extract(pages[0], corpus, 4)
+    corpus.add(pages[2].id, pages[2].text)
+    corpus.add(pages[3].id, pages[3].text)
+    calls = 0
+    real = terms.tokenize
+
+    def counting(text: str) -> list[terms.Token]:
+        nonlocal calls
+        calls += 1
+        return real(text)
+
+    modules = (terms, names, contrast)  # every module that tokenizes page text
+    for module in modules:
+        monkeypatch.setattr(module, "tokenize", counting)
+    again = ex.extract(pages[0], corpus, 4)
+    assert calls == 0
+    for module in modules:
+        monkeypatch.setattr(module, "tokenize", real)
+    assert again == get_extractor(name).extract(pages[0], corpus, 4)
+    assert first and again
+    # A different page text under the same id is analysed afresh, not served stale.
+    other = make_page(0, ["Totally different words about sailing boats.", "Sailing boats!"])
+    assert "sailing boats" in " ".join(ex.extract(other, Corpus(), 4)).lower()
+
+
+def test_page_analysis_cache_is_bounded() -> None:
+    # About 60 KB per LoCoMo page: an extractor keeps the most recently used closed
+    # pages only, and nothing for text outside its corpus (a group's pages as one page).
+    from copage.core.keywords.discriminative import VIEW_CACHE_PAGES
+
+    pages = [make_page(i, [f"Turn {i} about topic{i} and theme{i % 7}.", f"Yes, topic{i}."])
+             for i in range(VIEW_CACHE_PAGES + 40)]
+    corpus = Corpus.from_pages(pages)
+    ex = get_extractor("contrast")
+    for page in pages:
+        ex.extract(page, corpus, 4)
+    ex.extract(pages[0], corpus, 4)  # used again: now the most recent
+    views = ex._views  # type: ignore[attr-defined]
+    assert len(views) == VIEW_CACHE_PAGES and list(views)[-1] == pages[0].id
+    outside = make_page(999, ["A page the corpus does not hold.", "Not kept."])
+    ex.extract(outside, corpus, 4)
+    assert outside.id not in views and len(views) == VIEW_CACHE_PAGES

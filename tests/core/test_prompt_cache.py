@@ -1,0 +1,107 @@
+"""stats().prompt_cache: the share of each request repeating the previous prefix, and cost."""
+
+from __future__ import annotations
+
+import statistics
+
+import pytest
+
+from copage import PagedMemory
+from copage.core.promptcache import (
+    MIN_CACHED,
+    PRICES,
+    cached_tokens,
+    common_prefix,
+    render_request,
+    request_cost,
+)
+
+
+def test_common_prefix() -> None:
+    assert common_prefix("", "abc") == 0
+    assert common_prefix("abc", "abc") == 3
+    assert common_prefix("abcdef", "abcxef") == 3
+    assert common_prefix("ab", "abcd") == 2
+    assert common_prefix("x" * 5000 + "a", "x" * 5000 + "b") == 5000
+
+
+def test_cached_tokens_follow_each_providers_rule() -> None:
+    assert cached_tokens("gpt-4o-mini", 900, 900) == 0  # below the 1,024-token minimum
+    assert cached_tokens("gpt-4o-mini", 5000, 1000) == 0
+    assert cached_tokens("gpt-4o-mini", 5000, 1024 + 200) == 1024 + 128  # 128-token steps
+    assert cached_tokens("claude-haiku-4-5", 5000, 1300) == 1300
+    # Anthropic: 0.1 per cached token read, 1.25 per token written; OpenAI: half price.
+    assert request_cost("claude-haiku-4-5", 2000, 1500) == pytest.approx(
+        (1500 * 0.10 + 500 * 1.25) / 1e6)
+    assert request_cost("gpt-4o-mini", 2000, 2000) == pytest.approx(
+        (1920 * 0.075 + 80 * 0.15) / 1e6)
+    assert request_cost("gpt-4o-mini", 500, 500) == pytest.approx(500 * 0.15 / 1e6)
+    assert set(PRICES) == {"gpt-4o-mini", "claude-haiku-4-5"} and MIN_CACHED == 1024
+
+
+def test_render_request_order() -> None:
+    tools = [{"type": "function", "function": {"name": "recall"}}]
+    text = render_request([{"role": "system", "content": "S"}, {"role": "user", "content": "U"}],
+                          tools)
+    assert text.index("recall") < text.index("S") < text.index("U")
+
+
+def chat(mem: PagedMemory, turns: int) -> list[float]:
+    """User/assistant turns, a context() request before each answer; the shares seen."""
+    shares: list[float] = []
+    for i in range(turns):
+        role = "user" if i % 2 == 0 else "assistant"
+        mem.add(role, f"Turn {i}: the garden plan for week {i % 7}, tomatoes and basil {i}.")
+        if role == "user":
+            mem.context()
+            pc = mem.stats().prompt_cache
+            assert pc is not None
+            shares.append(pc["prefix_share_last"])
+    return shares
+
+
+def test_prefix_share_and_costs_in_stats() -> None:
+    mem = PagedMemory()  # library defaults: fixed_10, lru, k=5
+    assert mem.stats().prompt_cache == {
+        "requests": 0, "prefix_share_median": None, "prefix_share_last": None,
+        "prompt_tokens": 0, "prefix_tokens": 0, "full_tokens": 0,
+        "cost_usd": {m: {"paged": 0.0, "paged_cached": 0.0, "full": 0.0, "full_cached": 0.0}
+                     for m in PRICES}}
+    shares = chat(mem, 300)
+    pc = mem.stats().prompt_cache
+    assert pc is not None and pc["requests"] == 150 and len(shares) == 150
+    assert shares[0] == 0.0  # nothing before the first request
+    # Requests between page closes only append a turn: the whole previous prompt repeats.
+    assert statistics.median(shares) == pc["prefix_share_median"] >= 0.9
+    assert all(shares[i] > shares[i - 1] for i in range(1, 30))  # before the first eviction
+    # The first eviction puts the tool schema and preamble first: nothing repeats. Later
+    # eviction batches drop the oldest resident pages from the front: that request
+    # shares little more than the system message.
+    assert shares[30] == 0.0 and min(shares[31:]) < 0.5
+    assert 0 < pc["prefix_tokens"] < pc["prompt_tokens"] < pc["full_tokens"]
+    for model, c in pc["cost_usd"].items():
+        assert c["paged_cached"] < c["paged"] < c["full"], model
+        assert c["full_cached"] < c["full"], model
+        # With caching priced in, paged costs less than full context with caching too
+        # (Anthropic's tenfold cache discount needs the default eviction batches).
+        assert c["paged_cached"] < c["full_cached"], model
+    assert mem.stats().to_dict()["prompt_cache"] == pc
+
+
+def test_eviction_batches_keep_more_of_the_prefix() -> None:
+    one, two = PagedMemory(evict_batch=1), PagedMemory()  # the default batch is 2
+    assert one.config.evict_batch == 1 and two.config.evict_batch == 2
+    shares = [statistics.fmean(chat(mem, 300)) for mem in (one, two)]
+    assert shares[1] > shares[0] + 0.03
+    anthropic = [mem.stats().prompt_cache["cost_usd"]["claude-haiku-4-5"]  # type: ignore[index]
+                 for mem in (one, two)]
+    assert anthropic[1]["paged_cached"] < anthropic[0]["paged_cached"]
+
+
+def test_without_paging_the_prompt_is_the_whole_history() -> None:
+    mem = PagedMemory()
+    shares = chat(mem, 12)  # no page evicted: the conversation goes out as it is
+    # Each request repeats the whole previous one: with n messages, (n - 2) / n of it.
+    assert shares[1:] == pytest.approx([(n - 2) / n for n in (3, 5, 7, 9, 11)], abs=0.02)
+    pc = mem.stats().prompt_cache
+    assert pc is not None and pc["prompt_tokens"] >= pc["full_tokens"] > 0
