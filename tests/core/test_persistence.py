@@ -73,3 +73,15 @@ def test_failed_commit_leaves_memory_as_stored(tmp_path: Path) -> None:
     mem.store.commit = real  # type: ignore[method-assign]
     assert snapshot(mem) == before
     assert len(mem.turns) == 8
+
+
+def test_settings_stored_before_the_grouped_index_reopen_as_they_paged() -> None:
+    """A conversation stored before ``index``/``evict_batch`` existed keeps the flat index
+    and single evictions when reopened, not today's defaults."""
+    from copage.core.config import PagerConfig
+
+    old = PagerConfig(index="flat", evict_batch=1).to_dict()
+    del old["index"], old["evict_batch"], old["index_tokens"], old["group_pages"]
+    cfg = PagerConfig.from_dict(old)
+    assert (cfg.index, cfg.evict_batch) == ("flat", 1)
+    assert PagerConfig.from_dict(PagerConfig().to_dict()) == PagerConfig()

@@ -19,6 +19,9 @@ DEFAULT_INDEX = "grouped"
 DEFAULT_INDEX_TOKENS = 512
 DEFAULT_GROUP_PAGES = 8
 DEFAULT_EVICT_BATCH = 2
+#: Settings added after conversations were first stored, with the value that keeps such
+#: a stored conversation paging exactly as before when it is reopened.
+_STORED_BEFORE = {"index": "flat", "evict_batch": 1}
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,6 +147,9 @@ class PagerConfig:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> PagerConfig:
-        """Inverse of :meth:`to_dict`; unknown keys are an error naming the valid ones."""
+        """Inverse of :meth:`to_dict`; unknown keys are an error naming the valid ones.
+
+        Settings stored before a field existed keep that field's former behaviour (the
+        flat index, evictions one page at a time), not today's default."""
         check_options("pager settings", data, [f.name for f in fields(cls)])
-        return cls(**dict(data))
+        return cls(**{**_STORED_BEFORE, **dict(data)})

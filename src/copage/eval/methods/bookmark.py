@@ -172,9 +172,12 @@ def pager_config(settings: MethodSettings, variant: Variant, resident_tokens: in
     if policy == "belady":
         raise ValueError("the bookmark methods cannot use the belady oracle policy "
                          "(it needs the future); use the paging experiment for it")
+    # The paper's methods page with the paper's flat index (one bookmark per page); the
+    # copage variant with the library's default bounded index.
+    index = {} if variant.copage else {"index": "flat"}
     return PagerConfig(boundary=boundary, policy=policy, resident_tokens=max(1, resident_tokens),
                        keywords=keywords, bookmark_format=settings.format,
-                       recall_by_query=variant.by_query)
+                       recall_by_query=variant.by_query, **index)
 
 
 def build_pager(conversation: Conversation, config: PagerConfig) -> Pager:
