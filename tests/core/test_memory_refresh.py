@@ -22,8 +22,12 @@ WORDS = ["locker", "Lisbon", "dentist", "Marta", "tram", "insurance", "Biscuit",
 
 def _view(mem: PagedMemory) -> Any:
     ctx = mem.context()
+    stats = mem.stats().to_dict()
+    # prompt_cache describes the requests this object built (its own context() calls),
+    # not the stored conversation: a fresh object has built one.
+    del stats["prompt_cache"]
     return (ctx.messages, ctx.tools, mem.resident, mem.evicted,
-            {k: v.text for k, v in mem.bookmarks().items()}, mem.stats().to_dict(),
+            {k: v.text for k, v in mem.bookmarks().items()}, stats,
             [(h.bookmark.page_id, round(h.score, 6)) for h in mem.search("Lisbon dentist 4471")],
             mem.version, [t.id for t in mem.visible_turns()])
 
