@@ -267,8 +267,11 @@ def create_app(
             if store is None:
                 st.close()
 
+    from copage.server.formats.routes import routes as format_routes
+
     routes = [
         Route("/v1/chat/completions", chat_completions, methods=["POST"]),
+        *format_routes(),
         Route("/v1/models", models, methods=["GET"]),
         Route("/healthz", healthz, methods=["GET"]),
         Route("/metrics", metrics, methods=["GET"]),

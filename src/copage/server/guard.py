@@ -46,7 +46,7 @@ UI_HEADERS = [
 NOSNIFF = (b"x-content-type-options", b"nosniff")
 ALLOW_METHODS = b"GET, POST, OPTIONS"
 ALLOW_HEADERS = (b"authorization, content-type, idempotency-key, x-copage-conversation, "
-                 b"x-stainless-retry-count")
+                 b"x-stainless-retry-count, x-api-key, anthropic-version, anthropic-beta")
 EXPOSE_HEADERS = b"x-copage-conversation, x-copage-stats"
 
 
