@@ -4,13 +4,14 @@ each driven by its official SDK against a real HTTP server of the proxy."""
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Callable
 from typing import Any
 
 import pytest
 from formats import FORMATS, Client
-from proxy_helpers import KEY_B, Proxy
+from proxy_helpers import KEY_A, KEY_B, Proxy
 
 from copage.memory import PagedMemory
 from copage.server.testing import Reply
@@ -140,3 +141,171 @@ def test_previous_response_id_of_another_tenant_is_not_found(proxy: Proxy) -> No
     assert err.value.code == "previous_response_not_found"
     assert len(proxy.upstream.received) == n, "refused before any upstream call"
     assert _conversations(proxy, "bob") == []
+
+
+# ------------------------------------------------------------------ wire shapes
+def _events(proxy: Proxy, path: str, body: dict[str, Any], **headers: str) -> list[str]:
+    import httpx
+
+    hdrs = {"authorization": f"Bearer {KEY_A}", **headers}
+    with httpx.stream("POST", proxy.url + path, json=body, headers=hdrs, timeout=30) as r:
+        assert r.status_code == 200, r.read()
+        kinds = [line[7:] for line in r.iter_lines() if line.startswith("event: ")]
+    return [k for k, _ in itertools.groupby(kinds)]  # runs of deltas as one
+
+
+def test_responses_stream_event_sequence(proxy: Proxy) -> None:
+    tool = {"type": "function", "name": "get_weather", "parameters": {"type": "object"}}
+    kinds = _events(proxy, "/v1/responses", {"model": "m", "input": "hi there",
+                                              "stream": True})
+    assert kinds == ["response.created", "response.in_progress", "response.output_item.added",
+                     "response.content_part.added", "response.output_text.delta",
+                     "response.output_text.done", "response.content_part.done",
+                     "response.output_item.done", "response.completed"]
+    kinds = _events(proxy, "/v1/responses", {"model": "m", "input": "the WEATHER?",
+                                              "tools": [tool], "stream": True})
+    assert kinds[:3] == ["response.created", "response.in_progress",
+                         "response.output_item.added"]
+    assert kinds[3:] == ["response.function_call_arguments.delta",
+                         "response.function_call_arguments.done",
+                         "response.output_item.done", "response.completed"]
+
+
+def test_messages_stream_event_sequence(proxy: Proxy) -> None:
+    body = {"model": "m", "max_tokens": 64, "stream": True,
+            "messages": [{"role": "user", "content": "hi there"}]}
+    kinds = _events(proxy, "/v1/messages", body, **{"anthropic-version": "2023-06-01"})
+    assert kinds == ["message_start", "ping", "content_block_start", "content_block_delta",
+                     "content_block_stop",
+                     "message_delta", "message_stop"]
+
+
+def test_responses_usage_and_object(proxy: Proxy) -> None:
+    resp = proxy.client().responses.create(model="m", input="hello", instructions="Be kind.")
+    assert resp.object == "response" and resp.status == "completed"
+    assert resp.output_text == "echo: hello" and resp.instructions == "Be kind."
+    assert (resp.usage.input_tokens, resp.usage.output_tokens, resp.usage.total_tokens) == (
+        10, 5, 15)
+    assert proxy.upstream.received[-1]["messages"][0] == {"role": "system",
+                                                          "content": "Be kind."}
+
+
+def test_responses_errors_in_its_shape(proxy: Proxy) -> None:
+    import openai
+
+    c = proxy.client()
+    with pytest.raises(openai.BadRequestError) as err:
+        c.responses.create(model="m", input=[{"role": "user", "content": [
+            {"type": "input_image", "image_url": "http://x/y.png"}]}])
+    assert err.value.code == "unsupported_content" and "images" in err.value.message
+    with pytest.raises(openai.BadRequestError) as err:
+        c.responses.create(model="m", input="x", tools=[{"type": "web_search"}])
+    assert err.value.code == "unsupported_tool"
+    with pytest.raises(openai.AuthenticationError):
+        proxy.client("sk-wrong-key-000000").responses.create(model="m", input="x")
+    with pytest.raises(openai.BadRequestError):
+        c.responses.create(model="m", input=[])
+    # store=false: answered, but its id cannot be continued
+    resp = c.responses.create(model="m", input="not kept", store=False)
+    assert resp.store is False and resp.output_text == "echo: not kept"
+    with pytest.raises(openai.BadRequestError) as err:
+        c.responses.create(model="m", input="more", previous_response_id=resp.id)
+    assert err.value.code == "previous_response_not_stored"
+
+
+def test_responses_upstream_error_mid_stream(proxy: Proxy) -> None:
+    proxy.upstream.responder = lambda body: Reply(text="one two three four", fail_after=2)
+    events = []
+    with pytest.raises(Exception) as err:  # noqa: B017 - the SDK's own error type
+        with proxy.client().responses.stream(model="m", input="hi") as s:
+            for e in s:
+                events.append(e.type)
+            s.get_final_response()
+    assert "response.output_text.delta" in events and "error" in events
+    assert "response.completed" not in events
+    assert "completed" in str(err.value) or "error" in str(err.value).lower()
+    assert _conversations(proxy) == [] or all(
+        not _turns(proxy, cid) for cid in _conversations(proxy)), "nothing stored"
+
+
+def test_messages_errors_in_anthropic_shape(proxy: Proxy) -> None:
+    import anthropic
+
+    c = anthropic.Anthropic(base_url=proxy.url, api_key=KEY_A,
+                            max_retries=0)
+    with pytest.raises(anthropic.BadRequestError) as err:
+        c.messages.create(model="m", max_tokens=10, messages=[{"role": "user", "content": [
+            {"type": "image", "source": {"type": "base64", "media_type": "image/png",
+                                         "data": "AAAA"}}]}])
+    body = err.value.body
+    assert isinstance(body, dict) and body["type"] == "error"
+    assert body["error"]["type"] == "invalid_request_error"
+    assert "image blocks are not supported" in body["error"]["message"]
+    with pytest.raises(anthropic.AuthenticationError) as auth:
+        anthropic.Anthropic(base_url=proxy.url, api_key="sk-wrong-key-000",
+                            max_retries=0).messages.create(
+            model="m", max_tokens=10, messages=[{"role": "user", "content": "x"}])
+    assert auth.value.body["error"]["type"] == "authentication_error"  # type: ignore[index]
+    # tool_choice maps onto the upstream's
+    c.messages.create(model="m", max_tokens=10, messages=[{"role": "user", "content": "x"}],
+                      tools=[{"name": "get_weather", "input_schema": {"type": "object"}}],
+                      tool_choice={"type": "tool", "name": "get_weather"})
+    assert proxy.upstream.received[-1]["tool_choice"] == {
+        "type": "function", "function": {"name": "get_weather"}}
+    c.messages.create(model="m", max_tokens=10, messages=[{"role": "user", "content": "y"}],
+                      tools=[{"name": "get_weather", "input_schema": {"type": "object"}}],
+                      tool_choice={"type": "any"})
+    assert proxy.upstream.received[-1]["tool_choice"] == "required"
+
+
+# ------------------------------------------------------------------ Agents SDK
+def test_agents_sdk_default_responses_model_through_the_proxy(proxy: Proxy) -> None:
+    from agents import Agent, OpenAIResponsesModel, Runner, function_tool, set_tracing_disabled
+    from openai import AsyncOpenAI
+
+    set_tracing_disabled(True)
+    asked: list[str] = []
+
+    @function_tool
+    def get_weather(city: str) -> str:
+        """The weather of a city."""
+        asked.append(city)
+        return f"18C in {city}"
+
+    client = AsyncOpenAI(base_url=proxy.url + "/v1", api_key=KEY_A,
+                         max_retries=0)
+    agent = Agent(name="a", instructions="Be brief.", tools=[get_weather],
+                  model=OpenAIResponsesModel(model="fake-model", openai_client=client))
+    first = Runner.run_sync(agent, "Hello, I like Lisbon.")
+    assert first.final_output == "echo: Hello, I like Lisbon."
+    result = Runner.run_sync(agent, [*first.to_input_list(),
+                                     {"role": "user", "content": "And the WEATHER?"}])
+    assert asked == ["Paris"] and result.final_output == "tool said: 18C in Paris"
+    (cid,) = _conversations(proxy)
+    assert [r for r, _ in _turns(proxy, cid)] == [
+        "user", "assistant", "user", "assistant", "tool", "assistant"]
+
+
+# ------------------------------------------------------------------ 100 turns
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_hundred_turns_at_default_paging(make_proxy: Callable[..., Proxy], fmt: str) -> None:
+    """A 100-turn conversation at the proxy's default paging, through each client format:
+    pages are evicted, the upstream sees bookmarks, a recall brings a page back."""
+    from copage.core.config import PagerConfig
+
+    proxy = make_proxy(paging=PagerConfig(), store="sqlite")
+    c = Client(proxy, fmt, stream=fmt == "responses-prev")
+    for i in range(100):
+        assert c.say(f"Note {i}: the code word of day {i} is w{i}x{i * 7}.").text.startswith(
+            f"echo: Note {i}:")
+    (cid,) = _conversations(proxy)
+    mem = PagedMemory(store=proxy.state.store, conversation_id=cid, tenant="alice",
+                      create=False)
+    assert len(mem.turns) == 200 and mem.stats().evicted >= 10
+    system = proxy.upstream.received[-1]["messages"][0]["content"]
+    assert "[p1:" in system, "the upstream sees bookmarks"
+    assert "code word of day 0 is" not in json.dumps(proxy.upstream.received[-1])
+    seen = c.say("What was the code word of day 0? RECALL p1")
+    assert "code word of day 0 is w0x0" in seen.text and seen.calls == []
+    assert len(PagedMemory(store=proxy.state.store, conversation_id=cid, tenant="alice",
+                           create=False).turns) == 202
