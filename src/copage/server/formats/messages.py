@@ -257,7 +257,8 @@ def sse(kind: str, body: Mapping[str, Any]) -> str:
 
 def error_body(error: ProxyError, clean: Callable[[str], str]) -> dict[str, Any]:
     """Anthropic's error shape for a proxy error."""
-    kind = ERROR_TYPES.get(error.status, "api_error")
+    kind = ERROR_TYPES.get(error.status,
+                           "invalid_request_error" if error.status < 500 else "api_error")
     return {"type": "error", "error": {"type": kind, "message": clean(error.message)}}
 
 
