@@ -240,6 +240,20 @@ async def ui_conversation(request: Request) -> Response:
     return JSONResponse(data)
 
 
+@endpoint("delete_conversation")
+async def delete_conversation(request: Request) -> Response:
+    """``DELETE /v1/conversations/{cid}``: the caller's tenant's conversation, gone from
+    the store and this worker's caches (OpenAI's ``conversation.deleted`` shape)."""
+    state: ProxyState = request.app.state.proxy
+    tenant = _tenant(request)
+    cid = check_conversation_id(str(request.path_params["cid"]))
+    try:
+        await state.service.delete(tenant, cid)
+    except ConversationNotFound:
+        raise ProxyError(404, "no such conversation", code="conversation_not_found") from None
+    return JSONResponse({"id": cid, "object": "conversation.deleted", "deleted": True})
+
+
 def create_app(
     settings: ServeSettings, *, store: PageStore | None = None,
     upstream: Upstream | None = None,
@@ -272,6 +286,7 @@ def create_app(
     routes = [
         Route("/v1/chat/completions", chat_completions, methods=["POST"]),
         *format_routes(),
+        Route("/v1/conversations/{cid}", delete_conversation, methods=["DELETE"]),
         Route("/v1/models", models, methods=["GET"]),
         Route("/healthz", healthz, methods=["GET"]),
         Route("/metrics", metrics, methods=["GET"]),

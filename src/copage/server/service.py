@@ -760,6 +760,26 @@ class ProxyService:
             prep.lock.__exit__(None, None, None)
         return after
 
+    # ------------------------------------------------------------------ deleting
+    async def delete(self, tenant: str, conversation_id: str) -> None:
+        """Delete a conversation of ``tenant`` from the store and this worker's caches,
+        under its locks (a turn running on it finishes first). Raises
+        ``ConversationNotFound`` when the tenant has no such conversation."""
+        key = (tenant, conversation_id)
+        deadline = asyncio.get_running_loop().time() + self.lock_timeout
+        async with self._guard(key, deadline):
+            lock = await self._acquire(tenant, conversation_id, deadline)
+
+            def work() -> None:
+                try:
+                    self.cache.discard(tenant, conversation_id)
+                    self.recent.discard(tenant, conversation_id)
+                    self.store.delete_conversation(conversation_id, tenant=tenant)
+                finally:
+                    lock.__exit__(None, None, None)
+
+            await _shielded(self._run(work))
+
     # ------------------------------------------------------------------ stats
     def _stats_now(self, prep: _Prep) -> dict[str, Any]:
         s = prep.mem.stats()
