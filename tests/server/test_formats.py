@@ -307,3 +307,43 @@ def test_hundred_turns_at_default_paging(make_proxy: Callable[..., Proxy], fmt: 
     assert "code word of day 0 is w0x0" in seen.text and seen.calls == []
     assert len(PagedMemory(store=proxy.state.store, conversation_id=cid, tenant="alice",
                            create=False).turns) == 202
+
+
+# ------------------------------------------------------------------ upstream APIs
+@pytest.mark.parametrize("api", ["responses", "messages"])
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_any_client_format_to_any_upstream_api(make_proxy: Callable[..., Proxy], fmt: str,
+                                               api: str) -> None:
+    """Proxy A speaks ``api`` to its upstream: a second proxy B (default paging, so it
+    passes short requests through unpaged) that serves that API in front of the scripted
+    Chat Completions upstream. A's paging, bookmarks and recall work end to end."""
+    from copage.core.config import PagerConfig
+
+    b = make_proxy(paging=PagerConfig())
+    a = make_proxy(upstream=b.url + "/v1", upstream_api=api, upstream_key=KEY_A)
+    c = Client(a, fmt)
+    for fact in FACTS:
+        assert c.say(fact).text == f"echo: {fact}"
+    sent = b.upstream.received[-1]  # the scripted upstream: what B forwarded of A's request
+    assert "[p1:" in sent["messages"][0]["content"] and FACTS[0] not in json.dumps(sent)
+    seen = c.say("Where does my sister live? RECALL p1")
+    assert seen.text.startswith('tool said: <page id="p1">') and "Marta" in seen.text
+    assert seen.calls == []
+    assert len(_conversations(a)) == 1
+    (cid,) = _conversations(a)
+    assert [r for r, _ in _turns(a, cid)] == ["user", "assistant"] * 5
+    # B was reached through its `api` endpoint
+    counts = b.state.metrics.render()
+    assert f'endpoint="{api}"' in counts
+
+
+def test_upstream_api_is_checked() -> None:
+    from copage.server.settings import ServeSettings, build_settings
+
+    with pytest.raises(ValueError, match="--upstream-api must be one of chat, responses"):
+        ServeSettings(upstream="http://127.0.0.1:1/v1", upstream_api="grpc", store="memory://")
+    with pytest.raises(ValueError, match="needs --upstream URL"):
+        ServeSettings(model="openai:gpt-4o-mini", upstream_api="messages", store="memory://")
+    s = build_settings({"upstream": "http://127.0.0.1:1/v1"},
+                       env={"COPAGE_UPSTREAM_API": "responses", "COPAGE_STORE": "memory://"})
+    assert s.upstream_api == "responses"

@@ -268,6 +268,7 @@ def create_app(
         up = upstream or Upstream(
             base_url=settings.upstream, model=settings.model, api_key=settings.upstream_key,
             timeout=settings.upstream_timeout, retries=settings.upstream_retries,
+            api=settings.upstream_api,
         )
         state = ProxyState(settings, st, index_for(st), up)
         install_redaction(state.redact)
