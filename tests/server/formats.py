@@ -33,8 +33,10 @@ class Client:
 
     def __init__(self, proxy: Proxy, fmt: str, *, key: str = KEY_A, stream: bool = False,
                  tools: bool = False, max_retries: int = 0, timeout: float = 30.0,
-                 system: str | None = "Be brief.") -> None:
+                 system: str | None = "Be brief.", model: str = "fake-model",
+                 max_tokens: int | None = None) -> None:
         self.proxy, self.fmt, self.stream, self.system = proxy, fmt, stream, system
+        self.model, self.max_tokens = model, max_tokens
         self.tools = tools
         self.history: list[Any] = []
         self.previous: str | None = None
@@ -67,7 +69,9 @@ class Client:
         if not self.history and self.system:
             self.history.append({"role": "system", "content": self.system})
         self.history.append(msg)
-        kw: dict[str, Any] = {"model": "fake-model", "messages": self.history}
+        kw: dict[str, Any] = {"model": self.model, "messages": self.history}
+        if self.max_tokens:
+            kw["max_tokens"] = self.max_tokens
         if self.tools:
             kw["tools"] = [{"type": "function", "function": {
                 "name": "get_weather", "parameters": {"type": "object", "properties": {
@@ -90,7 +94,9 @@ class Client:
         if prev:
             self.history = []
         self.history.append(item)
-        kw: dict[str, Any] = {"model": "fake-model", "input": self.history}
+        kw: dict[str, Any] = {"model": self.model, "input": self.history}
+        if self.max_tokens:
+            kw["max_output_tokens"] = self.max_tokens
         if self.system:
             kw["instructions"] = self.system
         if prev and self.previous:
@@ -116,7 +122,7 @@ class Client:
 
     def _messages(self, msg: dict[str, Any]) -> Seen:
         self.history.append(msg)
-        kw: dict[str, Any] = {"model": "fake-model", "max_tokens": 256,
+        kw: dict[str, Any] = {"model": self.model, "max_tokens": self.max_tokens or 256,
                               "messages": self.history}
         if self.system:
             kw["system"] = self.system
