@@ -73,3 +73,8 @@ def test_each_client_format_to_smollm2(real_server: LlamaServer, tmp_path: Path,
 def test_anthropic_client_to_smollm2_over_messages(real_server: LlamaServer,
                                                    tmp_path: Path) -> None:
     _run(real_server, tmp_path, "messages", "messages")
+
+
+def test_chat_client_to_smollm2_over_responses(real_server: LlamaServer,
+                                               tmp_path: Path) -> None:
+    _run(real_server, tmp_path, "chat", "responses")
