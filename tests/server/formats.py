@@ -34,10 +34,10 @@ class Client:
     def __init__(self, proxy: Proxy, fmt: str, *, key: str = KEY_A, stream: bool = False,
                  tools: bool = False, max_retries: int = 0, timeout: float = 30.0,
                  system: str | None = "Be brief.", model: str = "fake-model",
-                 max_tokens: int | None = None) -> None:
+                 max_tokens: int | None = None, tool_name: str = "get_weather") -> None:
         self.proxy, self.fmt, self.stream, self.system = proxy, fmt, stream, system
         self.model, self.max_tokens = model, max_tokens
-        self.tools = tools
+        self.tools, self.tool_name = tools, tool_name
         self.history: list[Any] = []
         self.previous: str | None = None
         if fmt == "messages":
@@ -74,7 +74,7 @@ class Client:
             kw["max_tokens"] = self.max_tokens
         if self.tools:
             kw["tools"] = [{"type": "function", "function": {
-                "name": "get_weather", "parameters": {"type": "object", "properties": {
+                "name": self.tool_name, "parameters": {"type": "object", "properties": {
                     "city": {"type": "string"}}}}}]
         if self.stream:
             with self.openai.chat.completions.stream(**kw) as s:
@@ -102,7 +102,7 @@ class Client:
         if prev and self.previous:
             kw["previous_response_id"] = self.previous
         if self.tools:
-            kw["tools"] = [{"type": "function", "name": "get_weather", "strict": False,
+            kw["tools"] = [{"type": "function", "name": self.tool_name, "strict": False,
                             "parameters": {"type": "object", "properties": {
                                 "city": {"type": "string"}}}}]
         if self.stream:
@@ -127,7 +127,7 @@ class Client:
         if self.system:
             kw["system"] = self.system
         if self.tools:
-            kw["tools"] = [{"name": "get_weather", "description": "weather of a city",
+            kw["tools"] = [{"name": self.tool_name, "description": "a client tool",
                             "input_schema": {"type": "object", "properties": {
                                 "city": {"type": "string"}}}}]
         if self.stream:
