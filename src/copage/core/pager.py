@@ -27,6 +27,7 @@ from copage.core.cache import PageCache
 from copage.core.changes import ChangeSet, Event, PageRecord
 from copage.core.config import PagerConfig
 from copage.core.keywords import Corpus, get_extractor
+from copage.core.keywords.calls import call_labels
 from copage.core.paginate import Paginator, ReplayPaginator, Span
 from copage.core.policies import get_policy
 from copage.core.retrieval import BM25Index
@@ -319,7 +320,9 @@ class Pager:
         for k in lowered:
             self.taken[k] -= 1
         try:
-            return self.extractor.extract(page, self.corpus, self.config.n_keywords, taken=self.taken)
+            return call_labels(page.turns) + tuple(
+                self.extractor.extract(page, self.corpus, self.config.n_keywords,
+                                       taken=self.taken))
         finally:
             for k in lowered:
                 self.taken[k] += 1
@@ -369,7 +372,8 @@ class Pager:
 
     def batch_keywords(self) -> dict[PageId, tuple[str, ...]]:
         """Keywords of every page by the extractor's batch mode (whole conversation)."""
-        return self.extractor.extract_all(self.pages, self.config.n_keywords)
+        found = self.extractor.extract_all(self.pages, self.config.n_keywords)
+        return {p.id: call_labels(p.turns) + tuple(found[p.id]) for p in self.pages}
 
     def bookmark(self, pid: PageId) -> Bookmark:
         """The current bookmark of a page."""
