@@ -17,7 +17,9 @@ Methods, all LLM-free (no model is asked anything):
   prompt as it is (resident), after a BM25 page-in of the best-matching evicted
   page for the question (the ``speculative`` recall mode's rule, no model step),
   and whether the evicted page's bookmark names the probe's path or setting (what
-  a model needs to pick it with ``recall``).
+  a model needs to pick it with ``recall``). ``bookmark pick`` pages in instead the
+  evicted page whose bookmark shares the most words with the question: an
+  LLM-free stand-in for a model choosing a bookmark (not a model's result).
 
 Prompt tokens per request are the content tokens (o200k_base) of the messages
 sent, measured every ``--every`` calls and at each probe, averaged.
@@ -30,6 +32,7 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import re
 import statistics
 import time
 from dataclasses import dataclass, field
@@ -132,7 +135,7 @@ def _kept(outputs: list[int], n: int | None, placeholder: int) -> int:
 def run_copage(trace: list[Step], config: PagerConfig, every: int) -> dict[str, Any]:
     mem = PagedMemory(store="memory://", config=config)
     tokens: list[int] = []
-    resident = paged_in = named = probes = calls = 0
+    resident = paged_in = named = picked = probes = calls = 0
     t0 = time.perf_counter()
     for step in trace:
         if step.kind == "call":
@@ -152,7 +155,9 @@ def run_copage(trace: list[Step], config: PagerConfig, every: int) -> dict[str, 
         if _shown(mem, q, step.needle):
             resident += 1
             paged_in += 1
+            picked += 1
         else:
+            picked += _pick(mem, q) == _page_of(mem, step.needle)
             page = _page_of(mem, step.needle)
             if page is not None:
                 text = mem.bookmarks()[page].text.lower()
@@ -165,9 +170,21 @@ def run_copage(trace: list[Step], config: PagerConfig, every: int) -> dict[str, 
         mem.add("assistant", "noted")
     s = mem.stats()
     return {"tokens": statistics.mean(tokens), "resident": resident / probes,
-            "in_prompt": paged_in / probes, "bookmark_names": named / max(1, probes - resident),
+            "in_prompt": paged_in / probes, "picked": picked / probes, "bookmark_names": named / max(1, probes - resident),
             "probes": probes, "pages": s.pages, "evicted": s.evicted,
             "seconds": time.perf_counter() - t0}
+
+
+def _words(text: str) -> set[str]:
+    return set(re.findall(r"[\w/.]+", text.lower()))
+
+
+def _pick(mem: PagedMemory, question: str) -> Any:
+    """The evicted page whose bookmark shares the most words with ``question``."""
+    words = _words(question)
+    books = mem.bookmarks()
+    scored = [(len(words & _words(books[p].text)), -i, p) for i, p in enumerate(mem.evicted)]
+    return max(scored)[2] if scored else None
 
 
 def _shown(mem: PagedMemory, question: str, needle: str) -> bool:
@@ -207,7 +224,8 @@ def main() -> None:
         boundary, k = spec.split(":")
         r = run_copage(trace, PagerConfig(boundary=boundary, resident_pages=int(k)), args.every)
         print(f"{f'copage {boundary} k={k}':<22} {r['tokens']:>15.0f} {r['in_prompt']:>23.0%}  "
-              f"resident {r['resident']:.0%}, after BM25 page-in {r['in_prompt']:.0%}; "
+              f"resident {r['resident']:.0%}, after BM25 page-in {r['in_prompt']:.0%}, "
+              f"with bookmark pick {r['picked']:.0%}; "
               f"bookmark names the evicted output {r['bookmark_names']:.0%}; "
               f"{r['pages']} pages, {r['evicted']} evicted; {r['seconds']:.0f}s")
 
