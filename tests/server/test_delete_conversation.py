@@ -99,3 +99,20 @@ def test_cli_lists_and_deletes(tmp_path: Path, capsys: pytest.CaptureFixture[str
     assert store.exists("two", tenant="alice")
     store.close()
     assert main(["conversations", "delete", "--store", url]) == 2
+
+
+def test_recreated_id_is_not_served_from_another_workers_cache(
+        make_proxy: Callable[..., Proxy]) -> None:
+    """Deleted in worker A, then re-created there under the same id up to the version
+    worker B's cached copy has: B must not take its copy for the new conversation."""
+    a, b = make_proxy(store="sqlite"), make_proxy(store="sqlite")
+    for t in ("old secret 7319", "two"):
+        _say(b, "x", t)
+    cached = b.state.store.version("x", tenant="alice")
+    assert a.client().conversations.delete("x").deleted is True
+    _say(a, "x", "new one")
+    while a.state.store.version("x", tenant="alice") < cached:
+        _say(a, "x", "more")
+    assert a.state.store.version("x", tenant="alice") == cached
+    _say(b, "x", "on b")
+    assert "7319" not in json.dumps(b.upstream.received[-1]), "the deleted turns came back"
