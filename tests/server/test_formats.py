@@ -347,3 +347,34 @@ def test_upstream_api_is_checked() -> None:
     s = build_settings({"upstream": "http://127.0.0.1:1/v1"},
                        env={"COPAGE_UPSTREAM_API": "responses", "COPAGE_STORE": "memory://"})
     assert s.upstream_api == "responses"
+
+
+def test_agents_sdk_hundred_turns_at_default_paging(make_proxy: Callable[..., Proxy]) -> None:
+    """The Agents SDK's default model (Responses API, whole input resent each run) for 100
+    turns at the proxy's default paging: one conversation, pages evicted, bookmarks sent,
+    a recall served without the agent seeing it."""
+    from agents import Agent, OpenAIResponsesModel, Runner, set_tracing_disabled
+    from openai import AsyncOpenAI
+
+    from copage.core.config import PagerConfig
+
+    set_tracing_disabled(True)
+    proxy = make_proxy(paging=PagerConfig(), store="sqlite")
+    client = AsyncOpenAI(base_url=proxy.url + "/v1", api_key=KEY_A, max_retries=0)
+    agent = Agent(name="a", instructions="Be brief.",
+                  model=OpenAIResponsesModel(model="fake-model", openai_client=client))
+    items: list[Any] = []
+    for i in range(100):
+        text = f"Note {i}: the code word of day {i} is w{i}x{i * 7}."
+        result = Runner.run_sync(agent, [*items, {"role": "user", "content": text}])
+        assert result.final_output == f"echo: {text}"
+        items = result.to_input_list()
+    (cid,) = _conversations(proxy)
+    mem = PagedMemory(store=proxy.state.store, conversation_id=cid, tenant="alice",
+                      create=False)
+    assert len(mem.turns) == 200 and mem.stats().evicted >= 10
+    assert "[p1:" in proxy.upstream.received[-1]["messages"][0]["content"]
+    result = Runner.run_sync(agent, [*items, {"role": "user",
+                                              "content": "Day 0's code word? RECALL p1"}])
+    assert "code word of day 0 is w0x0" in str(result.final_output)
+    assert _conversations(proxy) == [cid]

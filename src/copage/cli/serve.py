@@ -26,9 +26,9 @@ log = logging.getLogger("copage.server")
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "serve", help="OpenAI-compatible paging proxy with tenants and a page inspector",
-        description="Serve POST /v1/chat/completions in front of an OpenAI-compatible "
-        "upstream (--upstream URL) or a provider model (--model SPEC), paging each "
-        "conversation. Every option can also come from COPAGE_<NAME> environment "
+        description="Serve POST /v1/chat/completions, /v1/responses and /v1/messages in "
+        "front of an upstream (--upstream URL, speaking --upstream-api) or a provider model "
+        "(--model SPEC), paging each conversation. Every option can also come from COPAGE_<NAME> environment "
         "variables or a TOML/JSON --config file; see docs/serve.md.",
     )
     src = p.add_mutually_exclusive_group()
