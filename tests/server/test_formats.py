@@ -378,3 +378,28 @@ def test_agents_sdk_hundred_turns_at_default_paging(make_proxy: Callable[..., Pr
                                               "content": "Day 0's code word? RECALL p1"}])
     assert "code word of day 0 is w0x0" in str(result.final_output)
     assert _conversations(proxy) == [cid]
+
+
+def test_latest_previous_response_id_is_found_without_reading_the_conversation(
+        proxy: Proxy, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The transcript index names the latest answer; only an older id (a fork, or a
+    retry of the last turn) reads the stored conversation."""
+    from copage.server.formats import routes
+
+    calls: list[str] = []
+    real = routes._locate
+
+    def counting(*args: Any) -> Any:
+        calls.append("locate")
+        return real(*args)
+
+    monkeypatch.setattr(routes, "_locate", counting)
+    c = Client(proxy, "responses-prev")
+    for t in ("one", "two", "three"):
+        c.say(t)
+    assert calls == [], "each request continued the latest response by index lookup"
+    first = proxy.client().responses.create(model="m", input="start")
+    proxy.client().responses.create(model="m", input="next", previous_response_id=first.id)
+    assert calls == []
+    proxy.client().responses.create(model="m", input="fork", previous_response_id=first.id)
+    assert calls == ["locate"], "an older response id reads the conversation"

@@ -6,9 +6,11 @@ service runs (:func:`copage.server.request.parse_call` validates it), and
 the same events at once, as the whole ``response`` object (one path for both).
 
 A response id names a point in a stored conversation: the answer stored by one
-turn. It is made of the conversation id and a digest of the transcript chain
-through that turn's request (:attr:`copage.server.service.Opened.point`), so it
-needs no table and is the same when a retried request is answered from the store.
+turn. It is made of the conversation id and the transcript chain hash through
+that turn's request (:attr:`copage.server.service.Opened.point`), so it needs no
+table, is the same when a retried request is answered from the store, and the
+transcript index tells in one lookup whether it names the conversation's latest
+answer (its ``prev``).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import base64
 import binascii
 import hashlib
 import json
+import re
 import secrets
 import time
 from collections.abc import Callable, Mapping
@@ -29,7 +32,8 @@ from copage.server.service import Opened, TurnResult
 from copage.session.engine import ClientToolDelta, TextDelta
 
 ID_PREFIX = "resp_"
-_DIGEST = 32
+_DIGEST = 64
+_HEX = re.compile(r"[0-9a-f]{64}\Z")
 _TEXT_PARTS = ("input_text", "output_text", "text")
 #: Responses fields that map onto a Chat Completions field of another name.
 _RENAMED = {"max_output_tokens": "max_tokens"}
@@ -42,7 +46,7 @@ class ResponseId:
     """What a response id names: a conversation and the chain through a request."""
 
     conversation_id: str
-    point: str  # digest of the chain (hex, :data:`_DIGEST` characters)
+    point: str  # the chain (64 hex digits; see :func:`point_digest`)
     stored: bool
 
     @classmethod
@@ -68,8 +72,9 @@ class ResponseId:
 
 
 def point_digest(chain: str) -> str:
-    """The response-id part naming the chain ``chain`` (see module docstring)."""
-    return hashlib.sha256(chain.encode()).hexdigest()[:_DIGEST]
+    """The response-id part naming the chain ``chain``: the chain hash itself (a
+    conversation stored before chains were kept: a digest of its placeholder)."""
+    return chain if _HEX.match(chain) else hashlib.sha256(chain.encode()).hexdigest()
 
 
 def not_found(rid: str) -> ProxyError:

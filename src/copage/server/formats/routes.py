@@ -138,8 +138,7 @@ async def create_response(request: Request) -> Response:
         ask = _ask(request)
         ask = replace(ask, now=state.service.clock())
         route = await state.service._run(
-            _locate, state.store, tenant, req.previous, call, ask,
-            state.service.idempotency_window)
+            _route, state, tenant, req.previous, call, ask)
         if cid is not None and cid != req.previous.conversation_id:
             raise ProxyError(400, f"{CONV_HEADER} names another conversation than "
                              "previous_response_id", code="conversation_mismatch",
@@ -172,6 +171,20 @@ class _Route:
     (``history`` None: send only the new input), or a new branch holding ``history``."""
 
     history: list[dict[str, Any]] | None
+
+
+def _route(state: ProxyState, tenant: str, ref: oai.ResponseId, call: ChatCall, ask: Ask
+           ) -> _Route:
+    """The latest answer of its conversation by one index lookup (the chain through the
+    last turn's request is the index's ``prev``), else by reading the conversation."""
+    try:
+        latest = state.index.find_prev(tenant, ref.point) == ref.conversation_id
+    except Exception as e:  # noqa: BLE001 - the index is a lookup aid: read the store
+        log.warning("transcript index lookup failed (%s)", type(e).__name__)
+        latest = False
+    if latest:
+        return _Route(None)
+    return _locate(state.store, tenant, ref, call, ask, state.service.idempotency_window)
 
 
 def _locate(store: PageStore, tenant: str, ref: oai.ResponseId, call: ChatCall, ask: Ask,
