@@ -403,3 +403,37 @@ def test_latest_previous_response_id_is_found_without_reading_the_conversation(
     assert calls == []
     proxy.client().responses.create(model="m", input="fork", previous_response_id=first.id)
     assert calls == ["locate"], "an older response id reads the conversation"
+
+
+@pytest.mark.parametrize("fmt", ["chat", "responses", "messages"])
+def test_regenerate_starts_a_branch(proxy: Proxy, fmt: str) -> None:
+    """The last question asked again by the SDK (a first attempt, not a retry) is a
+    regenerate: a new branch; the original conversation stays as it was."""
+    proxy.upstream.responder = lambda body: Reply(
+        text=f"answer {len(proxy.upstream.received)}")
+    c = Client(proxy, fmt)
+    c.say("u1")
+    before = list(c.history)
+    first = c.say("u2")
+    (cid,) = _conversations(proxy)
+    c.history = before
+    again = c.say("u2")
+    assert again.text != first.text and again.conversation_id != cid
+    assert len(_conversations(proxy)) == 2
+    assert [t for _, t in _turns(proxy, cid)] == ["u1", _turns(proxy, cid)[1][1], "u2",
+                                                  first.text]
+
+
+def test_messages_upstream_error_mid_stream(proxy: Proxy) -> None:
+    import anthropic
+
+    proxy.upstream.responder = lambda body: Reply(text="one two three four", fail_after=2)
+    ant = anthropic.Anthropic(base_url=proxy.url, api_key=KEY_A, max_retries=0)
+    kinds: list[str] = []
+    with (pytest.raises(anthropic.APIStatusError) as err,
+          ant.messages.stream(model="m", max_tokens=32,
+                              messages=[{"role": "user", "content": "hi"}]) as s):
+        kinds.extend(e.type for e in s)
+    assert "content_block_delta" in kinds and "message_stop" not in kinds
+    assert "upstream" in str(err.value)
+    assert all(not _turns(proxy, cid) for cid in _conversations(proxy)), "nothing stored"
