@@ -437,3 +437,31 @@ def test_messages_upstream_error_mid_stream(proxy: Proxy) -> None:
     assert "content_block_delta" in kinds and "message_stop" not in kinds
     assert "upstream" in str(err.value)
     assert all(not _turns(proxy, cid) for cid in _conversations(proxy)), "nothing stored"
+
+
+def test_agents_sdk_streamed_run_with_a_tool(proxy: Proxy) -> None:
+    import asyncio
+
+    from agents import Agent, OpenAIResponsesModel, Runner, function_tool, set_tracing_disabled
+    from openai import AsyncOpenAI
+
+    set_tracing_disabled(True)
+
+    @function_tool
+    def get_weather(city: str) -> str:
+        """The weather of a city."""
+        return f"18C in {city}"
+
+    async def run() -> tuple[Any, list[str]]:
+        client = AsyncOpenAI(base_url=proxy.url + "/v1", api_key=KEY_A, max_retries=0)
+        agent = Agent(name="a", instructions="Be brief.", tools=[get_weather],
+                      model=OpenAIResponsesModel(model="fake-model", openai_client=client))
+        result = Runner.run_streamed(agent, "What is the WEATHER today?")
+        kinds = [e.type async for e in result.stream_events()]
+        return result, kinds
+
+    result, kinds = asyncio.run(run())
+    assert result.final_output == "tool said: 18C in Paris"
+    assert "raw_response_event" in kinds
+    (cid,) = _conversations(proxy)
+    assert [r for r, _ in _turns(proxy, cid)] == ["user", "assistant", "tool", "assistant"]
