@@ -35,7 +35,7 @@ from copage.server.formats import responses as oai
 from copage.server.loop import closing
 from copage.server.recognise import RQ, Ask, answer_of, is_retry
 from copage.server.request import ChatCall, Message, check_conversation_id, parse_call, parse_json
-from copage.server.service import Finished, Opened, TurnResult
+from copage.server.service import SMALL, Finished, Opened, TurnResult
 from copage.server.streaming import ClientGone, EventStreamResponse, Renderer, TurnStream
 from copage.server.transcript import chain
 from copage.stores.base import ConversationNotFound, PageStore
@@ -73,7 +73,7 @@ def endpoint(name: str, error_body: ErrorBody) -> Callable[[Handler], Handler]:
 
 @dataclass(slots=True)
 class Turn:
-    """A parsed request ready to run: the call, its conversation header, its request."""
+    """A parsed request ready to run: the call and the conversation it names (if any)."""
 
     call: ChatCall
     conversation_id: str | None
@@ -87,7 +87,7 @@ async def _run(request: Request, state: ProxyState, tenant: str, turn: Turn,
     """Run the turn; the streamed or the whole response, rendered by ``output_of``'s renderer."""
     call = turn.call
     events = state.service.turn(tenant, call, turn.conversation_id, _ask(request),
-                                small=len(call.raw) <= 32, stream=call.stream)
+                                small=len(call.raw) <= SMALL, stream=call.stream)
     if call.stream:
         stream = TurnStream(events, request.receive)
         try:
@@ -135,14 +135,12 @@ async def create_response(request: Request) -> Response:
     call = parse_call(req.chat, max_messages=s.max_messages, max_tools=s.max_tools)
     cid = _header(request)
     if req.previous is not None:
-        ask = _ask(request)
-        ask = replace(ask, now=state.service.clock())
-        route = await state.service._run(
-            _route, state, tenant, req.previous, call, ask)
         if cid is not None and cid != req.previous.conversation_id:
             raise ProxyError(400, f"{CONV_HEADER} names another conversation than "
                              "previous_response_id", code="conversation_mismatch",
                              param="previous_response_id")
+        ask = replace(_ask(request), now=state.service.clock())
+        route = await state.service._run(_route, state, tenant, req.previous, call, ask)
         if route.history is None:
             cid = req.previous.conversation_id
         else:  # a fork: the history up to that response, then the new input
