@@ -465,3 +465,27 @@ def test_agents_sdk_streamed_run_with_a_tool(proxy: Proxy) -> None:
     assert "raw_response_event" in kinds
     (cid,) = _conversations(proxy)
     assert [r for r, _ in _turns(proxy, cid)] == ["user", "assistant", "tool", "assistant"]
+
+
+def test_responses_upstream_streams_deltas(make_proxy: Callable[..., Proxy]) -> None:
+    """A streaming client through an upstream speaking the Responses API gets the
+    upstream's deltas as they come (not one piece), tool calls included."""
+    from copage.core.config import PagerConfig
+
+    b = make_proxy(paging=PagerConfig())
+    a = make_proxy(upstream=b.url + "/v1", upstream_api="responses", upstream_key=KEY_A)
+    client = a.client()
+    stream = client.chat.completions.create(
+        model="m", stream=True, messages=[{"role": "user", "content": "one two three four"}])
+    pieces = [c.choices[0].delta.content for c in stream if c.choices and
+              c.choices[0].delta.content]
+    assert len(pieces) >= 4 and "".join(pieces) == "echo: one two three four"
+    assert b.upstream.received[-1]["stream"] is True
+    tools = [{"type": "function", "function": {"name": "get_weather",
+                                               "parameters": {"type": "object"}}}]
+    with client.chat.completions.stream(model="m", tools=tools, messages=[
+            {"role": "user", "content": "the WEATHER?"}]) as s:
+        comp = s.get_final_completion()
+    (call,) = comp.choices[0].message.tool_calls or []
+    assert call.function.name == "get_weather"
+    assert json.loads(call.function.arguments) == {"city": "Paris"}

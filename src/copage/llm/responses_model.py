@@ -4,12 +4,14 @@ The request's chat messages become Responses input items (system messages the
 ``instructions``, tool calls ``function_call`` items, tool results
 ``function_call_output`` items) and the reply's output items a
 :class:`ChatResponse`. Nothing is stored upstream (``store: false``): copage keeps
-the conversation. Streaming uses the generic one-chunk fallback.
+the conversation. :meth:`ResponsesModel.stream` passes the upstream's text and
+function-call argument deltas on as they come; its last event's response is
+built from ``response.completed`` by the same code as a whole reply.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from types import ModuleType
 from typing import Any
 
@@ -17,11 +19,19 @@ import openai
 
 from copage.core.types import ToolCall
 from copage.llm.base import NetworkModel, resolve_key
-from copage.llm.errors import BadResponse, safe_url
+from copage.llm.errors import BadResponse, UpstreamError, safe_url
 from copage.llm.messages import text_of, tool_calls_of
 from copage.llm.openai_model import OPENAI_URL
 from copage.llm.prices import cost_of
-from copage.llm.types import ChatRequest, ChatResponse, Message, ToolSpec, Usage
+from copage.llm.types import (
+    ChatRequest,
+    ChatResponse,
+    Message,
+    StreamEvent,
+    ToolCallDelta,
+    ToolSpec,
+    Usage,
+)
 
 
 def to_input(messages: Sequence[Message]) -> tuple[str | None, list[dict[str, Any]]]:
@@ -144,3 +154,38 @@ class ResponsesModel(NetworkModel):
         dump = getattr(response, "model_dump", None)
         data = dump(warnings=False) if dump is not None else response
         return from_response(data, self.provider, self.model, response)
+
+    async def stream(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
+        """Stream text and function-call deltas; the last event holds the full response."""
+        kw = {**self.body(request), "stream": True}
+
+        async def call() -> Any:
+            return await self._client().responses.create(**kw)
+
+        events = await self._send(call)
+        calls: dict[int, int] = {}  # output index -> the call's index among the calls
+        final: Any = None
+        try:
+            async for e in events:
+                kind = getattr(e, "type", "")
+                if kind == "response.output_text.delta":
+                    yield StreamEvent("text", text=str(e.delta))
+                elif kind == "response.output_item.added" and e.item.type == "function_call":
+                    calls[e.output_index] = len(calls)
+                    yield StreamEvent("tool_call", tool_call=ToolCallDelta(
+                        calls[e.output_index], id=e.item.call_id, name=e.item.name))
+                elif kind == "response.function_call_arguments.delta":
+                    yield StreamEvent("tool_call", tool_call=ToolCallDelta(
+                        calls[e.output_index], arguments=str(e.delta)))
+                elif kind in ("response.completed", "response.incomplete"):
+                    final = e.response
+                elif kind in ("response.failed", "error"):
+                    detail = getattr(e, "message", None) or getattr(
+                        getattr(e, "response", None), "error", None)
+                    raise UpstreamError(self.provider, f"stream failed: {str(detail)[:200]}")
+        except self._failures() as err:
+            raise self._error(err) from None
+        if final is None:
+            raise BadResponse(self.provider, "stream ended without response.completed")
+        data = final.model_dump(warnings=False)
+        yield StreamEvent("done", response=from_response(data, self.provider, self.model, final))
