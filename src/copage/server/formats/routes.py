@@ -22,6 +22,7 @@ from starlette.routing import Route
 from copage.memory import PagedMemory
 from copage.server.app import (
     CONV_HEADER,
+    INLINE_BODY,
     ProxyState,
     _ask,
     _body,
@@ -29,12 +30,13 @@ from copage.server.app import (
     _tenant,
     proxy_error,
 )
-from copage.server.errors import ProxyError
+from copage.server.body import BodyError, decode, parse_body
+from copage.server.errors import ProxyError, bad_request
 from copage.server.formats import messages as anthropic
 from copage.server.formats import responses as oai
 from copage.server.loop import closing
 from copage.server.recognise import RQ, Ask, answer_of, is_retry
-from copage.server.request import ChatCall, Message, check_conversation_id, parse_call, parse_json
+from copage.server.request import ChatCall, Message, check_conversation_id, parse_call
 from copage.server.service import SMALL, Finished, Opened, TurnResult
 from copage.server.streaming import ClientGone, EventStreamResponse, Renderer, TurnStream
 from copage.server.transcript import chain
@@ -119,6 +121,19 @@ async def _run(request: Request, state: ProxyState, tenant: str, turn: Turn,
     return JSONResponse(whole(output, result), headers=headers)
 
 
+async def _json(request: Request, state: ProxyState) -> dict[str, Any]:
+    """The body as a JSON object (a large one parsed off the event loop), or a 400."""
+    raw = await _body(request, state.settings.max_body_bytes)
+
+    def parse() -> dict[str, Any]:
+        try:
+            return parse_body(decode(raw)).data
+        except BodyError as e:
+            raise bad_request(str(e), "invalid_json") from None
+
+    return parse() if len(raw) <= INLINE_BODY else await state.service._run(parse)
+
+
 def _header(request: Request) -> str | None:
     header = request.headers.get(CONV_HEADER)
     return check_conversation_id(header.strip()) if header is not None else None
@@ -130,7 +145,7 @@ async def create_response(request: Request) -> Response:
     state: ProxyState = request.app.state.proxy
     s = state.settings
     tenant = _tenant(request)
-    data = parse_json(await _body(request, s.max_body_bytes))
+    data = await _json(request, state)
     req = oai.to_chat(data)
     call = parse_call(req.chat, max_messages=s.max_messages, max_tools=s.max_tools)
     cid = _header(request)
@@ -244,7 +259,7 @@ async def create_message(request: Request) -> Response:
     state: ProxyState = request.app.state.proxy
     s = state.settings
     tenant = _anthropic_tenant(request)
-    data = parse_json(await _body(request, s.max_body_bytes))
+    data = await _json(request, state)
     call = parse_call(anthropic.to_chat(data), max_messages=s.max_messages,
                       max_tools=s.max_tools)
 
