@@ -26,7 +26,7 @@ async def test_tools_are_listed_with_descriptions_and_schemas() -> None:
     async with Client(_server()) as c:
         tools = {t.name: t for t in (await c.list_tools()).tools}
         assert set(tools) == {"append_turns", "list_bookmarks", "recall_page", "search_pages",
-                              "list_conversations"}
+                              "list_conversations", "delete_conversation"}
         assert "instead of guessing" in (tools["list_bookmarks"].description or "")
         assert "before answering" in (tools["recall_page"].description or "")
         assert tools["recall_page"].input_schema["required"] == ["conversation", "page"]

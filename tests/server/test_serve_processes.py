@@ -60,3 +60,39 @@ def test_two_workers_via_run_workers_and_app_from_env(tmp_path: Path) -> None:
     assert text.count("Started server process") == 2, text[-3000:]
     assert text.count('"POST /v1/chat/completions HTTP/1.1" 200') == 6
     assert len(set(ids[:3])) == 1 and len(set(ids[3:])) == 1 and ids[0] != ids[3]
+
+
+def test_every_client_format_against_a_real_serve_process(tmp_path: Path) -> None:
+    """A ``copage serve`` process at its defaults: the Responses API (create, stream,
+    previous_response_id), Anthropic Messages (create, stream) and deleting."""
+    import anthropic
+
+    with FakeUpstream(echo) as up:
+        port = free_port()
+        proc = spawn_worker(port, up.url, f"sqlite://{tmp_path / 'f.db'}")
+        try:
+            oai = openai.OpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key=KEY_A,
+                                max_retries=0, timeout=30)
+            first = oai.responses.create(model="m", input="hello", instructions="Be brief.")
+            assert first.output_text == "echo: hello"
+            with oai.responses.stream(model="m", input="again",
+                                      previous_response_id=first.id) as s:
+                second = s.get_final_response()
+            assert second.output_text == "echo: again"
+            ant = anthropic.Anthropic(base_url=f"http://127.0.0.1:{port}", api_key=KEY_B,
+                                      max_retries=0, timeout=30)
+            msg = ant.messages.create(model="m", max_tokens=32,
+                                      messages=[{"role": "user", "content": "hi"}])
+            assert msg.content[0].type == "text" and msg.content[0].text == "echo: hi"
+            with ant.messages.stream(model="m", max_tokens=32, messages=[
+                    {"role": "user", "content": "hi"},
+                    {"role": "assistant", "content": "echo: hi"},
+                    {"role": "user", "content": "more"}]) as st:
+                assert st.get_final_message().content[0].text == "echo: more"  # type: ignore[union-attr]
+            raw = oai.responses.with_raw_response.create(model="m", input="third",
+                                                         previous_response_id=second.id)
+            cid = raw.headers["x-copage-conversation"]
+            assert oai.conversations.delete(cid).deleted is True
+        finally:
+            proc.terminate()
+            proc.wait(20)

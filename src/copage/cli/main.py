@@ -6,12 +6,13 @@ import argparse
 import sys
 from collections.abc import Callable, Sequence
 
-from copage.cli import simulate
+from copage.cli import conversations, simulate
 
 # name -> (module with add_parser/run)
 COMMANDS: dict[str, tuple[Callable[[argparse._SubParsersAction[argparse.ArgumentParser]], None],
                           Callable[[argparse.Namespace], int]]] = {
     "simulate": (simulate.add_parser, simulate.run),
+    "conversations": (conversations.add_parser, conversations.run),
 }
 
 

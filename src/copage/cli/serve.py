@@ -14,7 +14,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 from copage.cli.paging_args import add_paging_options
 from copage.core.config import PagerConfig
 
-FLAGS = ("upstream", "model", "store", "host", "port", "config", "keys_file", "workers",
+FLAGS = ("upstream", "upstream_api", "model", "store", "host", "port", "config", "keys_file", "workers",
          "boundary", "policy", "resident_pages", "resident_tokens", "keywords", "n_keywords",
          "bookmark_format", "recall_by_query", "max_recalls", "max_body_bytes", "max_messages",
          "upstream_timeout", "upstream_retries", "lock_timeout", "metrics", "cors")
@@ -26,9 +26,9 @@ log = logging.getLogger("copage.server")
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "serve", help="OpenAI-compatible paging proxy with tenants and a page inspector",
-        description="Serve POST /v1/chat/completions in front of an OpenAI-compatible "
-        "upstream (--upstream URL) or a provider model (--model SPEC), paging each "
-        "conversation. Every option can also come from COPAGE_<NAME> environment "
+        description="Serve POST /v1/chat/completions, /v1/responses and /v1/messages in "
+        "front of an upstream (--upstream URL, speaking --upstream-api) or a provider model "
+        "(--model SPEC), paging each conversation. Every option can also come from COPAGE_<NAME> environment "
         "variables or a TOML/JSON --config file; see docs/serve.md.",
     )
     src = p.add_mutually_exclusive_group()
@@ -36,6 +36,10 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
                      "(the client's model passes through; key in COPAGE_UPSTREAM_KEY)")
     src.add_argument("--model", help="model spec that answers every request, e.g. "
                      "anthropic:claude-haiku-4-5")
+    p.add_argument("--upstream-api", dest="upstream_api",
+                   choices=["chat", "responses", "messages"],
+                   help="the API the --upstream URL speaks: chat (Chat Completions, the "
+                   "default), responses (the Responses API) or messages (Anthropic Messages)")
     p.add_argument("--store", help="sqlite:///path (default ~/.local/share/copage/copage.db), "
                    "postgresql://..., memory://")
     p.add_argument("--host", help="default 127.0.0.1")

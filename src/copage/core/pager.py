@@ -36,6 +36,7 @@ from copage.core.groups import (
     parse_range,
 )
 from copage.core.keywords import Corpus, get_extractor
+from copage.core.keywords.calls import call_labels
 from copage.core.paginate import Paginator, ReplayPaginator, Span
 from copage.core.policies import get_policy
 from copage.core.promptcache import PromptMeter
@@ -372,7 +373,9 @@ class Pager:
         for k in lowered:
             self.taken[k] -= 1
         try:
-            return self.extractor.extract(page, self.corpus, self.config.n_keywords, taken=self.taken)
+            return call_labels(page.turns) + tuple(
+                self.extractor.extract(page, self.corpus, self.config.n_keywords,
+                                       taken=self.taken))
         finally:
             for k in lowered:
                 self.taken[k] += 1
@@ -427,7 +430,8 @@ class Pager:
 
     def batch_keywords(self) -> dict[PageId, tuple[str, ...]]:
         """Keywords of every page by the extractor's batch mode (whole conversation)."""
-        return self.extractor.extract_all(self.pages, self.config.n_keywords)
+        found = self.extractor.extract_all(self.pages, self.config.n_keywords)
+        return {p.id: call_labels(p.turns) + tuple(found[p.id]) for p in self.pages}
 
     def bookmark(self, pid: PageId) -> Bookmark:
         """The current bookmark of a page."""

@@ -240,6 +240,20 @@ async def ui_conversation(request: Request) -> Response:
     return JSONResponse(data)
 
 
+@endpoint("delete_conversation")
+async def delete_conversation(request: Request) -> Response:
+    """``DELETE /v1/conversations/{cid}``: the caller's tenant's conversation, gone from
+    the store and this worker's caches (OpenAI's ``conversation.deleted`` shape)."""
+    state: ProxyState = request.app.state.proxy
+    tenant = _tenant(request)
+    cid = check_conversation_id(str(request.path_params["cid"]))
+    try:
+        await state.service.delete(tenant, cid)
+    except ConversationNotFound:
+        raise ProxyError(404, "no such conversation", code="conversation_not_found") from None
+    return JSONResponse({"id": cid, "object": "conversation.deleted", "deleted": True})
+
+
 def create_app(
     settings: ServeSettings, *, store: PageStore | None = None,
     upstream: Upstream | None = None,
@@ -254,6 +268,7 @@ def create_app(
         up = upstream or Upstream(
             base_url=settings.upstream, model=settings.model, api_key=settings.upstream_key,
             timeout=settings.upstream_timeout, retries=settings.upstream_retries,
+            api=settings.upstream_api,
         )
         state = ProxyState(settings, st, index_for(st), up)
         install_redaction(state.redact)
@@ -267,8 +282,12 @@ def create_app(
             if store is None:
                 st.close()
 
+    from copage.server.formats.routes import routes as format_routes
+
     routes = [
         Route("/v1/chat/completions", chat_completions, methods=["POST"]),
+        *format_routes(),
+        Route("/v1/conversations/{cid}", delete_conversation, methods=["DELETE"]),
         Route("/v1/models", models, methods=["GET"]),
         Route("/healthz", healthz, methods=["GET"]),
         Route("/metrics", metrics, methods=["GET"]),

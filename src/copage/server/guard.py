@@ -44,9 +44,9 @@ UI_HEADERS = [
     (b"referrer-policy", b"no-referrer"),
 ]
 NOSNIFF = (b"x-content-type-options", b"nosniff")
-ALLOW_METHODS = b"GET, POST, OPTIONS"
+ALLOW_METHODS = b"GET, POST, DELETE, OPTIONS"
 ALLOW_HEADERS = (b"authorization, content-type, idempotency-key, x-copage-conversation, "
-                 b"x-stainless-retry-count")
+                 b"x-stainless-retry-count, x-api-key, anthropic-version, anthropic-beta")
 EXPOSE_HEADERS = b"x-copage-conversation, x-copage-stats"
 
 

@@ -123,11 +123,14 @@ class Opened:
         conversation_id: the conversation (a branch's new id for a regenerate).
         model: the model name answering (the stored one for a replay).
         replayed: a retry answered from the store, without an upstream call.
+        point: the transcript chain through the turn's request: it names the answer
+            this turn stores (a Responses API response id is made from it).
     """
 
     conversation_id: str
     model: str
     replayed: bool
+    point: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -298,13 +301,15 @@ class ProxyService:
         async with self.open_turn(tenant, call, conversation_id, ask, small=small,
                                   via=via) as turn:
             if turn.replay is not None:
-                yield Opened(turn.conversation_id, turn.replay.model or call.model or "", True)
+                last = _last_rq(turn.mem) or {}
+                yield Opened(turn.conversation_id, turn.replay.model or call.model or "", True,
+                             str(last.get("prev") or ""))
                 for delta in replay_events(turn.replay):
                     yield delta
                 yield Finished(await turn.commit(turn.replay))
                 return
             model = self.upstream.model_for(call.model)
-            yield Opened(turn.conversation_id, model.name, False)
+            yield Opened(turn.conversation_id, model.name, False, turn.prep.head)
             latencies: list[float] = []
             out: Outcome | None = None
             try:
@@ -820,6 +825,26 @@ class ProxyService:
         finally:
             prep.lock.__exit__(None, None, None)
         return after
+
+    # ------------------------------------------------------------------ deleting
+    async def delete(self, tenant: str, conversation_id: str) -> None:
+        """Delete a conversation of ``tenant`` from the store and this worker's caches,
+        under its locks (a turn running on it finishes first). Raises
+        ``ConversationNotFound`` when the tenant has no such conversation."""
+        key = (tenant, conversation_id)
+        deadline = asyncio.get_running_loop().time() + self.lock_timeout
+        async with self._guard(key, deadline):
+            lock = await self._acquire(tenant, conversation_id, deadline)
+
+            def work() -> None:
+                try:
+                    self.cache.discard(tenant, conversation_id)
+                    self.recent.discard(tenant, conversation_id)
+                    self.store.delete_conversation(conversation_id, tenant=tenant)
+                finally:
+                    lock.__exit__(None, None, None)
+
+            await _shielded(self._run(work))
 
     # ------------------------------------------------------------------ stats
     def _stats_now(self, prep: _Prep) -> dict[str, Any]:

@@ -29,6 +29,10 @@ _PAGING = ("boundary", "policy", "resident_pages", "resident_tokens", "keywords"
            "bookmark_format", "recall_by_query")
 
 
+#: What ``--upstream-api`` accepts.
+UPSTREAM_APIS = ("chat", "responses", "messages")
+
+
 def default_store_url() -> str:
     """SQLite under the user's data dir (``$XDG_DATA_HOME/copage/copage.db``)."""
     base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
@@ -41,6 +45,8 @@ class ServeSettings:
 
     Attributes:
         upstream: base URL of an OpenAI-compatible endpoint (the client's ``model`` passes).
+        upstream_api: the API the upstream speaks: ``chat`` (Chat Completions, the
+            default), ``responses`` (the Responses API) or ``messages`` (Anthropic).
         model: a model spec (``anthropic:claude-haiku-4-5``) that fixes the model instead.
         upstream_key: API key for the upstream (never logged or shown).
         store: store URL (``sqlite:///path``, ``postgresql://...``, ``memory://``).
@@ -64,6 +70,7 @@ class ServeSettings:
     """
 
     upstream: str | None = None
+    upstream_api: str = "chat"
     model: str | None = None
     upstream_key: str | None = field(default=None, repr=False)
     store: str = ""
@@ -89,6 +96,12 @@ class ServeSettings:
             raise ValueError("give exactly one of --upstream URL or --model SPEC")
         if self.upstream and not self.upstream.startswith(("http://", "https://")):
             raise ValueError(f"--upstream must be an http(s) URL, got {self.upstream!r}")
+        if self.upstream_api not in UPSTREAM_APIS:
+            raise ValueError(f"--upstream-api must be one of {', '.join(UPSTREAM_APIS)}, got "
+                             f"{self.upstream_api!r}")
+        if self.upstream_api != "chat" and not self.upstream:
+            raise ValueError("--upstream-api needs --upstream URL (a --model spec names its "
+                             "own API)")
         if not self.store:
             object.__setattr__(self, "store", default_store_url())
         for name in ("max_recalls", "max_body_bytes", "max_messages", "max_tools", "workers"):
@@ -246,7 +259,8 @@ def build_settings(
                        ("max_body_bytes", int), ("max_messages", int), ("max_tools", int),
                        ("upstream_timeout", float), ("upstream_retries", int), ("workers", int),
                        ("cache_conversations", int), ("lock_timeout", float),
-                       ("metrics", str), ("idempotency_window", float)):
+                       ("metrics", str), ("idempotency_window", float),
+                       ("upstream_api", str)):
         value = pick(name, cast)
         if value is not None:
             kwargs[name] = cast(value)

@@ -25,7 +25,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
-from typing import Any
+from typing import Any, Protocol
 
 from starlette.responses import Response
 
@@ -33,13 +33,25 @@ from copage.server.errors import ProxyError
 from copage.server.loop import closing
 from copage.server.metrics import Metrics
 from copage.server.responses import Chunks, error_event
-from copage.server.service import Finished, Opened, TurnEvent
+from copage.server.service import Finished, Opened, TurnEvent, TurnResult
 from copage.session.engine import ClientToolDelta, TextDelta
 
 log = logging.getLogger("copage.server")
 Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
+
+
+class Renderer(Protocol):
+    """Makes a wire format's SSE text of a turn's events (:class:`Chunks` for Chat
+    Completions; :mod:`copage.server.formats` for the other APIs)."""
+
+    def event(self, event: object) -> list[str]: ...
+
+    def end(self, result: TurnResult) -> list[str]: ...
+
+
+ErrorEvent = Callable[[ProxyError, Callable[[str], str]], str]
 
 
 class ClientGone(Exception):
@@ -128,16 +140,19 @@ class EventStreamResponse(Response):
         head: the events read so far.
         chunks: makes the SSE text of each event.
         error_of: maps a failure to the error sent in the stream.
+        error_event: the SSE text of that error (the wire format's shape).
         clean: redacts secrets from error messages.
         metrics: counts streams that failed or lost their client.
     """
 
     media_type = "text/event-stream"
 
-    def __init__(self, stream: TurnStream, head: list[TurnEvent], chunks: Chunks, *,
-                 error_of: Callable[[Exception], ProxyError], clean: Callable[[str], str],
-                 metrics: Metrics, headers: dict[str, str]) -> None:
+    def __init__(self, stream: TurnStream, head: list[TurnEvent], chunks: Chunks | Renderer,
+                 *, error_of: Callable[[Exception], ProxyError], clean: Callable[[str], str],
+                 metrics: Metrics, headers: dict[str, str],
+                 error_event: ErrorEvent = error_event) -> None:
         self.stream, self.head, self.chunks = stream, head, chunks
+        self.error_event = error_event
         self.error_of, self.clean, self.metrics = error_of, clean, metrics
         self.status_code = 200
         self.background = None
@@ -158,7 +173,7 @@ class EventStreamResponse(Response):
                     error = self.error_of(e)
                     self.metrics.inc("copage_stream_errors_total", code=str(error.code))
                     await send({"type": "http.response.body",
-                                "body": error_event(error, self.clean).encode(),
+                                "body": self.error_event(error, self.clean).encode(),
                                 "more_body": True})
                     break
                 if event is None:

@@ -38,12 +38,14 @@ class Upstream:
         base_url: OpenAI-compatible endpoint (e.g. ``http://127.0.0.1:8080/v1``).
         model: instead, a model spec or :class:`ChatModel` that answers every request.
         api_key: the upstream key (kept private; redacted from errors).
+        api: the API ``base_url`` speaks: ``chat``, ``responses`` or ``messages``.
         timeout, retries: per upstream call.
     """
 
     def __init__(
         self, *, base_url: str | None = None, model: str | ChatModel | None = None,
         api_key: str | None = None, timeout: float = 120.0, retries: int = 0,
+        api: str = "chat",
     ) -> None:
         if (base_url is None) == (model is None):
             raise ValueError("give exactly one of base_url or model")
@@ -51,6 +53,7 @@ class Upstream:
             parts = urlsplit(base_url)
             base_url = urlunsplit(parts._replace(path=parts.path.rstrip("/"), fragment=""))
         self.base_url = base_url or None
+        self.api = api
         self.__key = api_key
         self.timeout, self.retries = timeout, retries
         self._models: OrderedDict[str, ChatModel] = OrderedDict()
@@ -81,14 +84,30 @@ class Upstream:
         found = self._models.get(name)
         if found is None:
             assert self.base_url is not None
-            found = HttpChatModel(name, base_url=self.base_url, transport=self.transport,
-                                  api_key=self.__key or DUMMY_KEY, retries=self.retries)
+            found = self._new_model(name, self.base_url)
             self._models[name] = found
             if len(self._models) > MAX_MODELS:
                 self._models.popitem(last=False)
         else:
             self._models.move_to_end(name)
         return found
+
+    def _new_model(self, name: str, base_url: str) -> ChatModel:
+        key = self.__key or DUMMY_KEY
+        if self.api == "responses":
+            from copage.llm.responses_model import ResponsesModel
+
+            return ResponsesModel(name, base_url=base_url, api_key=key, timeout=self.timeout,
+                                  max_retries=self.retries)
+        if self.api == "messages":
+            from copage.llm.anthropic_model import AnthropicModel
+
+            # the anthropic SDK appends /v1/messages itself
+            root = base_url.removesuffix("/v1")
+            return AnthropicModel(name, base_url=root, api_key=key, timeout=self.timeout,
+                                  max_retries=self.retries)
+        return HttpChatModel(name, base_url=base_url, transport=self.transport, api_key=key,
+                             retries=self.retries)
 
     def transport(self) -> Transport:
         """The one pooled keep-alive transport for chat calls (created on first use)."""

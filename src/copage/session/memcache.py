@@ -10,10 +10,12 @@ after a successful commit, so a failed turn can never leave a half-changed
 object behind: the next turn loads the conversation from the store.
 
 Stores without a ``version(conversation_id, tenant=...)`` method get no caching
-(every turn loads). The version check assumes versions only grow while a
-conversation exists; a conversation deleted *and* re-created elsewhere up to the
-same version would not be noticed (the proxy itself deletes only conversations it
-has just created and never committed, which are never cached).
+(every turn loads). Versions only grow while a conversation exists, but a deleted
+conversation re-created under the same id starts again at 0, so a store with a
+``stamp`` method (``(version, created_at)``, one row read like ``version``) is
+asked that instead: a cached copy of an earlier conversation of that id is never
+taken for the new one, whatever its version (deleting a conversation in one
+worker leaves it cached in the others until they next touch it).
 """
 
 from __future__ import annotations
@@ -36,6 +38,14 @@ class Versioned(Protocol):
     def version(self, conversation_id: str, *, tenant: str = "default") -> int | None: ...
 
 
+@runtime_checkable
+class Stamped(Protocol):
+    """A store that also tells when the conversation of that id was created."""
+
+    def stamp(self, conversation_id: str, *, tenant: str = "default"
+              ) -> tuple[int, float] | None: ...
+
+
 class MemoryCache:
     """LRU of ``PagedMemory`` by (tenant, conversation id), at most ``size`` entries.
 
@@ -48,6 +58,8 @@ class MemoryCache:
         self.store = store
         self.size = size if isinstance(store, Versioned) else 0
         self._items: OrderedDict[Key, PagedMemory] = OrderedDict()
+        #: created_at of the conversation each cached (or taken) object belongs to.
+        self._born: dict[Key, float] = {}
         self._mutex = threading.Lock()
         self.hits = self.reloads = self.misses = 0
 
@@ -64,15 +76,23 @@ class MemoryCache:
         Call with the store's lock on the conversation held. None when it is not
         cached or no longer exists (the caller then loads or creates it).
         """
+        key = (tenant, conversation_id)
         with self._mutex:
-            mem = self._items.pop((tenant, conversation_id), None)
+            mem = self._items.pop(key, None)
         if mem is None:
             self.misses += 1
             return None
-        assert isinstance(self.store, Versioned)
-        stored = self.store.version(conversation_id, tenant=tenant)
+        if isinstance(self.store, Stamped):
+            found = self.store.stamp(conversation_id, tenant=tenant)
+            stored = None if found is None else found[0]
+            if found is not None and found[1] != self._born.get(key):
+                stored = None  # another conversation of the same id
+        else:
+            assert isinstance(self.store, Versioned)
+            stored = self.store.version(conversation_id, tenant=tenant)
         if stored is None:
             self.misses += 1
+            self._born.pop(key, None)
             return None
         if stored != mem.version:
             self.reloads += 1
@@ -86,13 +106,20 @@ class MemoryCache:
         if self.size == 0:
             return
         key = (mem.tenant, mem.conversation_id)
+        if key not in self._born and isinstance(self.store, Stamped):
+            found = self.store.stamp(mem.conversation_id, tenant=mem.tenant)
+            if found is None:
+                return
+            self._born[key] = found[1]
         with self._mutex:
             self._items[key] = mem
             self._items.move_to_end(key)
             while len(self._items) > self.size:
-                self._items.popitem(last=False)
+                old, _ = self._items.popitem(last=False)
+                self._born.pop(old, None)
 
     def discard(self, tenant: str, conversation_id: str) -> None:
         """Forget a conversation."""
         with self._mutex:
             self._items.pop((tenant, conversation_id), None)
+            self._born.pop((tenant, conversation_id), None)

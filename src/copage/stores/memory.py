@@ -128,6 +128,14 @@ class MemoryStore:
             c = self._convs.get((tenant, conversation_id))
             return None if c is None else c.version
 
+    def stamp(self, conversation_id: str, *, tenant: str = "default"
+              ) -> tuple[int, float] | None:
+        """``(version, created_at)``, or None if absent: a re-created conversation of the
+        same id has another ``created_at`` (see :mod:`copage.server.memcache`)."""
+        with self._mutex:
+            c = self._convs.get((tenant, conversation_id))
+            return None if c is None else (c.version, c.created_at)
+
     def commit(
         self,
         conversation_id: str,

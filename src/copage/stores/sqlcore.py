@@ -101,6 +101,16 @@ class SqlStore(ABC):
             head = self._head(cur, conversation_id, tenant)
         return None if head is None else head[0]
 
+    def stamp(self, conversation_id: str, *, tenant: str = "default"
+              ) -> tuple[int, float] | None:
+        """``(version, created_at)``, or None if absent: a re-created conversation of the
+        same id has another ``created_at`` (see :mod:`copage.server.memcache`)."""
+        with self._tx(False) as cur:
+            cur.execute(self._q("SELECT version, created_at FROM conversations "
+                                "WHERE tenant=? AND id=?"), (tenant, conversation_id))
+            row = cur.fetchone()
+        return None if row is None else (int(row[0]), float(row[1]))
+
     def load(self, conversation_id: str, *, tenant: str = "default") -> StoredConversation:
         """Load everything; raise ConversationNotFound if absent."""
         return self.load_since(conversation_id, tenant=tenant)

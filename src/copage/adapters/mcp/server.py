@@ -68,6 +68,10 @@ DESCRIPTIONS = {
         "List the conversations stored in paged memory, most recently updated first, with their "
         "turn and page counts. Use it to find the id for the other tools."
     ),
+    "delete_conversation": (
+        "Delete a stored conversation for good (its turns, pages and bookmarks). Only when the "
+        "user asks for it to be forgotten."
+    ),
 }
 
 ConversationArg = Annotated[str, Field(
@@ -169,6 +173,12 @@ def create_server(pool: ConversationPool, *, tenant: str = "default",
                                     description="How many conversations to list.")] = 50,
     ) -> str:
         return await run(ctx, tools.list_conversations, limit)
+
+    @tool(annotations=ToolAnnotations(read_only_hint=False, destructive_hint=True,
+                                      idempotent_hint=True, open_world_hint=False),
+          description=DESCRIPTIONS["delete_conversation"])
+    async def delete_conversation(ctx: Context, conversation: ConversationArg) -> str:
+        return await run(ctx, tools.delete_conversation, conversation)
 
     @server.resource(BOOKMARKS_URI, name="bookmarks", mime_type="text/plain",
                      description="The bookmark index of a conversation's evicted pages "

@@ -179,3 +179,15 @@ def list_conversations(pool: ConversationPool, tenant: str, limit: int = 50) -> 
              for c in infos[:limit]]
     more = f"\n... and {len(infos) - limit} more" if len(infos) > limit else ""
     return f"{len(infos)} conversation(s), most recent first:\n" + "\n".join(lines) + more
+
+
+def delete_conversation(pool: ConversationPool, tenant: str, conversation: str) -> str:
+    """Delete one of the tenant's conversations from the store and the pool's cache."""
+    cid = check_conversation_id(conversation)
+    try:
+        with pool.store.lock(cid, tenant=tenant):
+            pool.forget(cid, tenant=tenant)
+            pool.store.delete_conversation(cid, tenant=tenant)
+    except ConversationNotFound:
+        raise unknown_conversation(pool, tenant, cid) from None
+    return f"Deleted conversation {cid!r}: its turns, pages and bookmarks are gone."
