@@ -119,6 +119,8 @@ def _copage_command(cwd: Path) -> Path:
 def _run(block: Block, cwd: Path, model_url: str, proxy_url: str) -> str:
     code = block.code.replace(f'"{SPEC}"', f'"{SPEC}@{model_url}"')
     code = code.replace(PROXY_URL, proxy_url)
+    # The anthropic SDK's base URL is the proxy's root (it adds /v1/messages itself).
+    code = code.replace(PROXY_URL.removesuffix("/v1"), proxy_url.removesuffix("/v1"))
     env = {**os.environ, "OPENAI_BASE_URL": model_url, "OPENAI_API_BASE": model_url,
            "OPENAI_API_KEY": "sk-test", "OPENAI_AGENTS_DISABLE_TRACING": "1",
            "COPAGE_FORBID_NETWORK_MODELS": "1", "PYTHONPATH": str(ROOT / "src"),
