@@ -12,10 +12,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from copage.core.config import PagerConfig
-from copage.core.pager import Context, Pager, PagerStats, RecallResult, parse_page_arg
+from copage.core.pager import Context, Pager, PagerStats, RecallResult
 from copage.core.registry import UnknownNameError
 from copage.core.text import content_words
-from copage.core.types import Bookmark, Page, PageId, ToolCall, Turn, page_id
+from copage.core.types import Bookmark, Page, PageId, ToolCall, Turn, page_id, parse_page_arg
 from copage.stores.base import ConversationExists, ConversationNotFound, PageStore, StoreError
 
 ROLES = ("user", "assistant", "tool", "system")

@@ -23,7 +23,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from copage.core.pager import Pager
-from copage.core.types import Page
+from copage.core.types import Page, page_index
 
 PROMPT_STYLES = ("paper", "compact")
 
@@ -71,7 +71,7 @@ def bookmark_lines(pager: Pager) -> list[str]:
     """One line per evicted page: id, dates, keywords (or the bookmark text of richer formats)."""
     lines = []
     for pid in pager.evicted:
-        page = pager.pages[int(pid[1:]) - 1]
+        page = pager.pages[page_index(pid)]
         mark = pager.bookmark(pid)
         when = page_dates(page)
         head = f"{pid} ({when})" if when else pid

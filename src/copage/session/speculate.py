@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from copage.core.pager import Pager
-from copage.core.types import PageId, page_id
+from copage.core.types import PageId, page_id, page_index
 
 DEFAULT_THRESHOLD = 0.35
 
@@ -64,7 +64,7 @@ class Speculator:
         best, score = self.score(pager, message)
         if best is None or score < self.threshold:
             return Speculation(best, score)
-        idx = int(best[1:]) - 1
+        idx = page_index(best)
         wanted = [best] + [
             page_id(i)
             for d in range(1, self.neighbours + 1)

@@ -21,7 +21,7 @@ import re
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
-from copage.core.types import ToolCall
+from copage.core.types import ToolCall, normal_page_id
 from copage.llm.textproto import parse_reply
 from copage.llm.types import ToolSpec
 
@@ -65,7 +65,7 @@ def text_calls(held: str, tools: Sequence[ToolSpec], tool_name: str, *, alone: b
     if not parsed.tool_calls:
         bare = _BARE_ID.fullmatch(held) if alone else None
         if bare:
-            args = json.dumps({"page": bare.group(1).lower()})
+            args = json.dumps({"page": normal_page_id(bare.group(1))})
             return TextCalls([ToolCall(bare_id, tool_name, args)], "")
         return TextCalls([], held)
     return TextCalls([c for c in parsed.tool_calls if c.name == tool_name], parsed.text)

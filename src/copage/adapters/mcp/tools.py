@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 from copage.adapters._pool import ConversationPool
 from copage.core import prompt
-from copage.core.pager import parse_page_arg
+from copage.core.types import parse_page_arg
 from copage.ids import CONVERSATION_ID_RULE, is_conversation_id
 from copage.memory import PagedMemory
 from copage.stores.base import ConversationNotFound
