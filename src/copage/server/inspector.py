@@ -68,7 +68,7 @@ def conversation(store: PageStore, tenant: str, conversation_id: str) -> dict[st
             "accesses": accesses[p.index], "last_access_turn": last.get(p.index),
             "faults": faults[p.index],
         })
-    open_turns = [_turn(t.role, t.text) for t in mem.pager.open_turns]
+    open_turns = [_turn(t.role, t.text) for t in mem.open_turns]
     timeline = [{"seq": e.seq, "turn": e.turn_seq + 1, "kind": e.kind,
                  "page": page_id(e.page_index) if e.page_index is not None else None,
                  "detail": dict(e.detail)} for e in events]

@@ -18,7 +18,6 @@ import logging
 import re
 from dataclasses import dataclass
 
-from copage.core.pager import Pager
 from copage.core.types import page_ids_in, page_index
 from copage.llm.capabilities import JSON_SCHEMA, supports
 from copage.llm.errors import RequestRejected
@@ -26,6 +25,7 @@ from copage.llm.types import ChatModel, ChatRequest, ChatResponse
 from copage.memory import PagedMemory
 from copage.session.prompts import bookmark_lines
 from copage.session.report import RecallRecord
+from copage.session.view import PagedView
 
 log = logging.getLogger("copage.session")
 
@@ -52,7 +52,7 @@ class Choice:
 
 
 def choose_request(
-    pager: Pager, question: str, *, schema: bool, temperature: float | None, max_tokens: int
+    pager: PagedView, question: str, *, schema: bool, temperature: float | None, max_tokens: int
 ) -> ChatRequest:
     """The choose call: bookmarks of the evicted pages and the question."""
     ids = pager.evicted
@@ -113,7 +113,7 @@ class Chooser:
         self.temperature, self.max_tokens = temperature, max_tokens
         self.schema = supports(model, JSON_SCHEMA)
 
-    async def ask(self, pager: Pager, question: str) -> Choice | None:
+    async def ask(self, pager: PagedView, question: str) -> Choice | None:
         """The model's choice among the evicted pages (None when nothing is evicted)."""
         ids = pager.evicted
         if not ids:

@@ -206,8 +206,8 @@ class CopageSession:
             copy = PagedMemory(store=self.store, conversation_id=twin, tenant=self.tenant,
                                config=mem.config)
             with copy.transaction():
-                if mem.pager.system:
-                    copy.add("system", mem.pager.system)
+                if mem.system:
+                    copy.add("system", mem.system)
                 for t in turns[:-1]:
                     copy.add(t.role, t.text, **_meta(t))
             self.store.delete_conversation(cid, tenant=self.tenant)
