@@ -15,7 +15,9 @@ from copage.adapters.agents import CopageSession
 
 async def test_agents_pop_twin_is_reachable_through_the_proxy(make_proxy: Any) -> None:
     proxy = make_proxy(store="sqlite")
-    session = CopageSession("notes", proxy.state.store, tenant="alice")
+    # pages of 3: the popped item closed p1, so the pop rebuilds the conversation as
+    # notes~pop (an item in the open page is popped in place, under the same id)
+    session = CopageSession("notes", proxy.state.store, tenant="alice", boundary="fixed_3")
     await session.add_items([{"role": "user", "content": "one"},
                              {"role": "assistant", "content": "two"},
                              {"role": "user", "content": "three"}])
