@@ -14,8 +14,8 @@ engine's): ``max_recalls`` calls served per model call, then one request with
 :class:`~copage.session.cap.RecallLoopError`. A recall written as text
 (``RECALL p3``, ``<tool_call>...``, a reply that is only ``p3``) is found by the
 engine's filter (:func:`copage.session.textfilter.filter_text`), served like a
-native call and never kept in the answer. (With ``stream_mode="messages"`` such
-text has already been streamed; only native calls are held back there.)
+native call and never kept in the answer, nor streamed with
+``stream_mode="messages"`` (:mod:`copage.adapters.langchain.stream`).
 
 The conversation is the LangGraph thread (``thread_id``) unless a
 ``conversation_id`` is given; its history lives in copage's store, so it survives
@@ -163,7 +163,7 @@ class CopageMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         cid = self._conversation(request.runtime)
         loop = _Loop(self.max_recalls, request, self._prepare(cid, request.messages))
         while True:
-            with held_stream(loop.name) as held:
+            with held_stream(loop.name, loop.text_tools) as held:
                 response = handler(loop.request())
             done = loop.inspect(response)
             if held is not None:
@@ -180,7 +180,7 @@ class CopageMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         view = await asyncio.to_thread(self._prepare, cid, request.messages)
         loop = _Loop(self.max_recalls, request, view)
         while True:
-            with held_stream(loop.name) as held:
+            with held_stream(loop.name, loop.text_tools) as held:
                 response = await handler(loop.request())
             done = loop.inspect(response)
             if held is not None:
