@@ -8,7 +8,13 @@ from __future__ import annotations
 from importlib import import_module
 from typing import Any
 
+from copage.core.tokens import set_encoding_loader as _set_encoding_loader
+from copage.encodings import load_bpe as _load_bpe
+
 __version__ = "0.1.0"
+
+# The core reads no files: it counts tokens with the encodings the edge loads.
+_set_encoding_loader(_load_bpe)
 
 _EXPORTS = {
     "PagedMemory": "copage.memory",

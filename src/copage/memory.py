@@ -6,16 +6,17 @@ import dataclasses
 import json
 import secrets
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 from copage.core.config import PagerConfig
-from copage.core.pager import Context, Pager, PagerStats, RecallResult, parse_page_arg
+from copage.core.pager import Context, EvictedMatch, Pager, PagerStats, RecallResult
 from copage.core.registry import UnknownNameError
+from copage.core.retrieval import BM25Index
 from copage.core.text import content_words
-from copage.core.types import Bookmark, Page, PageId, ToolCall, Turn, page_id
+from copage.core.types import Bookmark, Page, PageId, ToolCall, Turn, page_id, parse_page_arg
 from copage.stores.base import ConversationExists, ConversationNotFound, PageStore, StoreError
 
 ROLES = ("user", "assistant", "tool", "system")
@@ -352,12 +353,35 @@ class PagedMemory:
         self._commit()
         return result
 
-    def access(self, page: PageId) -> bool:
-        """Record a use of a page (a probe that needs it); pages it in if evicted."""
+    def access(self, page: PageId, *, protect: Collection[PageId] = (),
+               kind: str = "probe") -> bool:
+        """Record a use of a page (a probe that needs it); pages it in if evicted.
+
+        ``protect``: pages the eviction must not pick; ``kind``: the access's kind in
+        the event log and counts (``probe``, ``speculative``, ...)."""
         with self._applying():
-            hit = self.pager.access(page)
+            hit = self.pager.access(page, protect=protect, kind=kind)
         self._commit()
         return hit
+
+    def note(self, kind: str, page: PageId | None, detail: dict[str, Any] | None = None) -> None:
+        """Record an event made outside the pager (e.g. ``speculative`` by the chat loop)."""
+        with self._applying():
+            self.pager.note(kind, page, detail)
+        self._commit()
+
+    def begin_probe(self, question: str) -> None:
+        """Start a question that is not a turn (a probe): pages recalled before are no
+        longer protected, and query-aware eviction scores pages against ``question``."""
+        self._live()
+        self.pager.begin_turn()
+        self.pager.cache.set_query(question)
+
+    def end_probe(self) -> None:
+        """After a probe: query-aware eviction scores against the latest user turn again."""
+        self._live()
+        self.pager.cache.set_query(
+            next((t.text for t in reversed(self.pager.turns) if t.role == "user"), None))
 
     # ------------------------------------------------------------- read-only
     @property
@@ -416,6 +440,36 @@ class PagedMemory:
         """The latest turn, None before the first."""
         self._live()
         return self.pager.turns[-1] if self.pager.turns else None
+
+    @property
+    def open_turns(self) -> Sequence[Turn]:
+        """The turns of the open page (always shown)."""
+        self._live()
+        return self.pager.open_turns
+
+    @property
+    def system(self) -> str | None:
+        """The conversation's system prompt (None when it has none)."""
+        return self.pager.system
+
+    def is_resident(self, page: PageId) -> bool:
+        """Whether a closed page is resident."""
+        return self.pager.is_resident(page)
+
+    def bookmark(self, page: PageId) -> Bookmark:
+        """The current bookmark of a closed page."""
+        self._live()
+        return self.pager.bookmark(page)
+
+    @property
+    def evicted_index(self) -> BM25Index[int]:
+        """The BM25 index over the evicted pages (read-only use)."""
+        return self.pager.evicted_index
+
+    def search_evicted(self, text: str) -> EvictedMatch:
+        """The best evicted page for ``text`` (see :meth:`Pager.search_evicted`)."""
+        self._live()
+        return self.pager.search_evicted(text)
 
     def bookmarks(self) -> dict[PageId, Bookmark]:
         """Current bookmark of every closed page."""

@@ -98,3 +98,24 @@ def test_non_streaming_model_hides_the_recall() -> None:
     streamed = [m for m, _meta in agent.stream({"messages": [HumanMessage(QUESTION)]},
                                                 CONFIG, stream_mode="messages")]
     _check(streamed, "Bring the card.")
+
+
+@pytest.mark.parametrize("script, answer", [
+    ([Reply(text="RECALL p1"), Reply(text="It is 4471.")], "It is 4471."),
+    ([Reply(text="p1"), Reply(text="It is 4471.")], "It is 4471."),
+    ([Reply(tool_calls=[("recall", {"page": "p1"})]),
+      Reply(text="Your code is 4471.\nRECALL p3")], "Your code is 4471."),
+])
+def test_a_recall_written_as_text_is_not_streamed(script: list[Reply], answer: str) -> None:
+    queue = deque(script)
+    with FakeUpstream(lambda _body: queue.popleft()) as up:
+        model = ChatOpenAI(model="fake-model", base_url=up.url, api_key="sk-test",
+                           max_retries=0)
+        agent = create_agent(model, tools=[], middleware=[
+            CopageMiddleware(_store(), max_recalls=1, **PAGING)])
+        streamed = [m for m, _meta in agent.stream({"messages": [HumanMessage(QUESTION)]},
+                                                   CONFIG, stream_mode="messages")]
+    assert not queue and up.received[0].get("stream") is True
+    text = "".join(str(m.content) for m in streamed if isinstance(m, AIMessage | AIMessageChunk))
+    assert answer in text
+    assert "RECALL" not in text and "p1" not in text and "p3" not in text, text

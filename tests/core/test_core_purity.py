@@ -10,8 +10,12 @@ import copage.core
 CORE = Path(copage.core.__file__).parent
 OUTSIDE = ("copage.stores", "copage.llm", "copage.server", "copage.session", "copage.eval",
            "copage.cli", "copage.memory", "copage.llmkeywords")
-# (pathlib is not listed: tokens.py uses it only to locate an extension module to import)
-IO_MODULES = {"os", "socket", "sqlite3", "time", "subprocess", "urllib", "http", "psycopg"}
+IO_MODULES = {"os", "socket", "sqlite3", "time", "subprocess", "urllib", "http", "psycopg",
+              "pathlib", "glob", "io", "shutil", "tempfile"}
+# importlib itself is allowed (registries import their parts lazily); loading files is not
+IO_SUBMODULES = ("importlib.machinery", "importlib.util", "importlib.resources")
+FILE_CALLS = {"open", "glob", "rglob", "iterdir", "read_text", "read_bytes", "write_text",
+              "write_bytes", "spec_from_file_location", "exec_module"}
 
 
 def _imports(path: Path) -> list[str]:
@@ -29,9 +33,50 @@ def test_core_imports_no_adapter_and_no_io() -> None:
     bad = []
     for path in sorted(CORE.rglob("*.py")):
         for name in _imports(path):
-            if name.startswith(OUTSIDE) or name.split(".")[0] in IO_MODULES:
+            if (name.startswith(OUTSIDE) or name.split(".")[0] in IO_MODULES
+                    or name.startswith(IO_SUBMODULES)):
                 bad.append(f"{path.relative_to(CORE)}: {name}")
     assert bad == []
+
+
+def test_core_reads_no_files() -> None:
+    """No ``open()``, ``Path.glob`` or extension loading in the core (copage.encodings does
+    the file work for core/tokens.py and passes the loaded encoding in)."""
+    bad = []
+    for path in sorted(CORE.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call):
+                f = node.func
+                name = f.id if isinstance(f, ast.Name) else f.attr if isinstance(
+                    f, ast.Attribute) else ""
+                if name in FILE_CALLS:
+                    bad.append(f"{path.relative_to(CORE)}:{node.lineno}: {name}()")
+    assert bad == []
+
+
+def test_token_counts_come_from_the_loader_passed_in() -> None:
+    from copage.core import tokens
+    from copage.encodings import load_bpe
+
+    calls: list[str] = []
+
+    class Counter:
+        def count(self, text: str) -> int:
+            return 7
+
+    def loader(name: str) -> Counter:
+        calls.append(name)
+        return Counter()
+
+    try:
+        tokens.set_encoding_loader(loader)
+        assert tokens.get_tokenizer("o200k_base").count("anything") == 7
+        assert calls == ["o200k_base"]
+        tokens.set_encoding_loader(None)  # no loader: the documented estimate
+        assert tokens.get_tokenizer("o200k_base").name == "estimate-v1"
+    finally:
+        tokens.set_encoding_loader(load_bpe)
+    assert tokens.get_tokenizer("o200k_base").name == "o200k_base"
 
 
 def test_change_types_are_the_cores_and_stores_reexport_them() -> None:

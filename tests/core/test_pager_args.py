@@ -7,7 +7,7 @@ import time
 import pytest
 
 from copage import PagedMemory
-from copage.core.pager import parse_page_arg
+from copage.core.types import parse_page_arg
 
 
 @pytest.mark.parametrize("value, index", [

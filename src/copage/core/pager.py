@@ -15,7 +15,6 @@ index changes only when pages close.
 from __future__ import annotations
 
 import heapq
-import re
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -43,32 +42,21 @@ from copage.core.promptcache import PromptMeter
 from copage.core.retrieval import BM25Index, bm25_scores
 from copage.core.text import content_words
 from copage.core.tokens import get_tokenizer
-from copage.core.types import Bookmark, Page, PageId, Turn, page_id, render_turns
+from copage.core.types import (
+    Bookmark,
+    Page,
+    PageId,
+    Turn,
+    page_id,
+    page_index,
+    parse_page_arg,
+    render_turns,
+)
 
 _NOT_DEMAND = frozenset({"recall", "speculative"})  # access kinds counted apart from hits/faults
 CORPUS_EXTRACTORS = frozenset({"tfidf", "discriminative", "contrast"})
 # Extractors known to ignore the corpus: the pager skips its upkeep for them.
 NO_CORPUS_EXTRACTORS = frozenset({"random", "heuristic", "generic"})
-# At most 9 digits: int() refuses strings over 4300 digits, and no conversation has a
-# billion pages. Each optional part starts with a letter, so runs of spaces cannot be
-# split between two ``\s*`` in many ways (no quadratic backtracking).
-_PAGE_ARG = re.compile(r"\[?\s*(?:page\s*)?(?:p\s*)?(\d{1,9})\s*(?:[:\]].*)?\Z",
-                       re.IGNORECASE | re.DOTALL)
-
-
-def parse_page_arg(value: object) -> int | None:
-    """0-based page index from ``"p3"``, ``"P3"``, ``"3"``, ``3`` or ``"[p3:...]"``; else None."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value - 1 if value >= 1 else None
-    if isinstance(value, float) and value.is_integer() and value >= 1:
-        return int(value) - 1
-    if isinstance(value, str):
-        m = _PAGE_ARG.match(value.strip())
-        if m and int(m.group(1)) >= 1:
-            return int(m.group(1)) - 1
-    return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -465,7 +453,7 @@ class Pager:
     @property
     def resident(self) -> list[PageId]:
         """Resident closed pages, in page order."""
-        return sorted(self.cache.resident, key=lambda p: int(p[1:]))
+        return sorted(self.cache.resident, key=page_index)
 
     @property
     def evicted(self) -> list[PageId]:
@@ -605,10 +593,7 @@ class Pager:
         return f" Evicted pages: {shown}."
 
     def _index(self, pid: PageId) -> int:
-        if pid[:1] == "p" and pid[1:].isascii() and pid[1:].isdigit() and len(pid) < 11:
-            idx: int | None = int(pid[1:]) - 1
-        else:
-            idx = parse_page_arg(pid)
+        idx = parse_page_arg(pid)
         if idx is None or idx >= len(self.pages):
             raise KeyError(f"unknown page {pid!r}")
         return idx

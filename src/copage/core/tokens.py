@@ -5,15 +5,17 @@ The default is OpenAI's ``o200k_base`` encoding (GPT-4o family), shipped inside 
 available too. If that package cannot be imported, :class:`EstimateTokenizer`
 (a documented heuristic: about one token per 4 characters of a word, one per
 punctuation mark) is used and named ``estimate-v1`` in every output.
+
+The core reads no files: finding and loading an encoding is the edge's work
+(:mod:`copage.encodings`), passed in with :func:`set_encoding_loader` (``import
+copage`` does it). Without a loader, counting falls back to ``estimate-v1``.
 """
 
 from __future__ import annotations
 
-import importlib.machinery
-import importlib.util
 import re
+from collections.abc import Callable
 from functools import lru_cache
-from pathlib import Path
 from typing import Any, Protocol
 
 from copage.core.registry import UnknownNameError
@@ -30,32 +32,32 @@ class Tokenizer(Protocol):
     def count(self, text: str) -> int: ...
 
 
-def _load_bindings() -> Any:
-    """The Rust extension of ``bpe-openai``, loaded without the package's ``__init__``
-    (which eagerly decodes three vocabularies: seconds at import time)."""
-    spec = importlib.util.find_spec("bpe_openai")
-    if spec is None or not spec.submodule_search_locations:
-        raise ImportError("bpe-openai is not installed")
-    for folder in spec.submodule_search_locations:
-        for path in Path(folder).glob("_bindings*.so"):
-            loader = importlib.machinery.ExtensionFileLoader("bpe_openai._bindings", str(path))
-            mspec = importlib.util.spec_from_file_location("bpe_openai._bindings", path, loader=loader)
-            if mspec is None:
-                continue
-            module = importlib.util.module_from_spec(mspec)
-            loader.exec_module(module)
-            return module
-    import bpe_openai._bindings as bindings  # other platforms: the ordinary import
+EncodingLoader = Callable[[str], Any]
+"""Loads a BPE encoding by name: an object with ``count(text) -> int``; raises
+``ImportError`` when the encodings are not installed, ``ValueError`` for an unknown name."""
 
-    return bindings
+_loader: EncodingLoader | None = None
+
+
+def set_encoding_loader(loader: EncodingLoader | None) -> None:
+    """Set how BPE encodings are loaded (:func:`copage.encodings.load_bpe`; None: none)."""
+    global _loader
+    _loader = loader
+    get_tokenizer.cache_clear()
 
 
 class BpeTokenizer:
-    """Exact BPE counts from an encoding bundled in ``bpe-openai`` (memoised per text)."""
+    """Exact BPE counts from a loaded encoding (memoised per text).
 
-    def __init__(self, encoding: str = "o200k_base", cache_size: int = 200_000) -> None:
+    Args:
+        encoding: the encoding's name (``o200k_base``), shown in outputs.
+        counter: the loaded encoding: anything with ``count(text) -> int``.
+        cache_size: texts whose counts are kept.
+    """
+
+    def __init__(self, encoding: str, counter: Any, cache_size: int = 200_000) -> None:
         self.name = encoding
-        self._tok = _load_bindings().tokenizer_for_encoding(encoding)
+        self._tok = counter
         self._cache: dict[str, int] = {}
         self._cache_size = cache_size
 
@@ -93,8 +95,12 @@ def get_tokenizer(name: str = "o200k_base") -> Tokenizer:
     """Return a tokenizer by name (``o200k_base``, ``cl100k_base`` or ``estimate-v1``)."""
     if name == "estimate-v1":
         return EstimateTokenizer()
+    if _loader is None:
+        if name not in TOKENIZERS:
+            raise UnknownNameError("tokenizer", name, TOKENIZERS)
+        return EstimateTokenizer()
     try:
-        return BpeTokenizer(name)
+        return BpeTokenizer(name, _loader(name))
     except ImportError:
         return EstimateTokenizer()
     except ValueError as e:  # unknown encoding name
@@ -105,7 +111,3 @@ def default_tokenizer() -> Tokenizer:
     """The tokenizer used when none is given."""
     return get_tokenizer("o200k_base")
 
-
-def count_tokens(text: str) -> int:
-    """Token count of ``text`` with the default tokenizer."""
-    return default_tokenizer().count(text)

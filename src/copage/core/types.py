@@ -5,7 +5,8 @@ All values are frozen dataclasses; nothing here touches files, clocks or models.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import re
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -116,6 +117,57 @@ class Page:
 def page_id(index: int) -> PageId:
     """The id of the page at 0-based ``index``."""
     return f"p{index + 1}"
+
+
+# The one page-id parser: every module that reads a page id or a recall's page
+# argument goes through parse_page_arg / page_index / page_ids_in.
+# At most 9 digits: int() refuses strings over 4300 digits, and no conversation has a
+# billion pages. Each optional part starts with a letter, so runs of spaces cannot be
+# split between two ``\s*`` in many ways (no quadratic backtracking).
+_PAGE_ARG = re.compile(r"\[?\s*(?:(?:page|pg)\s*)?(?:[#_\-]\s*)?(?:p\s*)?(\d{1,9})\s*(?:[:\]].*)?\Z",
+                       re.IGNORECASE | re.DOTALL)
+_PAGE_IN_TEXT = re.compile(r"(?i)\bp(\d{1,9})\b")
+
+
+def parse_page_arg(value: object) -> int | None:
+    """0-based page index from ``"p3"``, ``"P3"``, ``"3"``, ``3``, ``"page 3"``,
+    ``"page_3"``, ``"[p3]"`` or ``"[p3:...]"``; else None."""
+    if isinstance(value, str) and value[:1] == "p" and value[1:].isascii() and (
+            value[1:].isdigit() and len(value) < 11):  # the usual "p3", without the regex
+        n = int(value[1:])
+        return n - 1 if n >= 1 else None
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value - 1 if value >= 1 else None
+    if isinstance(value, float) and value.is_integer() and value >= 1:
+        return int(value) - 1
+    if isinstance(value, str):
+        m = _PAGE_ARG.match(value.strip())
+        if m and int(m.group(1)) >= 1:
+            return int(m.group(1)) - 1
+    return None
+
+
+def page_index(pid: PageId) -> int:
+    """0-based index of a page id such as ``"p3"``; a ``ValueError`` for anything else."""
+    idx = parse_page_arg(pid)
+    if idx is None:
+        raise ValueError(f"not a page id: {pid!r}")
+    return idx
+
+
+def normal_page_id(value: object) -> PageId | None:
+    """``"p3"`` for any form :func:`parse_page_arg` reads (``"P3"``, ``3``, ``"[p3:...]"``)."""
+    idx = parse_page_arg(value)
+    return None if idx is None else page_id(idx)
+
+
+def page_ids_in(text: str) -> Iterator[PageId]:
+    """The page ids written in free text (``"... p3 ..."``), in order, normalised."""
+    for m in _PAGE_IN_TEXT.finditer(text):
+        if int(m.group(1)) >= 1:
+            yield page_id(int(m.group(1)) - 1)
 
 
 @dataclass(frozen=True, slots=True)

@@ -79,11 +79,6 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_after_fork)
 
 
-def shared_loop() -> asyncio.AbstractEventLoop:
-    """The long-lived loop :func:`run_sync` uses (started on first use)."""
-    return _runner().loop
-
-
 def run_sync(coro: Coroutine[Any, Any, T]) -> T:
     """Run ``coro`` to completion from synchronous code and return its result.
 

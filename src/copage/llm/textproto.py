@@ -24,7 +24,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from copage.core.types import ToolCall
+from copage.core.types import ToolCall, normal_page_id
 from copage.llm.scan import balanced_end
 from copage.llm.types import ToolSpec
 
@@ -142,7 +142,7 @@ def _single(info: ToolInfo, raw: str) -> dict[str, Any] | None:
     pages = [p for p in info.params if "page" in p.lower() or p.lower() == "id"]
     if pageish and pages:
         param = pages[0]
-        return {param: value.lower() if value[0] in "pP" else f"p{int(value)}"}
+        return {param: normal_page_id(value) or value.lower()}
     if "query" in info.params and not pageish:
         return {"query": value}
     return {(info.required or info.params)[0]: value}

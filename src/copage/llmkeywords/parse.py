@@ -17,12 +17,11 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from copage.core.types import PageId
+from copage.core.types import PageId, normal_page_id
 from copage.llm.scan import balanced_end
 
 _FENCE = re.compile(r"```[A-Za-z0-9_-]*\s*\n?(.*?)(?:```|\Z)", re.DOTALL)
 _TRAILING_COMMA = re.compile(r",\s*([}\]])")
-_PAGE_KEY = re.compile(r"\A\s*\[?\s*(?:page|pg)?\s*[#_\-]?\s*p?\s*(\d+)\s*\]?\s*\Z", re.IGNORECASE)
 _MAX_KEYWORD_CHARS = 60
 
 
@@ -110,18 +109,9 @@ def load_json_lenient(text: str, opener: str = "{") -> Any:
 
 
 def page_key(key: object, valid: Sequence[PageId]) -> PageId | None:
-    """Map ``"p3"``, ``"P3"``, ``"page 3"``, ``"3"`` or ``3`` to ``"p3"`` if it is valid."""
-    if isinstance(key, bool):
-        return None
-    if isinstance(key, int):
-        pid = f"p{key}"
-    elif isinstance(key, str):
-        m = _PAGE_KEY.match(key)
-        if not m:
-            return None
-        pid = f"p{int(m.group(1))}"
-    else:
-        return None
+    """Map ``"p3"``, ``"P3"``, ``"page 3"``, ``"3"`` or ``3`` to ``"p3"`` if it is valid
+    (the one page-id parser, :func:`copage.core.types.normal_page_id`)."""
+    pid = normal_page_id(key)
     return pid if pid in valid else None
 
 

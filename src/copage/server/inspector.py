@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
+from copage.core.types import page_id
 from copage.memory import PagedMemory
 from copage.stores.base import PageStore
 
@@ -67,9 +68,9 @@ def conversation(store: PageStore, tenant: str, conversation_id: str) -> dict[st
             "accesses": accesses[p.index], "last_access_turn": last.get(p.index),
             "faults": faults[p.index],
         })
-    open_turns = [_turn(t.role, t.text) for t in mem.pager.open_turns]
+    open_turns = [_turn(t.role, t.text) for t in mem.open_turns]
     timeline = [{"seq": e.seq, "turn": e.turn_seq + 1, "kind": e.kind,
-                 "page": f"p{e.page_index + 1}" if e.page_index is not None else None,
+                 "page": page_id(e.page_index) if e.page_index is not None else None,
                  "detail": dict(e.detail)} for e in events]
     recalls: dict[int, list[dict[str, Any]]] = defaultdict(list)
     for e, item in zip(events, timeline, strict=True):

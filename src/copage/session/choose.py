@@ -18,13 +18,14 @@ import logging
 import re
 from dataclasses import dataclass
 
-from copage.core.pager import Pager
+from copage.core.types import page_ids_in, page_index
 from copage.llm.capabilities import JSON_SCHEMA, supports
 from copage.llm.errors import RequestRejected
 from copage.llm.types import ChatModel, ChatRequest, ChatResponse
 from copage.memory import PagedMemory
 from copage.session.prompts import bookmark_lines
 from copage.session.report import RecallRecord
+from copage.session.view import PagedView
 
 log = logging.getLogger("copage.session")
 
@@ -51,7 +52,7 @@ class Choice:
 
 
 def choose_request(
-    pager: Pager, question: str, *, schema: bool, temperature: float | None, max_tokens: int
+    pager: PagedView, question: str, *, schema: bool, temperature: float | None, max_tokens: int
 ) -> ChatRequest:
     """The choose call: bookmarks of the evicted pages and the question."""
     ids = pager.evicted
@@ -96,8 +97,7 @@ def parse_choice(text: str, ids: list[str]) -> tuple[str | None, bool]:
                 return value, True
             if value == NONE:
                 return None, True
-    for found in re.finditer(r"(?i)\bp(\d{1,9})\b", body):
-        pid = f"p{int(found.group(1))}"
+    for pid in page_ids_in(body):
         if pid in valid:
             return pid, True
     if re.search(r"(?i)\bnone\b", body):
@@ -113,7 +113,7 @@ class Chooser:
         self.temperature, self.max_tokens = temperature, max_tokens
         self.schema = supports(model, JSON_SCHEMA)
 
-    async def ask(self, pager: Pager, question: str) -> Choice | None:
+    async def ask(self, pager: PagedView, question: str) -> Choice | None:
         """The model's choice among the evicted pages (None when nothing is evicted)."""
         ids = pager.evicted
         if not ids:
@@ -145,7 +145,7 @@ def page_in(mem: PagedMemory, choice: Choice, n: int) -> RecallRecord | None:
                             message="error: the reply named no listed page and not none")
     before = set(mem.resident)
     result = mem.recall_result(choice.page)
-    evicted = tuple(sorted(before - set(mem.resident), key=lambda p: int(p[1:])))
+    evicted = tuple(sorted(before - set(mem.resident), key=page_index))
     return RecallRecord(f"choose_{n}", "choose", raw, result.status, page=result.page,
                         message=result.text if result.status == "error" else None,
                         evicted=evicted)

@@ -22,8 +22,6 @@ is not offered, call-shaped text is refused and never kept as the answer.
 
 from __future__ import annotations
 
-import json
-import re
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -31,26 +29,19 @@ from typing import Any
 from copage.core.types import ToolCall
 from copage.llm.errors import BadResponse
 from copage.llm.messages import assistant_message, tool_message
-from copage.llm.textproto import parse_reply
 from copage.llm.types import ChatRequest, ChatResponse, Message, StreamEvent, ToolCallDelta
 from copage.memory import PagedMemory
+from copage.session.cap import CALLS_AFTER_CAP, RecallCap, RecallLoopError, Verdict
 from copage.session.report import RecallRecord, UsageSum
-from copage.session.textfilter import CallTextFilter
-from copage.session.tools import execute, refuse
+from copage.session.textfilter import CallTextFilter, recall_stub, text_calls
 
-#: Model calls allowed after the recall cap is reached: one with ``tool_choice="none"``,
-#: then one without tools at all; tool calls in either are answered with an error.
-CALLS_AFTER_CAP = 2
-
-# A whole reply that is only a page id: "p12", "`p12`", "[p12]", "**p12**."
-_BARE_ID = re.compile(r"[\s`*\[(\"']*([pP]\d{1,9})[\s`*\])\"'.]*")
+__all__ = [
+    "CALLS_AFTER_CAP", "Caller", "ClientToolDelta", "LoopEnd", "LoopEvent", "LoopOutcome",
+    "LoopSettings", "RecallLoopError", "RecallServed", "TextDelta", "run_recall_loop",
+]
 
 Caller = Callable[[ChatRequest], AsyncIterator[StreamEvent]]
 """Sends one request and streams the reply (``copage.llm.stream`` or a one-chunk fallback)."""
-
-
-class RecallLoopError(BadResponse):
-    """The model kept calling tools after the per-turn cap; the turn was rolled back."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,13 +150,15 @@ class _Loop:
         self.recall_tools = list(recall_tools) if settings.offer_recall else []
         self.client_tools = list(settings.client_tools or ())
         self.records: list[RecallRecord] = records if records is not None else []
+        self.cap = RecallCap(settings.max_recalls, offered=bool(self.recall_tools),
+                             records=self.records, provider=settings.provider)
         self.usage = usage if usage is not None else UsageSum()
         self.answer: list[str] = []
         self.seen: set[str] = set()
         self.client_index: dict[int, int] = {}
         self.pending: dict[int, list[ToolCallDelta]] = {}
         self.names: dict[int, str] = {}
-        self.text_tools = list(recall_tools) or [_recall_stub(self.tool)]
+        self.text_tools = list(recall_tools) or [recall_stub(self.tool)]
 
     # ------------------------------------------------------------------ requests
     def _choice(self, offered: Sequence[Mapping[str, Any]], capped: bool, first: bool) -> Any:
@@ -243,13 +236,12 @@ class _Loop:
 
     # ------------------------------------------------------------------ the loop
     async def run(self) -> AsyncIterator[LoopEvent]:
-        after_cap = empty = blocked = 0
+        empty = 0
         while True:
-            capped = len(self.records) >= self.s.max_recalls
-            tools = [*self.recall_tools, *self.client_tools]
-            offered = tools if after_cap == 0 else self.client_tools
+            rnd = self.cap.next_round()  # the one cap rule (copage.session.cap)
+            offered = [*self.recall_tools, *self.client_tools] if rnd.offer else self.client_tools
             first = self.usage.calls == 0
-            request = self._request(offered, self._choice(offered, capped, first))
+            request = self._request(offered, self._choice(offered, rnd.capped, first))
             reply: _Reply | None = None
             async for ev in self._reply(request):
                 if isinstance(ev, _Reply):
@@ -261,35 +253,35 @@ class _Loop:
             assert reply is not None
             response = reply.response
             self.usage.add(response)
-            after_cap += capped
-            recall_offered = bool(self.recall_tools) and any(
-                _name(t) == self.tool for t in offered)
-            allowed = recall_offered and not capped and request.tool_choice != "none"
             native = list(response.tool_calls)
-            text_calls, rest = self._text_calls(reply)
+            found = text_calls(reply.held, self.text_tools, self.tool,
+                               alone=not reply.emitted.strip(),
+                               bare_id=f"call_bare_{self.usage.calls}")
+            rest = found.rest
             if rest.strip():
                 rest = self._separated(rest, [reply.emitted] if reply.emitted else [])
                 self.answer.append(rest)
                 yield TextDelta(rest)
-            recalls = [c for c in native if c.name == self.tool] + text_calls
+            recalls = [c for c in native if c.name == self.tool] + found.calls
             if self.s.client_tools is not None:
                 client = [c for c in native if c.name != self.tool]
                 unknown: list[ToolCall] = []
             else:
                 client = []
                 unknown = [c for c in native if c.name != self.tool]
-            if client:
-                for c in recalls:  # mixed reply: page in now, return the client's calls
-                    rec = self._serve(c, allowed)[1]
-                    yield RecallServed(rec)
-                yield LoopEnd(self._outcome(response, tuple(client), capped, empty))
-                return
             calls = recalls + unknown
             said = (reply.emitted + rest).strip()  # this reply's visible text
-            if not calls:
-                if said:
-                    yield LoopEnd(self._outcome(response, (), capped, empty))
-                    return
+            verdict = self.cap.verdict(rnd, calls=bool(calls), said=bool(said),
+                                       client=bool(client))
+            if verdict is Verdict.CLIENT:
+                for c in recalls:  # mixed reply: page in now, return the client's calls
+                    yield RecallServed(self.cap.serve(self.mem, c, rnd.allowed, self.tool)[1])
+                yield LoopEnd(self._outcome(response, tuple(client), rnd.capped, empty))
+                return
+            if verdict is Verdict.ANSWER:
+                yield LoopEnd(self._outcome(response, (), rnd.capped, empty))
+                return
+            if verdict is Verdict.EMPTY:
                 if empty:
                     raise BadResponse(
                         self.s.provider,
@@ -297,53 +289,19 @@ class _Loop:
                     )
                 empty += 1
                 continue
-            if not allowed and said:
-                # After the cap (or with recall not offered) text around a call-shaped
-                # line is the answer; the call was held back and is refused, never kept.
+            if verdict is Verdict.REFUSE_AND_ANSWER:
+                # Text around a call-shaped line is the answer; the call was held back
+                # and is refused, never kept.
                 for c in calls:
-                    yield RecallServed(self._serve(c, False)[1])
-                yield LoopEnd(self._outcome(response, (), capped, empty))
+                    yield RecallServed(self.cap.serve(self.mem, c, False, self.tool)[1])
+                yield LoopEnd(self._outcome(response, (), rnd.capped, empty))
                 return
-            if not allowed:
-                blocked += 1
-                if blocked >= CALLS_AFTER_CAP:
-                    why = (f"after the cap of {self.s.max_recalls} recalls" if capped
-                           else "while recall is not offered")
-                    raise RecallLoopError(
-                        self.s.provider,
-                        f"still calling tools {why} and {CALLS_AFTER_CAP} requests "
-                        "that did not allow them",
-                    )
-                after_cap = max(after_cap, 1)  # the next request offers no recall tool
             unique = [_unique(c, self.seen, self.usage.calls) for c in calls]
             self.messages.append(assistant_message(reply.emitted.strip(), unique))
             for c in unique:
-                text_out, rec = self._serve(c, allowed)
+                text_out, rec = self.cap.serve(self.mem, c, rnd.allowed, self.tool)
                 self.messages.append(tool_message(c.id, text_out))
                 yield RecallServed(rec)
-
-    def _text_calls(self, reply: _Reply) -> tuple[list[ToolCall], str]:
-        """Recall calls written in the held text, and the held text that is not a call."""
-        held = reply.held
-        if not held.strip():
-            return [], held
-        parsed = parse_reply(held, self.text_tools)
-        if not parsed.tool_calls:
-            bare = _BARE_ID.fullmatch(held) if not reply.emitted.strip() else None
-            if bare:  # a reply that is only a page id ("p1"): small models' way to recall
-                args = json.dumps({"page": bare.group(1).lower()})
-                return [ToolCall(f"call_bare_{self.usage.calls}", self.tool, args)], ""
-            return [], held
-        return [c for c in parsed.tool_calls if c.name == self.tool], parsed.text
-
-    def _serve(self, call: ToolCall, allowed: bool) -> tuple[str, RecallRecord]:
-        if not allowed or len(self.records) >= self.s.max_recalls:
-            text, rec = refuse(call, self.s.max_recalls, self.tool, offered=bool(
-                self.recall_tools))
-        else:
-            text, rec = execute(self.mem, call)
-        self.records.append(rec)
-        return text, rec
 
     def _outcome(
         self, response: ChatResponse, client: tuple[ToolCall, ...], capped: bool, empty: int
@@ -351,18 +309,8 @@ class _Loop:
         finish = "tool_calls" if client else (response.finish_reason or "stop")
         return LoopOutcome(
             "".join(self.answer).strip(), client, finish, response, self.records, self.usage,
-            capped or len(self.records) >= self.s.max_recalls, empty,
+            capped or self.cap.capped, empty,
         )
-
-
-def _name(tool: Mapping[str, Any]) -> str:
-    return str((tool.get("function") or tool).get("name", ""))
-
-
-def _recall_stub(name: str) -> dict[str, Any]:
-    """A minimal recall schema for parsing call-shaped text when recall is not offered."""
-    return {"type": "function", "function": {"name": name, "parameters": {
-        "type": "object", "properties": {"page": {"type": "string"}}}}}
 
 
 def _unique(call: ToolCall, seen: set[str], n: int) -> ToolCall:

@@ -236,7 +236,7 @@ class PagedChat:
         style = self.prompt if prompt is None else _check_style(prompt)
         async with self._lock:
             mem = self.memory
-            known = {p.id for p in mem.pager.pages}
+            known = {p.id for p in mem.pages}
             bad = [p for p in needed_pages if p not in known]
             if bad:
                 raise ValueError(f"unknown needed page(s) {bad}; pages are p1..p{len(known)}")
@@ -245,15 +245,14 @@ class PagedChat:
             record: ProbeRecord | None = None
             try:
                 with mem.transaction():
-                    mem.pager.begin_turn()  # pages recalled by an earlier probe are fair game
-                    mem.pager.cache.set_query(question)
+                    mem.begin_probe(question)  # pages recalled by an earlier probe are fair game
                     end: _End | None = None
                     events = self._turn(mem, question, question, force_recall, False, mode, style)
                     async for event in events:
                         if isinstance(event, _End):
                             end = event
                     assert end is not None
-                    mem.pager.cache.set_query(_last_user_text(mem))
+                    mem.end_probe()
                     report = self._report(end, None, None, mode)
                     record = ProbeRecord(
                         needed, tuple(p for p in needed if p in evicted), report.speculative,
@@ -296,11 +295,11 @@ class PagedChat:
         streaming: bool, mode: RecallMode, style: str,
     ) -> AsyncIterator[TextDelta | RecallServed | _End]:
         """Speculative page-in, choose, then the recall engine; ``_End`` last."""
-        spec = self._speculator.page_in(mem.pager, text) if mode.speculative else None
+        spec = self._speculator.page_in(mem, text) if mode.speculative else None
         records: list[RecallRecord] = []
         usage = UsageSum()
         if mode.choose:
-            choice = await self.chooser.ask(mem.pager, text)
+            choice = await self.chooser.ask(mem, text)
             if choice is not None:
                 usage.add(choice.response)
                 record = page_in(mem, choice, len(records) + 1)
@@ -309,7 +308,7 @@ class PagedChat:
                     yield RecallServed(record)
         context = mem.context(question)
         messages, tools = styled(
-            style, mem.pager, context.messages, self._tools(context), offer_tool=mode.tool,
+            style, mem, context.messages, self._tools(context), offer_tool=mode.tool,
         )
         settings = LoopSettings(
             max_recalls=self.max_recalls + len(records), offer_recall=mode.tool,
@@ -376,13 +375,6 @@ def _check_text(text: object, what: str) -> None:
         raise TypeError(f"{what} must be a str, got {type(text).__name__}")
     if not text.strip():
         raise ValueError(f"{what} must not be empty")
-
-
-def _last_user_text(mem: PagedMemory) -> str | None:
-    for turn in reversed(mem.pager.turns):
-        if turn.role == "user":
-            return turn.text
-    return None
 
 
 def _model(model: ChatModel | str) -> ChatModel:

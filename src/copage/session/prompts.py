@@ -22,8 +22,8 @@ import copy
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from copage.core.pager import Pager
-from copage.core.types import Page
+from copage.core.types import Page, page_index
+from copage.session.view import PagedView
 
 PROMPT_STYLES = ("paper", "compact")
 
@@ -67,11 +67,11 @@ def page_dates(page: Page) -> str:
     return ""
 
 
-def bookmark_lines(pager: Pager) -> list[str]:
+def bookmark_lines(pager: PagedView) -> list[str]:
     """One line per evicted page: id, dates, keywords (or the bookmark text of richer formats)."""
     lines = []
     for pid in pager.evicted:
-        page = pager.pages[int(pid[1:]) - 1]
+        page = pager.pages[page_index(pid)]
         mark = pager.bookmark(pid)
         when = page_dates(page)
         head = f"{pid} ({when})" if when else pid
@@ -82,7 +82,7 @@ def bookmark_lines(pager: Pager) -> list[str]:
     return lines
 
 
-def compact_system(pager: Pager, tool: str, *, offer_tool: bool) -> str:
+def compact_system(pager: PagedView, tool: str, *, offer_tool: bool) -> str:
     """The compact system message (the user's own system prompt first, if any)."""
     if offer_tool:
         text = COMPACT_PREAMBLE.format(tool=tool)
@@ -109,7 +109,7 @@ def compact_tools(tools: Sequence[Mapping[str, Any]], tool: str) -> list[dict[st
 
 
 def styled(
-    style: str, pager: Pager, messages: Sequence[Mapping[str, Any]],
+    style: str, pager: PagedView, messages: Sequence[Mapping[str, Any]],
     tools: Sequence[Mapping[str, Any]], *, offer_tool: bool,
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """``(messages, tools)`` of a context in ``style`` (``paper`` leaves them as they are;

@@ -18,8 +18,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from copage.core.pager import Pager
-from copage.core.types import PageId, page_id
+from copage.core.types import PageId, page_id, page_index
+from copage.session.view import PagedView
 
 DEFAULT_THRESHOLD = 0.35
 
@@ -43,7 +43,7 @@ class Speculator:
             raise ValueError(f"speculative_neighbours must be >= 0, got {neighbours}")
         self.threshold, self.neighbours = threshold, neighbours
 
-    def score(self, pager: Pager, message: str) -> tuple[PageId | None, float]:
+    def score(self, pager: PagedView, message: str) -> tuple[PageId | None, float]:
         """The best evicted page for ``message`` and its normalised score (None, 0.0 if none).
 
         Uses the pager's incremental index over evicted pages, so the cost does not
@@ -59,12 +59,12 @@ class Speculator:
         mass = sum(index.idf(t) for t in query)
         return page_id(best), top / mass
 
-    def page_in(self, pager: Pager, message: str) -> Speculation:
+    def page_in(self, pager: PagedView, message: str) -> Speculation:
         """Page in the best match (and neighbours) when its score reaches the threshold."""
         best, score = self.score(pager, message)
         if best is None or score < self.threshold:
             return Speculation(best, score)
-        idx = int(best[1:]) - 1
+        idx = page_index(best)
         wanted = [best] + [
             page_id(i)
             for d in range(1, self.neighbours + 1)

@@ -16,9 +16,12 @@ until the next chunk decides. At the end, the caller parses the held text.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Sequence
+from typing import Any, NamedTuple
 
+from copage.core.types import ToolCall, normal_page_id
 from copage.llm.textproto import parse_reply
 from copage.llm.types import ToolSpec
 
@@ -26,6 +29,56 @@ from copage.llm.types import ToolSpec
 _JSONISH = r'\{(?:\s*\{)?\s*"(?:name|tool|function)"'
 # A reply may be only a page id ("p3"): hold a short reply that could still be one.
 _ID_PREFIX = re.compile(r"[\s`*\[(\"']*(?:[pP]\d{0,9})?[\s`*\])\"'.]*")
+# A whole reply that is only a page id: "p12", "`p12`", "[p12]", "**p12**."
+_BARE_ID = re.compile(r"[\s`*\[(\"']*([pP]\d{1,9})[\s`*\])\"'.]*")
+
+
+def recall_stub(name: str) -> dict[str, Any]:
+    """A minimal recall schema for parsing call-shaped text when recall is not offered."""
+    return {"type": "function", "function": {"name": name, "parameters": {
+        "type": "object", "properties": {"page": {"type": "string"}}}}}
+
+
+class TextCalls(NamedTuple):
+    """What :func:`text_calls` found: the recall calls, and the text that is not a call."""
+
+    calls: list[ToolCall]
+    rest: str
+
+
+def text_calls(held: str, tools: Sequence[ToolSpec], tool_name: str, *, alone: bool,
+               bare_id: str) -> TextCalls:
+    """Recall calls written in ``held`` (text a :class:`CallTextFilter` held back, or a
+    whole reply), and the held text that is not a call.
+
+    Args:
+        held: the text to look at.
+        tools: the tool schemas calls are parsed against.
+        tool_name: the recall tool's name (calls of other tools are dropped).
+        alone: ``held`` is all the reply said, so a reply that is only a page id
+            (``p1``, small models' way to recall) is a call.
+        bare_id: the call id given to such a bare page id.
+    """
+    if not held.strip():
+        return TextCalls([], held)
+    parsed = parse_reply(held, tools)
+    if not parsed.tool_calls:
+        bare = _BARE_ID.fullmatch(held) if alone else None
+        if bare:
+            args = json.dumps({"page": normal_page_id(bare.group(1))})
+            return TextCalls([ToolCall(bare_id, tool_name, args)], "")
+        return TextCalls([], held)
+    return TextCalls([c for c in parsed.tool_calls if c.name == tool_name], parsed.text)
+
+
+def filter_text(text: str, tools: Sequence[ToolSpec], tool_name: str, *,
+                bare_id: str = "call_bare") -> TextCalls:
+    """A whole (not streamed) reply's text through :class:`CallTextFilter`: the calls
+    written in it, and the text that is not a call."""
+    filt = CallTextFilter(tools, tool_name)
+    shown = filt.feed(text)
+    found = text_calls(filt.held(), tools, tool_name, alone=not shown.strip(), bare_id=bare_id)
+    return TextCalls(found.calls, shown + found.rest)
 
 
 class CallTextFilter:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from copage.core.types import ToolCall
+from copage.core.types import ToolCall, page_index
 from copage.memory import PagedMemory
 from copage.session.report import RecallRecord
 
@@ -70,7 +70,7 @@ def execute(memory: PagedMemory, call: ToolCall) -> tuple[str, RecallRecord]:
         return _error(call, "error", f"{tool}() needs arguments such as {form}.")
     before = set(memory.resident)
     result = memory.recall_result(page, query=query)
-    evicted = tuple(sorted(before - set(memory.resident), key=lambda p: int(p[1:])))
+    evicted = tuple(sorted(before - set(memory.resident), key=page_index))
     record = RecallRecord(
         call.id, call.name, call.arguments[:500], result.status, page=result.page,
         query=query if isinstance(query, str) else None,

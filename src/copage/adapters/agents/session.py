@@ -6,7 +6,11 @@ bookmarks of evicted pages (when any page is evicted), then the items of the
 resident pages and of the open page. Give the agent :meth:`CopageSession.recall_tool`
 so the model can bring an evicted page back; the recall calls and their outputs
 are not stored (like the proxy, they stay out of the history), and the recalled
-page is resident, so shown in full, from the next run on.
+page is resident, so shown in full, from the next run on. The tool follows the one
+cap rule of :mod:`copage.session.cap`: ``max_recalls`` calls are served per turn
+(from one stored user item to the next); later ones are answered with the
+engine's refusal, which tells the model to answer with what it has. (The SDK runs
+the model loop, so the requests after the cap are its own.)
 
 ``pop_item`` removes the last item in one O(1) commit when its turn is in the open
 page (``PagedMemory.pop_turn``). When that turn is on a closed page (it closed the
@@ -34,8 +38,8 @@ from copage.core.config import PagerConfig
 from copage.core.types import ToolCall, Turn
 from copage.ids import MAX_CONVERSATION_ID, check_conversation_id
 from copage.memory import PagedMemory
+from copage.session.cap import RecallCap
 from copage.session.memcache import MemoryCache
-from copage.session.tools import execute
 from copage.stores import open_store
 from copage.stores.base import ConversationNotFound, PageStore
 
@@ -56,11 +60,13 @@ class CopageSession:
         config: paging settings of a new conversation, or give them as keywords
             (``boundary="fixed_10"``, ``policy="lru"``, ``resident_pages=5``, ...).
         session_settings: the SDK's settings (e.g. ``SessionSettings(limit=...)``).
+        max_recalls: recall calls served per turn; later ones are refused.
     """
 
     def __init__(self, session_id: str, store: PageStore | str | None = None, *,
                  tenant: str = "default", config: PagerConfig | None = None,
-                 session_settings: SessionSettings | None = None, **settings: Any) -> None:
+                 session_settings: SessionSettings | None = None, max_recalls: int = 3,
+                 **settings: Any) -> None:
         if config is not None and settings:
             raise ValueError("give either config= or individual settings, not both")
         # the one id rule (copage.ids), with room for the "~pop" twin's suffix
@@ -73,6 +79,8 @@ class CopageSession:
         self.config = config or PagerConfig(**settings)
         self._cache = MemoryCache(self.store, 4)
         self._recall_calls: set[str] = set()
+        self.max_recalls = max_recalls
+        self._cap = RecallCap(max_recalls)  # this turn's recalls (a user item starts a turn)
 
     # ------------------------------------------------------------ the store
     def _current(self) -> str:
@@ -165,6 +173,8 @@ class CopageSession:
                 continue
             if kind == "function_call_output" and item.get("call_id") in self._recall_calls:
                 continue
+            if kind in (None, "message") and item.get("role") == "user":
+                self._cap = RecallCap(self.max_recalls)
             turns.append(to_turn(item, before))
             before = []
         if before:
@@ -196,8 +206,8 @@ class CopageSession:
             copy = PagedMemory(store=self.store, conversation_id=twin, tenant=self.tenant,
                                config=mem.config)
             with copy.transaction():
-                if mem.pager.system:
-                    copy.add("system", mem.pager.system)
+                if mem.system:
+                    copy.add("system", mem.system)
                 for t in turns[:-1]:
                     copy.add(t.role, t.text, **_meta(t))
             self.store.delete_conversation(cid, tenant=self.tenant)
@@ -236,7 +246,7 @@ class CopageSession:
         self._recall_calls.add(call.id)
         with self._memory() as mem:
             assert mem is not None
-            return execute(mem, call)[0]
+            return self._cap.serve(mem, call)[0]
 
 
 def _meta(turn: Turn) -> dict[str, Any]:

@@ -8,6 +8,15 @@ like the proxy does: they never reach the agent's tool node or its state. A
 reply that mixes recall calls with the application's tool calls pages the pages
 in and returns only the application's calls.
 
+The recall loop follows the one cap rule of :mod:`copage.session.cap` (the
+engine's): ``max_recalls`` calls served per model call, then one request with
+``tool_choice="none"``, then one without the recall tool, then
+:class:`~copage.session.cap.RecallLoopError`. A recall written as text
+(``RECALL p3``, ``<tool_call>...``, a reply that is only ``p3``) is found by the
+engine's filter (:func:`copage.session.textfilter.filter_text`), served like a
+native call and never kept in the answer, nor streamed with
+``stream_mode="messages"`` (:mod:`copage.adapters.langchain.stream`).
+
 The conversation is the LangGraph thread (``thread_id``) unless a
 ``conversation_id`` is given; its history lives in copage's store, so it survives
 a restart with or without a LangGraph checkpointer.
@@ -34,7 +43,8 @@ from copage.adapters.langchain.stream import held_stream
 from copage.core.config import PagerConfig
 from copage.core.types import ToolCall
 from copage.memory import PagedMemory
-from copage.session.tools import execute, refuse
+from copage.session.cap import RecallCap, Verdict
+from copage.session.textfilter import filter_text, recall_stub
 from copage.stores.base import PageStore
 
 ConversationId = str | Callable[[Runtime[Any]], str] | None
@@ -137,16 +147,10 @@ class CopageMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         tool = dict(ctx.tools[0]) if ctx.tools else None
         return _View(system, shown, tool, mem.config.tool_name)  # type: ignore[arg-type]
 
-    def _serve(self, cid: str, calls: Sequence[LcToolCall], served: int) -> list[ToolMessage]:
-        out = []
+    def _serve(self, cid: str, loop: _Loop) -> list[ToolMessage]:
         with self.pool.use(cid, tenant=self.tenant, create=True) as mem:
-            for i, c in enumerate(calls):
-                call = ToolCall(str(c.get("id") or ""), c["name"],
-                                json.dumps(c.get("args") or {}, ensure_ascii=False))
-                text = (refuse(call, self.max_recalls) if served + i >= self.max_recalls
-                        else execute(mem, call))[0]
-                out.append(ToolMessage(content=text, tool_call_id=call.id, name=call.name))
-        return out
+            return [ToolMessage(content=loop.cap.serve(mem, c, loop.allowed)[0],
+                                tool_call_id=c.id, name=c.name) for c in loop.pending]
 
     def _record(self, cid: str, messages: Sequence[BaseMessage]) -> None:
         with self.pool.use(cid, tenant=self.tenant, create=True) as mem:
@@ -159,12 +163,12 @@ class CopageMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         cid = self._conversation(request.runtime)
         loop = _Loop(self.max_recalls, request, self._prepare(cid, request.messages))
         while True:
-            with held_stream(loop.name) as held:
+            with held_stream(loop.name, loop.text_tools) as held:
                 response = handler(loop.request())
-            recalls, done = loop.inspect(response)
+            done = loop.inspect(response)
             if held is not None:
                 held.finish(keep=done)
-            outputs = self._serve(cid, recalls, loop.served) if recalls else []
+            outputs = self._serve(cid, loop) if loop.pending else []
             if done:
                 return loop.result(response)
             loop.add(response, outputs)
@@ -176,13 +180,13 @@ class CopageMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         view = await asyncio.to_thread(self._prepare, cid, request.messages)
         loop = _Loop(self.max_recalls, request, view)
         while True:
-            with held_stream(loop.name) as held:
+            with held_stream(loop.name, loop.text_tools) as held:
                 response = await handler(loop.request())
-            recalls, done = loop.inspect(response)
+            done = loop.inspect(response)
             if held is not None:
                 held.finish(keep=done)
-            outputs = (await asyncio.to_thread(self._serve, cid, recalls, loop.served)
-                       if recalls else [])
+            outputs = (await asyncio.to_thread(self._serve, cid, loop)
+                       if loop.pending else [])
             if done:
                 return loop.result(response)
             loop.add(response, outputs)
@@ -197,47 +201,70 @@ class CopageMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
 
 
 class _Loop:
-    """The recall loop inside one model call of the agent."""
+    """One model call of the agent driving the one cap rule (:class:`RecallCap`)."""
 
     def __init__(self, cap: int, request: ModelRequest[Any], view: _View) -> None:
-        self.cap, self.base, self.view = cap, request, view
+        self.base, self.view = request, view
         self.name = view.tool_name
+        self.cap = RecallCap(cap, offered=view.tool is not None)
+        self.text_tools = [view.tool] if view.tool is not None else [recall_stub(self.name)]
         self.extra: list[AnyMessage] = []
-        self.served = 0
-        self.refused_rounds = 0
+        self.rnd = self.cap.next_round()
+        self.pending: list[ToolCall] = []  # the reply's recall calls, to answer
+        self.allowed = False  # whether they are served (else refused)
+        self.rest: str | None = None  # the reply's text without call-shaped text
+        self.rounds = 0
         parts = [p for p in (request.system_prompt, view.system) if p]
         self.system = SystemMessage(content="\n\n".join(parts)) if parts else None
 
     def request(self) -> ModelRequest[Any]:
         """The request for the next model call: the paged view, then this turn's recalls."""
+        self.rnd = self.cap.next_round()
         tools = list(self.base.tools)
-        if self.view.tool is not None and self.served < self.cap:
+        choice = self.base.tool_choice
+        if self.view.tool is not None and self.rnd.offer:
             tools.append(self.view.tool)
-        return self.base.override(system_message=self.system, tools=tools,
+            if self.rnd.capped:
+                choice = "none"
+        return self.base.override(system_message=self.system, tools=tools, tool_choice=choice,
                                   messages=[*self.view.messages, *self.extra])
 
-    def inspect(self, response: Any) -> tuple[list[LcToolCall], bool]:
-        """The recall calls to serve, and whether the model call ends with ``response``."""
+    def inspect(self, response: Any) -> bool:
+        """Sort the reply's calls (into :attr:`pending`); whether the model call ends."""
+        self.rounds += 1
+        self.pending, self.rest = [], None
         ai = _ai_of(response)
-        recalls = [c for c in ai.tool_calls if c["name"] == self.name] if ai else []
-        if ai is None or not recalls:
-            return [], True
-        if len(recalls) < len(ai.tool_calls):
-            return recalls, True  # mixed with the application's calls: page in, return them
-        if self.refused_rounds:
-            return [], True  # still recalling after being refused: stop here
-        if self.served >= self.cap:
-            self.refused_rounds += 1
-        return recalls, False
+        if ai is None:
+            return True
+        native = [_call(c) for c in ai.tool_calls if c["name"] == self.name]
+        app = [c for c in ai.tool_calls if c["name"] != self.name]
+        text = ai.content if isinstance(ai.content, str) else ai.text
+        found = filter_text(text, self.text_tools, self.name,
+                            bare_id=f"call_bare_{self.rounds}")
+        if found.calls:
+            self.rest = found.rest.strip()
+        calls = native + found.calls
+        verdict = self.cap.verdict(self.rnd, calls=bool(calls), said=bool(found.rest.strip()),
+                                   client=bool(app))
+        self.pending = calls
+        self.allowed = self.rnd.allowed and verdict is not Verdict.REFUSE_AND_ANSWER
+        return verdict is not Verdict.SERVE
 
     def add(self, response: Any, outputs: list[ToolMessage]) -> None:
         ai = _ai_of(response)
         assert ai is not None
-        self.served += len(outputs)
-        self.extra.extend([ai, *outputs])
+        calls = [LcToolCall(name=c.name, args=json.loads(c.arguments or "{}"), id=c.id,
+                            type="tool_call") for c in self.pending]
+        self.extra.extend([AIMessage(content=self.rest if self.rest is not None else ai.content,
+                                     tool_calls=calls), *outputs])
 
     def result(self, response: Any) -> Any:
-        return _strip_recalls(response, self.name)
+        return _strip_recalls(response, self.name, self.rest)
+
+
+def _call(c: LcToolCall) -> ToolCall:
+    return ToolCall(str(c.get("id") or ""), c["name"],
+                    json.dumps(c.get("args") or {}, ensure_ascii=False))
 
 
 def _ai_of(response: Any) -> AIMessage | None:
@@ -250,14 +277,20 @@ def _ai_of(response: Any) -> AIMessage | None:
     return None
 
 
-def _strip_recalls(response: Any, name: str) -> Any:
-    """``response`` without recall calls (they were served here)."""
+def _strip_recalls(response: Any, name: str, rest: str | None = None) -> Any:
+    """``response`` without recall calls (they were served here); with ``rest`` as the
+    text of its last AI message when call-shaped text was taken out of it."""
     if isinstance(response, ExtendedModelResponse):
-        return ExtendedModelResponse(_strip_recalls(response.model_response, name),
+        return ExtendedModelResponse(_strip_recalls(response.model_response, name, rest),
                                      response.command)
     if isinstance(response, AIMessage):
-        return without_calls(response, name)
+        out = without_calls(response, name)
+        return out if rest is None else out.model_copy(update={"content": rest})
     if isinstance(response, ModelResponse):
-        return ModelResponse([without_calls(m, name) if isinstance(m, AIMessage) else m
-                              for m in response.result], response.structured_response)
+        last = next((i for i in range(len(response.result) - 1, -1, -1)
+                     if isinstance(response.result[i], AIMessage)), None)
+        return ModelResponse([_strip_recalls(m, name, rest if i == last else None)
+                              if isinstance(m, AIMessage) else m
+                              for i, m in enumerate(response.result)],
+                             response.structured_response)
     return response

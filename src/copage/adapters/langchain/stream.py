@@ -9,11 +9,16 @@ chunks and its final message are held. When the round ends, the middleware calls
 :meth:`HeldStream.finish`: a round whose recalls were served inside is dropped
 (the caller never sees the recall call nor a result for it); the round that ends
 the model call is released without its recall calls.
+
+Text passes through the engine's :class:`~copage.session.textfilter.CallTextFilter`
+(one filter for every front end): a recall written as text (``RECALL p3``,
+``<tool_call>...``, a reply that is only ``p3``) is held back and never streamed;
+what is held and is not a call is released when the round ends with an answer.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, TypeVar
 from uuid import UUID
@@ -24,6 +29,8 @@ from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, LLMResul
 from langchain_core.runnables.config import var_child_runnable_config
 
 from copage.adapters.langchain.convert import without_calls
+from copage.llm.types import ToolSpec
+from copage.session.textfilter import CallTextFilter, text_calls
 
 T = TypeVar("T")
 
@@ -33,10 +40,14 @@ class HeldStream(BaseCallbackHandler):
 
     run_inline = True  # like the handler it wraps: in order, on the caller's thread
 
-    def __init__(self, inner: BaseCallbackHandler, tool_name: str) -> None:
+    def __init__(self, inner: BaseCallbackHandler, tool_name: str,
+                 tools: Sequence[ToolSpec] = ()) -> None:
         self.inner, self.name = inner, tool_name
+        self.tools = list(tools)
         self.held: dict[UUID, list[tuple[str, Any]]] = {}  # run -> events, in order
         self.names: dict[UUID, dict[int, str]] = {}  # run -> tool-call index -> name
+        self.filters: dict[UUID, CallTextFilter] = {}  # run -> its text filter
+        self.ids: dict[UUID, str | None] = {}  # run -> its message id
 
     # a streaming handler (so the model streams, as it would for LangGraph's)
     def tap_output_iter(self, run_id: UUID, output: Iterator[T]) -> Iterator[T]:
@@ -59,7 +70,21 @@ class HeldStream(BaseCallbackHandler):
         if run_id in self.held or getattr(msg, "tool_call_chunks", None):
             self.held.setdefault(run_id, []).append(("token", (token, chunk, kwargs)))
             return None
-        return self.inner.on_llm_new_token(token, chunk=chunk, run_id=run_id, **kwargs)
+        text = token if isinstance(token, str) else ""
+        if not text or not self.tools:
+            return self.inner.on_llm_new_token(token, chunk=chunk, run_id=run_id, **kwargs)
+        filt = self.filters.setdefault(run_id, CallTextFilter(self.tools, self.name))
+        self.ids[run_id] = getattr(msg, "id", None)
+        shown = filt.feed(text)
+        if shown == text:
+            return self.inner.on_llm_new_token(token, chunk=chunk, run_id=run_id, **kwargs)
+        if shown:  # part of the chunk is held back: pass on the rest
+            return self._text(run_id, shown, kwargs)
+        return None
+
+    def _text(self, run_id: UUID, text: str, kwargs: dict[str, Any]) -> Any:
+        chunk = ChatGenerationChunk(message=AIMessageChunk(content=text, id=self.ids.get(run_id)))
+        return self.inner.on_llm_new_token(text, chunk=chunk, run_id=run_id, **kwargs)
 
     def on_llm_end(self, response: LLMResult, *, run_id: UUID, **kwargs: Any) -> Any:
         self.held.setdefault(run_id, []).append(("end", (response, kwargs)))
@@ -70,6 +95,11 @@ class HeldStream(BaseCallbackHandler):
 
     def finish(self, *, keep: bool) -> None:
         """End the round: release its held events without recall calls, or drop them."""
+        for run_id, filt in self.filters.items():
+            rest = text_calls(filt.held(), self.tools, self.name, alone=not filt.released,
+                              bare_id="call_bare").rest
+            if keep and rest:  # held text that is no call: it belongs to the answer
+                self._text(run_id, rest, {})
         for run_id, events in self.held.items():
             if not keep:  # tell the inner handler the run is over, with nothing to emit
                 self.inner.on_llm_end(LLMResult(generations=[]), run_id=run_id)
@@ -89,6 +119,7 @@ class HeldStream(BaseCallbackHandler):
                                           **kwargs)
         self.held.clear()
         self.names.clear()
+        self.filters.clear()
 
 
 def _chunk_without(msg: BaseMessageChunk, recalls: set[int]) -> BaseMessageChunk:
@@ -123,7 +154,7 @@ def _is_stream_handler(h: object) -> bool:
 
 
 @contextmanager
-def held_stream(tool_name: str) -> Iterator[HeldStream | None]:
+def held_stream(tool_name: str, tools: Sequence[ToolSpec] = ()) -> Iterator[HeldStream | None]:
     """Within the block, model calls of this run stream through a :class:`HeldStream`
     (None when the run streams no messages)."""
     config = var_child_runnable_config.get()
@@ -135,7 +166,7 @@ def held_stream(tool_name: str) -> Iterator[HeldStream | None]:
     if inner is None:
         yield None
         return
-    held = HeldStream(inner, tool_name)
+    held = HeldStream(inner, tool_name, tools)
     copy = manager.copy()
     copy.handlers = [held if h is inner else h for h in manager.handlers]
     copy.inheritable_handlers = [held if h is inner else h

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 from copage.adapters._pool import ConversationPool
 from copage.core import prompt
-from copage.core.pager import parse_page_arg
+from copage.core.types import parse_page_arg
 from copage.ids import CONVERSATION_ID_RULE, is_conversation_id
 from copage.memory import PagedMemory
 from copage.stores.base import ConversationNotFound
@@ -115,7 +115,7 @@ def bookmarks_text(mem: PagedMemory, *, include_resident: bool = False) -> str:
     else:
         body = prompt.bookmarks_block([books[p].text for p in mem.evicted])
     tail = (f"Resident (recent) pages: {', '.join(mem.resident) or 'none'}; "
-            f"{len(mem.pager.open_turns)} turn(s) in the open page.")
+            f"{len(mem.open_turns)} turn(s) in the open page.")
     return f"{head}\n{body}\n{tail}"
 
 

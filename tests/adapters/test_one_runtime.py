@@ -1,0 +1,174 @@
+"""One cap rule and one call-shaped-text filter behind every front end.
+
+PagedChat, the LangChain middleware and the Agents session are each driven
+against the same loopback OpenAI-compatible server with the same script; what
+reaches the model and what comes back as the answer must be the same.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+pytest.importorskip("langchain_openai")
+pytest.importorskip("agents")
+
+from adapter_fixtures import PAGING, TURNS
+from agents import Agent, OpenAIChatCompletionsModel, Runner, set_tracing_disabled
+from langchain.agents import create_agent
+from langchain_core.messages import HumanMessage
+from langchain_openai import ChatOpenAI
+from openai import AsyncOpenAI
+
+from copage import PagedMemory, PagerConfig
+from copage.adapters.agents import CopageSession
+from copage.adapters.langchain import CopageMiddleware
+from copage.llm import get_model
+from copage.server.testing import FakeUpstream, Reply
+from copage.session import PagedChat, RecallLoopError
+from copage.stores.memory import MemoryStore
+
+set_tracing_disabled(True)
+
+QUESTION = "What is my locker code?"
+CID = "one-runtime"
+
+
+def _refusal(cap: int) -> str:
+    return (f"error: the limit of {cap} recall calls per turn is reached; "
+            "answer now with what you have.")
+
+
+def _memory(store: MemoryStore) -> PagedMemory:
+    mem = PagedMemory(store=store, conversation_id=CID, config=PagerConfig(**PAGING))
+    for role, text in TURNS:
+        mem.add(role, text)
+    return mem
+
+
+def _paged_chat(url: str, cap: int) -> tuple[str, PagedMemory]:
+    mem = _memory(MemoryStore())
+    model = get_model(f"openai:fake-model@{url}", api_key="sk-test", max_retries=0)
+    chat = PagedChat(mem, model, max_recalls_per_turn=cap)
+    try:
+        return chat.send_sync(QUESTION).answer, mem
+    finally:
+        chat.close()
+
+
+def _langchain(url: str, cap: int) -> tuple[str, PagedMemory]:
+    store = MemoryStore()
+    _memory(store)
+    mw = CopageMiddleware(store, max_recalls=cap, **PAGING)
+    model = ChatOpenAI(model="fake-model", base_url=url, api_key="sk-test", max_retries=0)
+    agent = create_agent(model, tools=[], middleware=[mw])
+    out = agent.invoke({"messages": [HumanMessage(QUESTION)]},
+                       {"configurable": {"thread_id": CID}})
+    return str(out["messages"][-1].content), mw.memory(CID)
+
+
+def _agents(url: str, cap: int) -> tuple[str, PagedMemory]:
+    session = CopageSession(CID, max_recalls=cap, **PAGING)
+    items: list[Any] = [
+        {"role": "user", "content": t} if r == "user" else
+        {"type": "message", "id": f"msg_{i}", "role": "assistant", "status": "completed",
+         "content": [{"type": "output_text", "text": t, "annotations": []}]}
+        for i, (r, t) in enumerate(TURNS)]
+    asyncio.run(session.add_items(items))
+    model = OpenAIChatCompletionsModel(
+        model="fake-model",
+        openai_client=AsyncOpenAI(base_url=url, api_key="sk-test", max_retries=0))
+    agent = Agent(name="a", instructions="Be brief.", model=model,
+                  tools=[session.recall_tool()])
+    result = Runner.run_sync(agent, QUESTION, session=session)
+    mem = session.memory()
+    assert mem is not None
+    return str(result.final_output), mem
+
+
+Driver = Callable[[str, int], tuple[str, PagedMemory]]
+ALL: dict[str, Driver] = {"paged_chat": _paged_chat, "langchain": _langchain,
+                          "agents": _agents}
+# The Agents SDK runs its own model loop: copage serves its recall tool only, so the
+# requests after the cap and the reply's text are the SDK's.
+LOOP_OWNERS = ["paged_chat", "langchain"]
+
+
+def _run(driver: str, script: list[Reply], cap: int) -> tuple[str, PagedMemory,
+                                                                list[dict[str, Any]]]:
+    queue = deque(script)
+    with FakeUpstream(lambda _body: queue.popleft()) as up:
+        answer, mem = ALL[driver](up.url, cap)
+    assert not queue, f"{len(queue)} scripted replies were not asked for"
+    return answer, mem, up.received
+
+
+def _tool_results(body: dict[str, Any]) -> list[str]:
+    return [str(m["content"]) for m in body["messages"] if m["role"] == "tool"]
+
+
+def _names(body: dict[str, Any]) -> list[str]:
+    return [t["function"]["name"] for t in body.get("tools") or []]
+
+
+@pytest.mark.parametrize("driver", list(ALL))
+def test_the_cap_refuses_the_same_way_everywhere(driver: str) -> None:
+    script = [Reply(tool_calls=[("recall", {"page": "p1"})]),
+              Reply(tool_calls=[("recall", {"page": "p3"})]),
+              Reply(text="It is 4471.")]
+    answer, mem, received = _run(driver, script, cap=1)
+    assert answer == "It is 4471."
+    results = _tool_results(received[-1])
+    assert len(results) == 2 and "4471" in results[0]
+    assert results[1] == _refusal(1)  # the second recall of the turn is refused
+    assert "p1" in mem.resident and "p3" not in mem.resident
+
+
+@pytest.mark.parametrize("driver", LOOP_OWNERS)
+def test_after_the_cap_none_then_no_tool_then_an_error(driver: str) -> None:
+    script = [Reply(tool_calls=[("recall", {"page": "p1"})]),
+              Reply(tool_calls=[("recall", {"page": "p2"})]),
+              Reply(tool_calls=[("recall", {"page": "p3"})])]
+    with pytest.raises(RecallLoopError, match="still calling tools after the cap of 1"):
+        _run(driver, script, cap=1)
+
+
+@pytest.mark.parametrize("driver", LOOP_OWNERS)
+def test_the_request_after_the_cap_says_none(driver: str) -> None:
+    script = [Reply(tool_calls=[("recall", {"page": "p1"})]),
+              Reply(tool_calls=[("recall", {"page": "p2"})]),
+              Reply(text="It is 4471.")]
+    answer, _mem, received = _run(driver, script, cap=1)
+    assert answer == "It is 4471."
+    assert "recall" in _names(received[1]) and received[1]["tool_choice"] == "none"
+    assert "recall" not in _names(received[2])
+    assert _tool_results(received[2])[-1] == _refusal(1)
+
+
+@pytest.mark.parametrize("text", ["RECALL p1", "p1", "`p1`",
+                                  ('<tool_call>{"name": "recall", "arguments": {"page": "p1"}}'
+                                   "</tool_call>")])
+@pytest.mark.parametrize("driver", LOOP_OWNERS)
+def test_a_recall_written_as_text_is_served_and_never_kept(driver: str, text: str) -> None:
+    script = [Reply(text=text), Reply(text="It is 4471.")]
+    answer, mem, received = _run(driver, script, cap=3)
+    assert answer == "It is 4471."
+    assert len(received) == 2 and "4471" in _tool_results(received[1])[0]
+    assert "p1" in mem.resident
+    assert mem.turns[-1].text == "It is 4471."
+    assert all("p1" not in str(m.get("content")) for m in received[1]["messages"]
+               if m["role"] == "assistant")
+
+
+@pytest.mark.parametrize("driver", LOOP_OWNERS)
+def test_call_shaped_text_after_the_cap_is_refused_and_left_out(driver: str) -> None:
+    script = [Reply(tool_calls=[("recall", {"page": "p1"})]),
+              Reply(text="Your code is 4471.\nRECALL p3")]
+    answer, mem, _received = _run(driver, script, cap=1)
+    assert answer == "Your code is 4471."
+    assert "p3" not in mem.resident
+    assert mem.turns[-1].text == "Your code is 4471."
