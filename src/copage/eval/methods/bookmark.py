@@ -50,7 +50,7 @@ from typing import Any
 
 from copage.core import prompt
 from copage.core.boundaries import get_boundary
-from copage.core.config import PagerConfig
+from copage.core.config import DEFAULT_INDEX, PagerConfig
 from copage.core.pager import Pager
 from copage.core.paginate import paginate
 from copage.core.retrieval import BM25Index
@@ -174,10 +174,10 @@ def pager_config(settings: MethodSettings, variant: Variant, resident_tokens: in
                          "(it needs the future); use the paging experiment for it")
     # The paper's methods page with the paper's flat index (one bookmark per page); the
     # copage variant with the library's default bounded index.
-    index = {} if variant.copage else {"index": "flat"}
     return PagerConfig(boundary=boundary, policy=policy, resident_tokens=max(1, resident_tokens),
                        keywords=keywords, bookmark_format=settings.format,
-                       recall_by_query=variant.by_query, **index)
+                       recall_by_query=variant.by_query,
+                       index=DEFAULT_INDEX if variant.copage else "flat")
 
 
 def build_pager(conversation: Conversation, config: PagerConfig) -> Pager:
