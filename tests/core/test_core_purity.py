@@ -84,3 +84,35 @@ def test_change_types_are_the_cores_and_stores_reexport_them() -> None:
     from copage.stores import ChangeSet, Event, PageRecord
 
     assert (ChangeSet, Event, PageRecord) == (changes.ChangeSet, changes.Event, changes.PageRecord)
+
+
+def test_pager_names_no_keyword_extractor() -> None:
+    """Whether an extractor reads the corpus is its own attribute, not a list in the pager:
+    no extractor name appears as a string in core/pager.py."""
+    from copage.core.keywords import EXTRACTORS
+
+    names = set(EXTRACTORS.names())
+    tree = ast.parse((CORE / "pager.py").read_text(encoding="utf-8"))
+    named = sorted({node.value for node in ast.walk(tree)
+                    if isinstance(node, ast.Constant) and isinstance(node.value, str)
+                    and node.value in names})
+    assert named == []
+
+
+def test_extractors_say_whether_they_use_the_corpus() -> None:
+    from copage.core.config import PagerConfig
+    from copage.core.keywords import EXTRACTORS, get_extractor, refreshes_with_corpus, uses_corpus
+    from copage.core.pager import Pager
+
+    reads = {n: uses_corpus(get_extractor(n)) for n in EXTRACTORS.names()}
+    assert reads == {"random": False, "heuristic": False, "generic": False,
+                     "tfidf": True, "discriminative": True, "contrast": True}
+    assert {n: refreshes_with_corpus(get_extractor(n)) for n in EXTRACTORS.names()} == reads
+
+    class Plain:  # an extractor that says nothing: corpus kept, never refreshed
+        name = "plain"
+
+    assert uses_corpus(Plain()) and not refreshes_with_corpus(Plain())  # type: ignore[arg-type]
+    for name, want in reads.items():
+        pager = Pager(PagerConfig(keywords=name))
+        assert (pager._uses_corpus, pager._refreshes) == (want, want)

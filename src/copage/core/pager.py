@@ -5,8 +5,8 @@
 persists (see :class:`copage.memory.PagedMemory`). Per-turn cost is bounded by the
 size of the open page and the resident set, not by the conversation length:
 pages are built once when they close, token sums are kept incrementally, the
-bookmark index is re-joined only when it changes, and corpus-dependent keyword
-extractors (``tfidf``, ``discriminative``) refresh at most
+bookmark index is re-joined only when it changes, and keyword extractors whose
+keywords change as the corpus grows (their ``refresh_with_corpus``) refresh at most
 ``refresh_per_page`` stale bookmarks each time a page closes (a bookmark is stale
 once the conversation has 25% more pages than when it was made), so the bookmark
 index changes only when pages close.
@@ -34,7 +34,7 @@ from copage.core.groups import (
     merge_pair,
     parse_range,
 )
-from copage.core.keywords import Corpus, get_extractor
+from copage.core.keywords import Corpus, get_extractor, refreshes_with_corpus, uses_corpus
 from copage.core.keywords.calls import call_labels
 from copage.core.paginate import Paginator, ReplayPaginator, Span
 from copage.core.policies import get_policy
@@ -54,9 +54,6 @@ from copage.core.types import (
 )
 
 _NOT_DEMAND = frozenset({"recall", "speculative"})  # access kinds counted apart from hits/faults
-CORPUS_EXTRACTORS = frozenset({"tfidf", "discriminative", "contrast"})
-# Extractors known to ignore the corpus: the pager skips its upkeep for them.
-NO_CORPUS_EXTRACTORS = frozenset({"random", "heuristic", "generic"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -224,7 +221,8 @@ class Pager:
         self.boundary = get_boundary(cfg.boundary, **dict(cfg.boundary_options))
         self.extractor = get_extractor(cfg.keywords, **dict(cfg.keyword_options))
         self.format = get_format(cfg.bookmark_format)
-        self._uses_corpus = cfg.keywords not in NO_CORPUS_EXTRACTORS
+        self._uses_corpus = uses_corpus(self.extractor)
+        self._refreshes = refreshes_with_corpus(self.extractor)
         options = dict(cfg.policy_options)
         if future is not None:
             options["future"] = list(future)
@@ -385,7 +383,7 @@ class Pager:
         self._index_lines = None
 
     def _refresh_stale(self) -> None:
-        if self.config.keywords not in CORPUS_EXTRACTORS or not self.pages:
+        if not self._refreshes or not self.pages:
             return
         n = len(self.pages)
         budget, self._refresh_owed = self._refresh_owed, 0  # per close since the last refresh

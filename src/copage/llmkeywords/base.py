@@ -85,6 +85,8 @@ class LLMGenerator:
     """Base of the LLM generators: request helpers, offline fallback, stats."""
 
     name = "llm"
+    uses_corpus = True  # digests of other pages come from the corpus
+    refresh_with_corpus = False  # a refresh would be another model call
 
     def __init__(self, model: ChatModel, options: LLMOptions | None = None) -> None:
         if not hasattr(model, "complete"):

@@ -5,6 +5,9 @@
 cross-bookmark penalty) and ``contrast`` (that plus cues that a word will be asked
 about) go beyond it. See ``docs/keywords.md``.
 All are offline and deterministic. Build one by name with :func:`get_extractor`.
+Each class says whether it reads the corpus (``uses_corpus``) and whether its keywords
+change as the corpus grows (``refresh_with_corpus``); the pager asks through
+:func:`uses_corpus` / :func:`refreshes_with_corpus` and knows no extractor by name.
 """
 
 from __future__ import annotations
@@ -13,6 +16,8 @@ from copage.core.keywords.base import (
     DEFAULT_N_KEYWORDS,
     KeywordExtractor,
     check_n,
+    refreshes_with_corpus,
+    uses_corpus,
 )
 from copage.core.keywords.corpus import Corpus
 from copage.core.registry import Registry, check_options
@@ -24,6 +29,8 @@ __all__ = [
     "KeywordExtractor",
     "check_n",
     "get_extractor",
+    "refreshes_with_corpus",
+    "uses_corpus",
 ]
 
 

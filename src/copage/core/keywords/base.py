@@ -18,6 +18,9 @@ class KeywordExtractor(Protocol):
     """Chooses the keywords of a page's bookmark."""
 
     name: str
+    # Optional class attributes the pager reads through :func:`uses_corpus` and
+    # :func:`refreshes_with_corpus` (not protocol members, so older extractors still fit):
+    # ``uses_corpus: bool`` and ``refresh_with_corpus: bool``.
 
     def extract(
         self, page: Page, corpus: Corpus, n: int, *, taken: Mapping[str, int] | None = None
@@ -28,6 +31,21 @@ class KeywordExtractor(Protocol):
     def extract_all(self, pages: Sequence[Page], n: int) -> dict[PageId, tuple[str, ...]]:
         """Keywords of every page of a finished conversation (offline batch)."""
         ...
+
+
+def uses_corpus(extractor: KeywordExtractor) -> bool:
+    """Whether ``extractor`` reads the corpus, so a pager must keep one for it.
+
+    Its ``uses_corpus`` attribute; an extractor that does not say is assumed to read it.
+    """
+    return bool(getattr(extractor, "uses_corpus", True))
+
+
+def refreshes_with_corpus(extractor: KeywordExtractor) -> bool:
+    """Whether a page's keywords by ``extractor`` change as the corpus grows, so a pager
+    re-extracts old evicted bookmarks (its ``refresh_with_corpus`` attribute; an extractor
+    that does not say is not refreshed: a refresh may be a model call)."""
+    return bool(getattr(extractor, "refresh_with_corpus", False))
 
 
 def check_n(n: object) -> int:

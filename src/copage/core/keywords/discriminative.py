@@ -112,6 +112,8 @@ class DiscriminativeExtractor:
     """Fightin' Words keywords with a penalty for terms other bookmarks use."""
 
     name = "discriminative"
+    uses_corpus = True
+    refresh_with_corpus = True
 
     def __init__(self, alpha0: float = DEFAULT_ALPHA0, penalty: float = DEFAULT_PENALTY,
                  skip_speakers: bool = True) -> None:

@@ -57,6 +57,8 @@ class GenericExtractor(BatchByCorpus):
     """Up to ``n`` category labels of the page (corpus and ``taken`` unused)."""
 
     name = "generic"
+    uses_corpus = False
+    refresh_with_corpus = False
 
     def extract(
         self, page: Page, corpus: Corpus, n: int, *, taken: Mapping[str, int] | None = None

@@ -74,6 +74,8 @@ class HeuristicExtractor(BatchByCorpus):
     """Money, dates, numbers and capitalised names of the page (corpus and ``taken`` unused)."""
 
     name = "heuristic"
+    uses_corpus = False
+    refresh_with_corpus = False
 
     def extract(
         self, page: Page, corpus: Corpus, n: int, *, taken: Mapping[str, int] | None = None

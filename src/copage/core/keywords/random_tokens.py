@@ -21,6 +21,8 @@ class RandomExtractor(BatchByCorpus):
     """
 
     name = "random"
+    uses_corpus = False
+    refresh_with_corpus = False
 
     def __init__(self, seed: int = 0) -> None:
         if isinstance(seed, bool) or not isinstance(seed, int):

@@ -27,6 +27,8 @@ class TfidfExtractor(BatchByCorpus):
     """
 
     name = "tfidf"
+    uses_corpus = True
+    refresh_with_corpus = True
 
     def extract(
         self, page: Page, corpus: Corpus, n: int, *, taken: Mapping[str, int] | None = None
