@@ -364,6 +364,16 @@ class PagedMemory:
         self._commit()
         return hit
 
+    def set_policy_clock(self, position: int) -> bool:
+        """Tell a replacement policy that follows a planned access sequence (the oracle's
+        ``at``) that the next access is ``position``; False (nothing done) for a policy
+        without such a clock."""
+        at = getattr(self.pager.cache.policy, "at", None)
+        if at is None:
+            return False
+        at(position)
+        return True
+
     def note(self, kind: str, page: PageId | None, detail: dict[str, Any] | None = None) -> None:
         """Record an event made outside the pager (e.g. ``speculative`` by the chat loop)."""
         with self._applying():

@@ -81,3 +81,16 @@ def test_the_scheduled_oracle_is_not_left_registered(tmp_path: Path, tiny: Datas
     ctx = context(tiny, tmp_path, scripted(answerer), no_judge=True)
     run_cells(ctx, "paging", [tiny], [Cell("fixed_5", "belady", 1, "heuristic", order="file")])
     assert "belady_scheduled" not in POLICIES.names()
+
+
+def test_paged_memory_sets_the_oracle_clock_and_no_other_policy() -> None:
+    from copage.core.config import PagerConfig
+    from copage.eval.oracle import NAME, register
+    from copage.memory import PagedMemory
+
+    register()
+    mem = PagedMemory(config=PagerConfig(policy=NAME), future=["p1", "p2", "p1"])
+    assert mem.set_policy_clock(2) is True
+    assert mem.set_policy_clock(1) is True  # never backwards
+    assert mem.pager.cache.policy.cursor == 2  # type: ignore[attr-defined]
+    assert PagedMemory(config=PagerConfig(policy="lru")).set_policy_clock(2) is False

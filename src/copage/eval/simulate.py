@@ -33,7 +33,7 @@ from copage.core.config import PagerConfig
 from copage.core.pager import Pager
 from copage.core.paginate import Span, paginate
 from copage.core.tokens import get_tokenizer
-from copage.core.types import PageId, page_id
+from copage.core.types import PageId, page_id, page_index
 from copage.eval.datasets.model import Conversation, Dataset, Probe
 from copage.eval.routing import bm25_candidates, route
 
@@ -188,7 +188,7 @@ def _route_grouped(pager: Pager, question: str, needed: Sequence[PageId],
     right when the page it then gives is needed (``best_page``: BM25 of the question
     over its evicted pages' text; ``bookmarks``: over their bookmarks)."""
     entries = pager.index_entries()
-    need = {int(p[1:]) - 1 for p in needed}
+    need = {page_index(p) for p in needed}
     picks: list[int | None] = []
     for i, (_, members) in enumerate(entries):
         if i >= len(pager.groups):

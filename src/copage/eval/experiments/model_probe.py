@@ -95,15 +95,12 @@ def run_conversation_model(conv: Conversation, cell: Cell, model: Any) -> Iterat
                                       ("session", turn.session)) if v is not None}
             mem.add(turn.role if turn.role in ("user", "assistant") else "user", turn.text, **meta)
             added += 1
-        if added == n and mem.pager.open_turns:
+        if added == n and mem.open_turns:
             mem.close_page()
-        page_of = {tid: p.id for p in mem.pager.pages for tid in p.turn_ids}
+        page_of = {tid: p.id for p in mem.pages for tid in p.turn_ids}
         needed = tuple(dict.fromkeys(page_of[e] for e in probe.evidence if e in page_of))
         if starts:  # the oracle's clock: this probe's scheduled accesses come next
-            policy = mem.pager.cache.policy
-            at = getattr(policy, "at", None)
-            if at is not None:
-                at(starts[i])
+            mem.set_policy_clock(starts[i])
         yield probe, chat.ask_probe_sync(probe.question, needed, keep_pages=True)
 
 

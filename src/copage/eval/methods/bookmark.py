@@ -56,7 +56,7 @@ from copage.core.paginate import paginate
 from copage.core.retrieval import BM25Index
 from copage.core.text import content_words
 from copage.core.tokens import default_tokenizer
-from copage.core.types import PageId, page_id
+from copage.core.types import PageId, page_id, page_index
 from copage.eval.datasets.model import Conversation, Probe
 from copage.eval.methods.base import (
     INSTRUCTION,
@@ -420,8 +420,8 @@ class BookmarkConversation:
         ins = int(self.variant.speculative) + int(self.choose_kind is not None)
         grown = 0  # an upper bound: the largest pages paged in, nothing evicted for them
         if ins:
-            by_size = sorted(pager.evicted, key=lambda p: -pager.pages[int(p[1:]) - 1].tokens)
-            grown = sum(message_tokens(prompt.turn_messages(list(pager.pages[int(p[1:]) - 1].turns)),
+            by_size = sorted(pager.evicted, key=lambda p: -pager.pages[page_index(p)].tokens)
+            grown = sum(message_tokens(prompt.turn_messages(list(pager.pages[page_index(p)].turns)),
                                        [], pager.tokenizer) for p in by_size[:ins])
         answer = self._answer_tokens(pager) + grown + self.question_tokens
         total = answer
@@ -458,13 +458,13 @@ class BookmarkConversation:
 
     def _snapshot(self, pager: Pager) -> _State:
         ctx = pager.context()
-        visible = {t.id for p in pager.resident for t in pager.pages[int(p[1:]) - 1].turns}
+        visible = {t.id for p in pager.resident for t in pager.pages[page_index(p)].turns}
         visible.update(t.id for t in pager.open_turns)
         evicted = tuple(pager.evicted)
         return _State(tuple(ctx.messages), tuple(ctx.tools),
                       message_tokens(ctx.messages, ctx.tools, pager.tokenizer), frozenset(visible),
                       evicted, tuple(pager.bookmark(p).text for p in evicted),
-                      tuple(pager.pages[int(p[1:]) - 1].text for p in evicted), pager)
+                      tuple(pager.pages[page_index(p)].text for p in evicted), pager)
 
     def state(self, paged_in: tuple[PageId, ...] = ()) -> _State:
         """The state after paging in ``paged_in`` in order (the first speculatively when
@@ -490,7 +490,7 @@ class BookmarkConversation:
         if state.evicted not in self._indexes:
             index: BM25Index[int] = BM25Index()
             for pid, text in zip(state.evicted, state.evicted_text, strict=True):
-                index.add(int(pid[1:]) - 1, content_words(text))
+                index.add(page_index(pid), content_words(text))
             self._indexes[state.evicted] = index
         best = self._indexes[state.evicted].best(sorted(set(content_words(str(args.get("query", question))))))
         return page_id(best.key) if best.key is not None else None
@@ -498,7 +498,7 @@ class BookmarkConversation:
     def _page_message_tokens(self, pid: PageId) -> int:
         """Tokens of a page shown as messages (memoised)."""
         if pid not in self._page_tokens:
-            page = self.pager.pages[int(pid[1:]) - 1]
+            page = self.pager.pages[page_index(pid)]
             self._page_tokens[pid] = message_tokens(prompt.turn_messages(list(page.turns)), [],
                                                     self.tokenizer)
         return self._page_tokens[pid]
@@ -591,7 +591,7 @@ class BookmarkConversation:
         if args is not None:
             call = _call("1", tool, args)
             if recalled is not None:
-                page = self.pager.pages[int(recalled[1:]) - 1]
+                page = self.pager.pages[page_index(recalled)]
                 visible.update(page.turn_ids)
                 result = tool_message("ref_1", prompt.page_block(recalled, page.text))
             else:
