@@ -211,7 +211,7 @@ def _locate(store: PageStore, tenant: str, ref: oai.ResponseId, call: ChatCall, 
                           create=False)
     except ConversationNotFound:
         raise oai.not_found(str(ref)) from None
-    turns = mem.pager.turns
+    turns = mem.turns
     at = next((i for i in range(len(turns) - 1, -1, -1) if turns[i].role == "assistant"
                and isinstance(rq := turns[i].meta.get(RQ), Mapping)
                and oai.point_digest(str(rq.get("prev") or "")) == ref.point), None)
@@ -226,7 +226,7 @@ def _locate(store: PageStore, tenant: str, ref: oai.ResponseId, call: ChatCall, 
             and is_retry(last, call, ask, window)):
         return _Route(None)
     system = [m for m in new if m.role == "system"][:1] or (
-        [Message("system", mem.pager.system)] if mem.pager.system is not None else [])
+        [Message("system", mem.system)] if mem.system is not None else [])
     before = [answer_of(t) for t in turns[: at + 1]]
     rest = [m for m in new if m.role != "system"]
     return _Route([_chat_dict(m) for m in (*system, *before, *rest)])
