@@ -195,3 +195,47 @@ def test_paper_tables_are_split_per_dataset_with_the_paper_figure_named() -> Non
     assert t[0][paper_col] == 0.967 and "hit_rate" in t[0] and len(t[0]) <= 8
     combined = paper_tables({"paging": {"boundaries": rows}})
     assert "controlled hit_rate" in combined["table7_boundaries"][0]
+
+
+def test_model_rows_give_the_share_of_the_budget_spent_on_each_part(tmp_path: Path) -> None:
+    from copage.eval.report import write_report
+
+    data = tiny_locomo(tmp_path / "tiny.json", turns=120)
+    model = ScriptedModel(name="answerer")
+
+    def answer(request: ChatRequest) -> ChatResponse | str:
+        if request.tools and request.messages[-1]["role"] != "tool":  # recall p1 / search once
+            tool = request.tools[0]["function"]["name"]
+            args = '{"page": "p1"}' if tool == "recall" else '{"query": "budget"}'
+            return ChatResponse("", (ToolCall("c1", tool, args),), "tool_calls")
+        return "peanuts"
+
+    for _ in range(2000):
+        model.then(answer)
+    methods = ["bm25", "search_tool", "bookmark_recall"]
+    res = EXPERIMENT.run(replace(_ctx(tmp_path / "run", data, model, budget=1000),
+                                 methods=methods, probes=4))
+    rows = [json.loads(x) for x in (tmp_path / "run" / "main" / "probes.jsonl").read_text().splitlines()]
+    free = {(r["method"], r["probe"]): r for r in
+            (json.loads(x) for x in (tmp_path / "run" / "main" / "llm_free.jsonl")
+             .read_text().splitlines()) if r["trigger"] is None}
+    for r in rows:  # every billed token is in one part
+        assert sum(r["parts"].values()) == r["prompt_tokens_total"], r["method"]
+        assert set(r["parts"]) <= set(PARTS)
+        if r["method"] == "bm25":  # its one call is the LLM-free prompt: the same parts
+            assert r["parts"] == free[("bm25", r["probe"])]["parts"]
+    table = {r["method"]: r for r in res.tables["methods"] if r["model"] == "scripted:answerer"}
+    assert set(table) == set(methods)
+    for name, r in table.items():
+        shares = {k[6:]: v for k, v in r.items() if k.startswith("share_")}
+        assert shares and abs(sum(shares.values()) - r["budget_spent"]) < 1e-9, name
+        assert r["budget_spent"] == sum(x["prompt_tokens_total"] for x in rows
+                                        if x["method"] == name) / 4 / 1000
+    bm = table["bookmark_recall"]
+    assert bm["share_bookmarks"] > 0 and bm["share_tool_schema"] > 0 and bm["share_paged_in"] > 0
+    assert bm["share_preamble"] > 0 and bm["share_recent_turns"] > 0
+    assert table["search_tool"]["share_paged_in"] > 0 and "share_bookmarks" not in table["search_tool"]
+    page = write_report(tmp_path / "report", [res], {})["html"].read_text(encoding="utf-8")
+    head = page[page.index("Headline"):page.index("Experiment: main")]
+    model_table = head[head.index("scripted:answerer"):]
+    assert f"{100 * bm['share_bookmarks']:.0f}%" in model_table and "paged in" in model_table

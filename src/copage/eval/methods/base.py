@@ -10,7 +10,7 @@ for tool methods); :meth:`~PreparedConversation.answer` runs the model.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -194,6 +194,7 @@ class CallRecord:
     cached: bool = False
     cost_usd: float | None = None
     refused: bool = False  # not sent: it would have taken the probe over the budget
+    parts: Mapping[str, int] = field(default_factory=dict)  # prompt_tokens by part (PARTS)
 
 
 @dataclass(frozen=True, slots=True)
@@ -223,6 +224,11 @@ class MethodAnswer:
     def prompt_tokens(self) -> int:
         """Offline prompt tokens summed over every call (what the user pays)."""
         return sum(c.prompt_tokens for c in self.calls if not c.refused)
+
+    @property
+    def parts(self) -> dict[str, int]:
+        """Billed prompt tokens by part (:data:`PARTS`), summed over the calls sent."""
+        return add_parts(*(c.parts for c in self.calls if not c.refused))
 
     @property
     def does_not_fit(self) -> bool:
@@ -281,6 +287,42 @@ def message_tokens(messages: Sequence[Mapping[str, Any]], tools: Sequence[Mappin
 def request_tokens(request: ChatRequest, tokenizer: Tokenizer) -> int:
     """:func:`message_tokens` of a :class:`ChatRequest`."""
     return message_tokens(request.messages, request.tools, tokenizer)
+
+
+def request_parts(request: ChatRequest, tokenizer: Tokenizer,
+                  bookmark_lines: Collection[str] = ()) -> dict[str, int]:
+    """The billed parts (:data:`PARTS`) of one model call, read from its request: system
+    text is ``preamble`` but for its lines in ``bookmark_lines`` (``bookmarks``), tool
+    results ``paged_in``, the model's tool calls ``tool_calls``, the last user message
+    ``question``, other messages ``recent_turns`` (pages paged in as turns count here),
+    the tool schema ``tool_schema``; the rest ``other`` (the parts add up to
+    :func:`request_tokens`)."""
+    count = tokenizer.count
+    marks = {line.strip() for line in bookmark_lines if line.strip()}
+    out: dict[str, int] = {}
+
+    def add(part: str, n: int) -> None:
+        out[part] = out.get(part, 0) + n
+
+    messages = request.messages
+    last_user = max((i for i, m in enumerate(messages) if m.get("role") == "user"), default=-1)
+    for i, m in enumerate(messages):
+        role, content = m.get("role"), text_of(m.get("content"))
+        if role == "system":
+            books = [line for line in content.splitlines() if line.strip() in marks]
+            n_books = count("\n".join(books)) if books else 0
+            add("bookmarks", n_books)
+            add("preamble", max(0, count(content) - n_books))
+        elif role == "tool":
+            add("paged_in", count(content))
+        elif m.get("tool_calls"):
+            add("tool_calls", message_tokens([m], [], tokenizer))
+        elif i == last_user:
+            add("question", count(content))
+        else:
+            add("recent_turns", count(content))
+    add("tool_schema", message_tokens([], request.tools, tokenizer))
+    return call_parts(request_tokens(request, tokenizer), out)
 
 
 def question_message(probe: Probe) -> dict[str, Any]:

@@ -69,6 +69,7 @@ from copage.eval.methods.base import (
     does_not_fit,
     message_tokens,
     question_message,
+    request_parts,
     request_tokens,
 )
 from copage.eval.methods.calls import Recorder
@@ -76,7 +77,7 @@ from copage.eval.methods.readers import DEFAULT_TRIGGER, decide
 from copage.eval.methods.templates import session_templates_id
 from copage.eval.routing import route
 from copage.llm.messages import text_of, tool_message
-from copage.llm.types import ChatModel
+from copage.llm.types import ChatModel, ChatRequest
 from copage.memory import PagedMemory
 from copage.session import PagedChat, Speculator
 from copage.session.choose import choose_request
@@ -612,7 +613,12 @@ class BookmarkConversation:
     # ------------------------------------------------------------------ a model run
     async def answer(self, probe: Probe, model: ChatModel) -> MethodAnswer:
         """Ask through :class:`PagedChat` (recall loop); the page-ins are rolled back."""
-        rec = Recorder(model, self.tokenizer, self.settings.budget)
+        def parts_of(request: ChatRequest) -> dict[str, int]:  # the bookmark lines shown now
+            shown = [b.text for pid, b in self.memory.bookmarks().items()
+                     if not self.memory.is_resident(pid)]
+            return request_parts(request, self.tokenizer, shown)
+
+        rec = Recorder(model, self.tokenizer, self.settings.budget, parts_of=parts_of)
         async with self.lock:
             chat = PagedChat(self.memory, rec, **self.variant.chat_options(self.settings))
             record = await chat.ask_probe(probe.question, self.needed(probe), keep_pages=False)

@@ -5,12 +5,17 @@ the probe's billed tokens (every call's input so far, counted offline) over the
 budget is not sent; the wrapper answers it with an empty reply without tool calls
 (which ends any tool loop) and records it as ``refused``, so the probe is a
 "does not fit" miss and no method ever bills more than the budget.
+
+Each call sent is also split into its billed parts: by ``parts_of`` (a method that
+knows its prompt's parts) or else :func:`request_parts`.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
+
 from copage.core.tokens import Tokenizer, default_tokenizer
-from copage.eval.methods.base import CallRecord, request_tokens
+from copage.eval.methods.base import CallRecord, request_parts, request_tokens
 from copage.llm.types import ChatModel, ChatRequest, ChatResponse, Usage
 
 REFUSED_ANSWER = "(not asked: the probe does not fit in the token budget)"
@@ -20,8 +25,10 @@ class Recorder:
     """Forwards requests to ``inner`` and keeps one :class:`CallRecord` per call."""
 
     def __init__(self, inner: ChatModel, tokenizer: Tokenizer | None = None,
-                 budget: int | None = None) -> None:
+                 budget: int | None = None,
+                 parts_of: Callable[[ChatRequest], Mapping[str, int]] | None = None) -> None:
         self.inner = inner
+        self.parts_of = parts_of
         self.tokenizer = tokenizer or default_tokenizer()
         self.budget = budget
         self.calls: list[CallRecord] = []
@@ -47,6 +54,8 @@ class Recorder:
             self.calls.append(CallRecord(tokens, 0, 0, refused=True))
             return ChatResponse(text=REFUSED_ANSWER, tool_calls=(), finish_reason="stop",
                                 usage=Usage())
+        parts = dict(self.parts_of(request) if self.parts_of is not None
+                     else request_parts(request, self.tokenizer))
         response = await self.inner.complete(request)
         self.calls.append(CallRecord(
             prompt_tokens=tokens,
@@ -54,6 +63,6 @@ class Recorder:
             completion_tokens=response.usage.completion_tokens,
             tool_calls=tuple({"name": c.name, "arguments": c.arguments[:300]}
                              for c in response.tool_calls),
-            cached=response.cached, cost_usd=response.cost_usd,
+            cached=response.cached, cost_usd=response.cost_usd, parts=parts,
         ))
         return response

@@ -266,7 +266,8 @@ class WindowConversation:
         if built.limit is not None and built.limit.startswith("does not fit"):
             return MethodAnswer("", (), built.needed, built.evicted_needed,
                                 extra={"does_not_fit": True})
-        rec = Recorder(model, self.tokenizer, self.settings.budget)
+        rec = Recorder(model, self.tokenizer, self.settings.budget,
+                       parts_of=lambda _request: built.parts)  # the one call is the built prompt
         response = await rec.complete(ChatRequest(
             messages=tuple(built.messages), temperature=self.settings.temperature,
             max_tokens=self.settings.max_tokens,

@@ -134,8 +134,10 @@ def summarise(rows: Sequence[Row]) -> Row:
     out["prompt_tokens_max"] = max(billed) if billed else None
     budgets = {int(r["budget"]) for r in rows if r.get("budget")}
     if len(budgets) == 1 and billed:
-        out["budget"] = next(iter(budgets))
-        out["over_budget"] = sum(1 for t in billed if t > out["budget"])
+        out["budget"] = budget = next(iter(budgets))
+        out["over_budget"] = sum(1 for t in billed if t > budget)
+        out["budget_spent"] = sum(billed) / len(billed) / budget
+        out.update(part_shares(rows, budget))
     out["does_not_fit"] = sum(1 for r in rows if r.get("does_not_fit"))
     out["provider_prompt_tokens_mean"] = _mean(provider_tokens(r) for r in rows)
     out["calls_mean"] = _mean(r.get("calls") for r in rows)

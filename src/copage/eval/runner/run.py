@@ -93,6 +93,7 @@ def answer_row(task: ProbeTask, model: str, ans: MethodAnswer | None, error: str
         "error": error,
         "prompt_tokens": [c.prompt_tokens for c in ans.calls] if ans else [],
         "prompt_tokens_total": ans.prompt_tokens if ans else 0,
+        "parts": ans.parts if ans else {},
         "provider_prompt_tokens": [c.provider_prompt_tokens for c in ans.calls] if ans else [],
         "completion_tokens": sum(c.completion_tokens for c in ans.calls) if ans else 0,
         "calls": len(ans.calls) if ans else 0,
