@@ -337,6 +337,13 @@ class PagedMemory:
         self._commit()
         return closed
 
+    def refresh_bookmarks(self) -> None:
+        """Recompute every bookmark with the whole conversation known (the extractor's
+        batch mode, as ``copage simulate``'s placement "end" does), and store them."""
+        with self._applying():
+            self.pager.refresh_all_bookmarks()
+        self._commit()
+
     def context(self, question: str | None = None) -> Context:
         """Messages and tools for the next model call (see :meth:`Pager.context`)."""
         self._live()

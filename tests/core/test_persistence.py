@@ -85,3 +85,22 @@ def test_settings_stored_before_the_grouped_index_reopen_as_they_paged() -> None
     cfg = PagerConfig.from_dict(old)
     assert (cfg.index, cfg.evict_batch) == ("flat", 1)
     assert PagerConfig.from_dict(PagerConfig().to_dict()) == PagerConfig()
+
+
+def test_refresh_bookmarks_is_stored(tmp_path: Path) -> None:
+    """PagedMemory.refresh_bookmarks (batch keywords, placement "end") reaches the store."""
+    from copage.core.keywords import get_extractor
+
+    url = f"sqlite:///{tmp_path / 'c.db'}"
+    settings = {"boundary": "fixed_3", "policy": "lru", "resident_pages": 2, "keywords": "tfidf"}
+    mem = PagedMemory(store=url, conversation_id="c", **settings)
+    drive(mem, 0, 40)
+    mem.close_page()
+    batch = get_extractor("tfidf").extract_all(mem.pages, mem.config.n_keywords)
+    before = {pid: b.keywords for pid, b in mem.bookmarks().items()}
+    assert before != {pid: tuple(batch[pid]) for pid in before}  # made online, page by page
+    mem.refresh_bookmarks()
+    now = {pid: b.keywords for pid, b in mem.bookmarks().items()}
+    assert now == {pid: tuple(batch[pid]) for pid in now}
+    again = PagedMemory(store=url, conversation_id="c", create=False)
+    assert {pid: b.keywords for pid, b in again.bookmarks().items()} == now

@@ -235,8 +235,8 @@ def build_memory(conversation: Conversation, config: PagerConfig) -> PagedMemory
                 if getattr(t, key) is not None:
                     meta[key] = getattr(t, key)
             mem.add(t.role, t.text, **meta)
-        mem.pager.close_open_page()
-        mem.pager.refresh_all_bookmarks()  # placement end, as copage simulate does
+        mem.close_page()
+        mem.refresh_bookmarks()  # placement end, as copage simulate does
     return memory
 
 
