@@ -669,7 +669,6 @@ class ProxyService:
         a branch) or a 409 (header mode, messages unrelated to the conversation).
         """
         head = _head(mem)
-        turns = mem.pager.turns
         rq = _last_rq(mem)
         if override is not None:
             return override, head
@@ -685,7 +684,7 @@ class ProxyService:
                 raise _Stale(cid)
             return self._again(mem, rq, call, ask) or _fork(None)
         # header mode
-        if not turns and mem.pager.system is None:
+        if mem.last_turn is None and mem.system is None:
             return call.messages, head
         n = len(call.raw)
         context = rq is not None and n > int(rq.get("k") or 0)  # more than the last request
@@ -711,6 +710,7 @@ class ProxyService:
         if heads[n] == head:
             raise bad_request("no new message: the conversation already ends with these "
                               "messages", "no_new_messages", "messages")
+        turns = mem.turns  # a copy (O(turns)): only here, where the request is hashed anyway
         overlap = _overlap(msgs, turns)
         if overlap is not None:  # a suffix of the transcript, then new messages
             self._check_key(rq, ask)
@@ -748,8 +748,7 @@ class ProxyService:
         """The history a regenerate branches from: the transcript before the last turn,
         then that turn's request messages again (header mode)."""
         k, kt = int(rq.get("k") or 0), int(rq.get("kt") or 0)
-        turns = mem.pager.turns
-        system = mem.pager.system
+        turns, system = mem.turns, mem.system
         before = [answer_of(t) for t in turns[: len(turns) - kt - 1]]
         again = list(call.messages[len(call.raw) - k:])
         first = [Message("system", system)] if system is not None and not any(
@@ -913,23 +912,24 @@ async def _shielded(aw: Any) -> Any:
 
 
 def _head(mem: PagedMemory) -> str:
-    turns = mem.pager.turns
-    if not turns:
+    last = mem.last_turn
+    if last is None:
         return GENESIS
-    h = turns[-1].meta.get("h")
+    h = last.meta.get("h")
     return str(h) if h else "unhashed:" + mem.conversation_id
 
 
 def _last_rq(mem: PagedMemory) -> Mapping[str, Any] | None:
-    turns = mem.pager.turns
-    if not turns or turns[-1].role != "assistant":
+    last = mem.last_turn
+    if last is None or last.role != "assistant":
         return None
-    rq = turns[-1].meta.get(RQ)
+    rq = last.meta.get(RQ)
     return rq if isinstance(rq, Mapping) else None
 
 
 def _replay(mem: PagedMemory, rq: Mapping[str, Any]) -> Outcome:
-    last = mem.pager.turns[-1]
+    last = mem.last_turn
+    assert last is not None  # a replay answers the stored last turn
     usage = rq.get("usage") or [0, 0]
     return Outcome(text=last.text, tool_calls=[ToolCall(c.id, c.name, c.arguments)
                                                for c in last.tool_calls],
