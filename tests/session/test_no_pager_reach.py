@@ -6,9 +6,9 @@ import re
 from pathlib import Path
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "copage"
-# core/ is the pager's own layer and memory.py owns it. server/service.py is being
-# split (docs/architecture.md). eval/ simulates with bare pagers, never mem.pager.
-ALLOWED = ("core/", "memory.py", "server/service.py")
+# core/ is the pager's own layer and memory.py owns it. eval/ simulates with bare
+# pagers, never mem.pager.
+ALLOWED = ("core/", "memory.py")
 REACH = re.compile(r"\bmem(?:ory)?\.pager\b|\.memory\.pager\b")
 
 
