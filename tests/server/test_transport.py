@@ -12,17 +12,17 @@ import httpx
 import pytest
 
 from copage.llm.errors import ModelTimeout, RateLimited, UpstreamError
-from copage.llm.types import ChatRequest
-from copage.server.http_model import HttpChatModel
-from copage.server.run import _NoDelayConfig
-from copage.server.testing import FakeUpstream, Reply
-from copage.server.transport import (
+from copage.llm.http_model import HttpChatModel
+from copage.llm.transport import (
     HttpxTransport,
     LoopbackTransport,
     RawResponse,
     Transport,
     transport_for,
 )
+from copage.llm.types import ChatRequest
+from copage.server.run import _NoDelayConfig
+from copage.server.testing import FakeUpstream, Reply
 
 Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
 OK = json.dumps({"model": "m", "choices": [{"message": {"content": "hi"},

@@ -18,11 +18,11 @@ from copage.llm.errors import (
     RequestRejected,
     UpstreamError,
 )
+from copage.llm.http_model import HttpChatModel
+from copage.llm.sse import events
+from copage.llm.transport import HttpxTransport, LoopbackTransport, Transport
 from copage.llm.types import ChatRequest, StreamEvent, Usage
-from copage.server.http_model import HttpChatModel
-from copage.server.sse import events
 from copage.server.testing import FakeUpstream, Reply
-from copage.server.transport import HttpxTransport, LoopbackTransport, Transport
 
 REQ = ChatRequest(messages=({"role": "user", "content": "hi"},))
 KEY = "sk-upstream-STREAM-0123456789"

@@ -1,239 +1,27 @@
-"""A scripted OpenAI-compatible upstream on 127.0.0.1, for tests and benchmarks.
+"""Test and benchmark helpers for the proxy: the fake upstream and a uvicorn thread.
 
-It records every request (body, headers, path) and answers through a
-``responder`` callable (default: echo the last user message), so a test can
-script recalls, client tool calls, errors and delays, and then assert exactly
-what the proxy sent upstream. A request with ``"stream": true`` is answered as
-server-sent events (chunked), ``chunk_delay`` seconds apart, as OpenAI and
-llama.cpp stream. Only ``.../chat/completions`` and ``.../models`` exist (404
-elsewhere). Standard library only; one thread per connection.
+The fake OpenAI-compatible upstream lives in :mod:`copage.llm.fake_server` (the
+one shipped fake server); it is re-exported here for the proxy's tests and
+benchmarks. :class:`ServerThread` runs an ASGI app on a free loopback port.
 """
 
 from __future__ import annotations
 
-import json
 import threading
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Self
 
+from copage.llm.fake_server import (
+    FakeUpstream,
+    Reply,
+    Responder,
+    completion_body,
+    echo,
+    stream_events,
+)
 
-@dataclass
-class Reply:
-    """A scripted answer: text, tool calls ``[(name, args_dict)]``, or an HTTP error."""
-
-    text: str = ""
-    tool_calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
-    status: int = 200
-    error: str | None = None
-    delay: float = 0.0
-    prompt_tokens: int = 10
-    completion_tokens: int = 5
-    #: Streaming: the text in these pieces (default: word by word) ...
-    pieces: list[str] | None = None
-    #: ... with this pause before each chunk after the first.
-    chunk_delay: float = 0.0
-    #: Streaming: after this many text pieces, an error event instead of the rest.
-    fail_after: int | None = None
-
-
-Responder = Callable[[dict[str, Any]], Reply]
-
-
-def echo(body: dict[str, Any]) -> Reply:
-    """Answers ``echo: <last user message>``."""
-    last: dict[str, Any] = next(
-        (m for m in reversed(body.get("messages", [])) if m.get("role") == "user"), {})
-    return Reply(text=f"echo: {last.get('content', '')}")
-
-
-def completion_body(body: dict[str, Any], reply: Reply, n: int) -> dict[str, Any]:
-    """The ``chat.completion`` JSON for a reply."""
-    msg: dict[str, Any] = {"role": "assistant", "content": reply.text or None}
-    if reply.tool_calls:
-        msg["tool_calls"] = [
-            {"id": f"call_{n}_{i}", "type": "function",
-             "function": {"name": name, "arguments": json.dumps(args, separators=(",", ":"))}}
-            for i, (name, args) in enumerate(reply.tool_calls)
-        ]
-    return {
-        "id": f"fake-{n}", "object": "chat.completion", "created": 0,
-        "model": body.get("model", "fake"),
-        "choices": [{"index": 0, "message": msg,
-                     "finish_reason": "tool_calls" if reply.tool_calls else "stop"}],
-        "usage": {"prompt_tokens": reply.prompt_tokens,
-                  "completion_tokens": reply.completion_tokens,
-                  "total_tokens": reply.prompt_tokens + reply.completion_tokens},
-    }
-
-
-class _Server(ThreadingHTTPServer):
-    request_queue_size = 1024  # listen backlog: many clients connect at once in load runs
-    daemon_threads = True
-
-
-class FakeUpstream:
-    """Serves ``/v1/chat/completions`` and ``/v1/models`` on ``http://127.0.0.1:PORT/v1``."""
-
-    def __init__(self, responder: Responder = echo, *, record: bool = True,
-                 models: tuple[str, ...] = ("fake-model",), port: int = 0) -> None:
-        self.responder = responder
-        self.record = record
-        self.models = models
-        self.received: list[dict[str, Any]] = []
-        self.headers: list[dict[str, str]] = []
-        self.paths: list[str] = []
-        #: The client port of each request's connection (a reused connection repeats it).
-        self.peers: list[int] = []
-        #: Numbers of the requests whose streamed reply has been sent to its end (recorded
-        #: just before the last chunk goes out, so a client that read it all sees it here).
-        self.streamed: list[int] = []
-        #: ``time.monotonic()`` just before each streamed reply's last chunk, by number.
-        self.ended: dict[int, float] = {}
-        self._n = 0
-        self._lock = threading.Lock()
-        self._httpd = _Server(("127.0.0.1", port), _handler(self))
-        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
-
-    @property
-    def url(self) -> str:
-        """Base URL with ``/v1``."""
-        return f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
-
-    def start(self) -> Self:
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._httpd.shutdown()
-        self._httpd.server_close()
-
-    def __enter__(self) -> Self:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-    def handle(self, body: dict[str, Any], headers: dict[str, str], path: str = "",
-               peer: int = 0) -> tuple[int, Any, float, Reply, int]:
-        with self._lock:
-            self._n += 1
-            n = self._n
-            if self.record:
-                self.received.append(body)
-                self.headers.append(headers)
-                self.paths.append(path)
-                self.peers.append(peer)
-        reply = self.responder(body)
-        if reply.status != 200:
-            err = {"error": {"message": reply.error or "fake error", "type": "fake"}}
-            return reply.status, err, reply.delay, reply, n
-        return 200, completion_body(body, reply, n), reply.delay, reply, n
-
-
-def stream_events(body: dict[str, Any], reply: Reply, n: int) -> list[dict[str, Any]]:
-    """The ``chat.completion.chunk`` payloads of a streamed reply (no ``[DONE]``)."""
-    base = {"id": f"fake-{n}", "object": "chat.completion.chunk", "created": 0,
-            "model": body.get("model", "fake")}
-
-    def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
-        return {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
-
-    out = [chunk({"role": "assistant", "content": ""})]
-    pieces = reply.pieces if reply.pieces is not None else [
-        w + " " for w in reply.text.split(" ")[:-1]] + reply.text.split(" ")[-1:]
-    out += [chunk({"content": p}) for p in pieces if p]
-    for i, (name, args) in enumerate(reply.tool_calls):
-        text = json.dumps(args, separators=(",", ":"))
-        half = len(text) // 2
-        out.append(chunk({"tool_calls": [{"index": i, "id": f"call_{n}_{i}", "type": "function",
-                                          "function": {"name": name, "arguments": ""}}]}))
-        for part in (text[:half], text[half:]):
-            out.append(chunk({"tool_calls": [{"index": i, "function": {"arguments": part}}]}))
-    out.append(chunk({}, "tool_calls" if reply.tool_calls else "stop"))
-    if (body.get("stream_options") or {}).get("include_usage"):
-        out.append({**base, "choices": [], "usage": {
-            "prompt_tokens": reply.prompt_tokens, "completion_tokens": reply.completion_tokens,
-            "total_tokens": reply.prompt_tokens + reply.completion_tokens}})
-    return out
-
-
-def _handler(server: FakeUpstream) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-        disable_nagle_algorithm = True  # streamed chunks go out at once, as real servers do
-
-        def log_message(self, format: str, *args: Any) -> None:
-            return
-
-        def _send(self, status: int, payload: Any) -> None:
-            data = json.dumps(payload).encode()
-            reason = self.responses.get(status, ("",))[0]
-            head = (f"HTTP/1.1 {status} {reason}\r\ncontent-type: application/json\r\n"
-                    f"content-length: {len(data)}\r\n\r\n").encode()
-            self.wfile.write(head + data)  # one write: no Nagle/delayed-ACK stall
-
-        def do_GET(self) -> None:
-            if self.path.split("?")[0].rstrip("/").endswith("/models"):
-                data = [{"id": m, "object": "model", "created": 0, "owned_by": "fake"}
-                        for m in server.models]
-                self._send(200, {"object": "list", "data": data})
-            else:
-                self._send(404, {"error": {"message": "not found"}})
-
-        def do_POST(self) -> None:
-            size = int(self.headers.get("content-length") or 0)
-            raw = self.rfile.read(size) if size else b"{}"
-            try:
-                body = json.loads(raw)
-            except ValueError:
-                self._send(400, {"error": {"message": "bad json"}})
-                return
-            if not self.path.split("?")[0].endswith("/chat/completions"):
-                self._send(404, {"error": {"message": f"no route {self.path}"}})
-                return
-            headers = {k.lower(): v for k, v in self.headers.items()}
-            status, payload, delay, reply, n = server.handle(body, headers, self.path,
-                                                             self.client_address[1])
-            if delay:
-                time.sleep(delay)
-            try:
-                if status == 200 and body.get("stream"):
-                    events = stream_events(body, reply, n)
-                    if reply.fail_after is not None:
-                        events = events[:reply.fail_after + 1] + [
-                            {"error": {"message": reply.error or "fake failure mid-stream",
-                                       "type": "server_error"}}]
-                    def last_chunk() -> None:  # recorded before the client can see the end
-                        server.ended[n] = time.monotonic()
-                        server.streamed.append(n)
-
-                    self._stream(events, reply.chunk_delay, done=reply.fail_after is None,
-                                 before_last=last_chunk)
-                else:
-                    self._send(status, payload)
-            except (BrokenPipeError, ConnectionResetError):
-                pass
-
-        def _stream(self, events: list[dict[str, Any]], pause: float, done: bool = True,
-                    before_last: Callable[[], None] | None = None) -> None:
-            self.wfile.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
-                             b"transfer-encoding: chunked\r\ncache-control: no-cache\r\n\r\n")
-            datas = [f"data: {json.dumps(e)}\n\n".encode() for e in events]
-            sent = [*datas, b"data: [DONE]\n\n"] if done else datas
-            for i, data in enumerate(sent):
-                if i and pause:
-                    time.sleep(pause)
-                if i == len(sent) - 1 and before_last is not None:
-                    before_last()
-                self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
-                self.wfile.flush()
-            self.wfile.write(b"0\r\n\r\n")
-            self.wfile.flush()
-
-    return Handler
+__all__ = ["FakeUpstream", "Reply", "Responder", "ServerThread", "completion_body", "echo",
+           "stream_events"]
 
 
 class ServerThread:

@@ -11,24 +11,14 @@ from urllib.parse import urlsplit, urlunsplit
 import httpx
 
 from copage.llm.errors import ModelError, UpstreamError, error_for_status, redact
+from copage.llm.http_model import HttpChatModel, endpoint
+from copage.llm.transport import Transport, transport_for
 from copage.llm.types import ChatModel, ChatRequest, ChatResponse, StreamEvent
 from copage.llm.types import stream as stream_reply
 from copage.server.errors import bad_request
-from copage.server.http_model import HttpChatModel
-from copage.server.transport import Transport, transport_for
 
 DUMMY_KEY = "sk-no-key-required"
 MAX_MODELS = 32
-
-
-def endpoint(base_url: str, path: str) -> str:
-    """``base_url`` with ``path`` appended to its path, its query kept after it.
-
-    ``https://x.openai.azure.com/openai/deployments/d?api-version=2024-06-01`` and
-    ``chat/completions`` give ``.../deployments/d/chat/completions?api-version=...``.
-    """
-    parts = urlsplit(base_url)
-    return urlunsplit(parts._replace(path=parts.path.rstrip("/") + "/" + path.lstrip("/")))
 
 
 class Upstream:

@@ -3,7 +3,7 @@
 The proxy's ``--upstream URL`` mode posts the JSON body itself instead of going
 through the ``openai`` SDK: the SDK's request building and response models cost
 about 10 ms per call on the benchmark machine, more than the whole paging work
-of a turn. The transport (:mod:`copage.server.transport`) is one pooled
+of a turn. The transport (:mod:`copage.llm.transport`) is one pooled
 keep-alive client shared by every model name. Errors map exactly as the SDK adapter's do (timeouts -> ModelTimeout,
 5xx and connection failures -> UpstreamError, 429 -> RateLimited with its
 Retry-After, 401/403 -> AuthError, other 4xx -> RequestRejected, malformed
@@ -30,6 +30,7 @@ import json
 import random
 from collections.abc import AsyncIterator, Callable, Coroutine
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 from copage.llm.errors import (
     BadResponse,
@@ -42,9 +43,9 @@ from copage.llm.guard import check_url
 from copage.llm.openai_model import chat_fields
 from copage.llm.openai_parse import Accumulator
 from copage.llm.retry import RetryPolicy, call_with_retries, parse_retry_after
+from copage.llm.sse import EventTooLarge, events
+from copage.llm.transport import RawResponse, RawStream, Transport
 from copage.llm.types import ChatRequest, ChatResponse, StreamEvent
-from copage.server.sse import EventTooLarge, events
-from copage.server.transport import RawResponse, RawStream, Transport
 
 PROVIDER = "upstream"
 #: After ``[DONE]``, how long the rest of a streamed body may take to arrive (read in
@@ -67,6 +68,16 @@ def request_body(model: str, request: ChatRequest) -> dict[str, Any]:
     return body
 
 
+def endpoint(base_url: str, path: str) -> str:
+    """``base_url`` with ``path`` appended to its path, its query kept after it.
+
+    ``https://x.openai.azure.com/openai/deployments/d?api-version=2024-06-01`` and
+    ``chat/completions`` give ``.../deployments/d/chat/completions?api-version=...``.
+    """
+    parts = urlsplit(base_url)
+    return urlunsplit(parts._replace(path=parts.path.rstrip("/") + "/" + path.lstrip("/")))
+
+
 class HttpChatModel:
     """One upstream model name; ``transport()`` gives the shared pooled transport.
 
@@ -82,8 +93,6 @@ class HttpChatModel:
         self, model: str, *, base_url: str, transport: Callable[[], Transport],
         api_key: str, retries: int = 0, rng: random.Random | None = None,
     ) -> None:
-        from copage.server.upstream import endpoint
-
         self.model, self.base_url = model, base_url
         self.url = endpoint(base_url, "chat/completions")
         self._transport = transport

@@ -1,4 +1,4 @@
-"""How the proxy POSTs to its upstream: pooled ``httpx``, or a lean keep-alive client for loopback.
+"""How the HTTP model client POSTs: pooled ``httpx``, or a lean keep-alive client for loopback.
 
 Both transports return a :class:`RawResponse` and raise only ``ModelTimeout``
 (the call took longer than ``timeout``) or ``UpstreamError`` (connection failed
