@@ -337,6 +337,50 @@ def test_any_client_format_to_any_upstream_api(make_proxy: Callable[..., Proxy],
     assert f'endpoint="{api}"' in counts
 
 
+def test_messages_upstream_is_streamed(make_proxy: Callable[..., Proxy]) -> None:
+    """A streaming client of proxy A, whose upstream speaks Messages (proxy B in front of
+    a slow scripted upstream), gets its first text delta before B's upstream has finished,
+    and a client tool call's input as it comes, not the whole answer as one delta."""
+    import time
+
+    from copage.core.config import PagerConfig
+
+    slow = "One two three four five six seven eight nine ten."
+    b = make_proxy(paging=PagerConfig())
+    b.upstream.responder = lambda body: Reply(text=slow, chunk_delay=0.15)
+    a = make_proxy(upstream=b.url + "/v1", upstream_api="messages", upstream_key=KEY_A)
+    first: float | None = None
+    parts: list[str] = []
+    for ch in a.client().chat.completions.create(
+            model="fake-model", messages=[{"role": "user", "content": "count"}], stream=True):
+        if ch.choices and ch.choices[0].delta.content:
+            first = first or time.monotonic()
+            parts.append(ch.choices[0].delta.content)
+    assert b.upstream.streamed, "A did not stream its Messages upstream (B's call was whole)"
+    n = b.upstream.streamed[-1]
+    assert first is not None and first < b.upstream.ended[n], "the first delta waited for the end"
+    assert "".join(parts) == slow and len(parts) >= 5
+    # a client tool call through the Messages upstream: its input streamed in pieces
+    b.upstream.responder = lambda body: Reply(
+        text="", tool_calls=[("get_weather", {"city": "Lisbon", "unit": "celsius"})],
+        chunk_delay=0.05)
+    c = Client(a, "messages", stream=True, tools=True)
+    seen = c.say("weather?")
+    assert [(name, args) for _, name, args in seen.calls] == [
+        ("get_weather", {"city": "Lisbon", "unit": "celsius"})]
+    tool = {"type": "function", "function": {"name": "get_weather", "parameters": {
+        "type": "object", "properties": {"city": {"type": "string"}}}}}
+    args: list[str] = []
+    for ch in a.client().chat.completions.create(
+            model="fake-model", messages=[{"role": "user", "content": "weather?"}],
+            tools=[tool], stream=True):
+        for tc in (ch.choices[0].delta.tool_calls or []) if ch.choices else []:
+            if tc.function and tc.function.arguments:
+                args.append(tc.function.arguments)
+    assert len(args) >= 2, "the tool input came as one delta"
+    assert json.loads("".join(args)) == {"city": "Lisbon", "unit": "celsius"}
+
+
 def test_upstream_api_is_checked() -> None:
     from copage.server.settings import ServeSettings, build_settings
 
