@@ -9,6 +9,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+import openai
 import pytest
 from formats import FORMATS, Client
 from proxy_helpers import KEY_A, KEY_B, Proxy
@@ -257,6 +258,33 @@ def test_messages_errors_in_anthropic_shape(proxy: Proxy) -> None:
 
 
 # ------------------------------------------------------------------ Agents SDK
+def test_messages_refusals_and_404s_in_anthropic_shape(proxy: Proxy) -> None:
+    """Browser-guard refusals and unknown routes under /v1/messages reach the anthropic SDK
+    as its own typed errors with Anthropic's body; Chat Completions keeps OpenAI's."""
+    import anthropic
+
+    n = len(proxy.upstream.received)
+    evil = anthropic.Anthropic(base_url=proxy.url, api_key=KEY_A, max_retries=0,
+                               default_headers={"Origin": "https://evil.example"})
+    with pytest.raises(anthropic.PermissionDeniedError) as denied:
+        evil.messages.create(model="m", max_tokens=16,
+                             messages=[{"role": "user", "content": "hi"}])
+    assert denied.value.body == {"type": "error", "error": {
+        "type": "permission_error", "message": denied.value.body["error"]["message"]}}
+    assert "cross-origin" in denied.value.body["error"]["message"]
+    ok = anthropic.Anthropic(base_url=proxy.url, api_key=KEY_A, max_retries=0)
+    with pytest.raises(anthropic.NotFoundError) as missing:  # POST /v1/messages/count_tokens
+        ok.messages.count_tokens(model="m", messages=[{"role": "user", "content": "hi"}])
+    assert missing.value.body == {"type": "error", "error": {
+        "type": "not_found_error", "message": "no route /v1/messages/count_tokens"}}
+    assert len(proxy.upstream.received) == n, "nothing reached the upstream"
+    chat = openai.OpenAI(base_url=proxy.url + "/v1", api_key=KEY_A, max_retries=0,
+                         default_headers={"Origin": "https://evil.example"})
+    with pytest.raises(openai.PermissionDeniedError) as refused:
+        chat.chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}])
+    assert refused.value.code == "cross_origin"
+
+
 def test_agents_sdk_default_responses_model_through_the_proxy(proxy: Proxy) -> None:
     from agents import Agent, OpenAIResponsesModel, Runner, function_tool, set_tracing_disabled
     from openai import AsyncOpenAI
