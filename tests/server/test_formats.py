@@ -145,6 +145,55 @@ def test_previous_response_id_of_another_tenant_is_not_found(proxy: Proxy) -> No
     assert _conversations(proxy, "bob") == []
 
 
+def test_responses_retrieve_returns_the_stored_response(proxy: Proxy) -> None:
+    """``client.responses.retrieve(id)`` gets the stored answer an id names (an older one
+    too), under the caller's tenant only; unknown, ``store: false`` and other tenants'
+    ids are 404s in OpenAI's shape."""
+    client = proxy.client()
+    first = client.responses.create(model="fake-model", input="u1")
+    second = client.responses.create(model="fake-model", input="u2",
+                                     previous_response_id=first.id)
+    got = client.responses.retrieve(first.id)
+    assert got.id == first.id and got.status == "completed" and got.output_text == "echo: u1"
+    assert got.model == first.model and got.usage == first.usage
+    assert got.created_at >= first.created_at - 1
+    assert client.responses.retrieve(second.id).output_text == "echo: u2"
+    # a client tool call comes back as its function_call item
+    proxy.upstream.responder = lambda body: Reply(tool_calls=[("get_weather",
+                                                               {"city": "Lisbon"})])
+    tool = {"type": "function", "name": "get_weather",
+            "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}
+    called = client.responses.create(model="fake-model", input="weather?", tools=[tool],
+                                     previous_response_id=second.id)
+    (item,) = client.responses.retrieve(called.id).output
+    (made,) = called.output
+    assert item.type == made.type == "function_call"
+    assert (item.call_id, item.name, json.loads(item.arguments)) == (
+        made.call_id, made.name, {"city": "Lisbon"})
+    n = len(proxy.upstream.received)
+    unstored = client.responses.create(model="fake-model", input="u9", store=False)
+    for rid, who in [(first.id, proxy.client(KEY_B)), (unstored.id, client),
+                     ("resp_garbage", client), (first.id[:-2] + "zz", client)]:
+        with pytest.raises(openai.NotFoundError) as err:
+            who.responses.retrieve(rid)
+        assert err.value.code == "response_not_found"
+        assert err.value.body == {"message": f"Response with id '{rid}' not found.",
+                                  "type": "invalid_request_error",
+                                  "code": "response_not_found", "param": "response_id"}
+    assert len(proxy.upstream.received) == n + 1, "only the store: false turn was asked"
+    # a deleted conversation's responses are gone
+    import httpx
+
+    from copage.server.formats.responses import ResponseId
+
+    cid = ResponseId.parse(first.id).conversation_id
+    assert cid in _conversations(proxy)
+    assert httpx.delete(f"{proxy.url}/v1/conversations/{cid}",
+                        headers={"authorization": f"Bearer {KEY_A}"}).status_code == 200
+    with pytest.raises(openai.NotFoundError):
+        client.responses.retrieve(first.id)
+
+
 # ------------------------------------------------------------------ wire shapes
 def _events(proxy: Proxy, path: str, body: dict[str, Any], **headers: str) -> list[str]:
     import httpx

@@ -151,7 +151,7 @@ def test_browser_guard(open_proxy: ServerThread, upstream: FakeUpstream, fmt: st
     assert r.status_code == 403
     assert error_code(fmt, r) in ("host_not_allowed", "permission_error")
     # no route under the endpoint, and a wrong method on it: in fmt's shape too
-    r = httpx.post(url + PATHS[fmt] + "/nothing", json=body(fmt, "hi"))
+    r = httpx.post(url + PATHS[fmt] + "/no/such", json=body(fmt, "hi"))
     assert r.status_code == 404 and error_code(fmt, r) in ("not_found", "not_found_error")
     r = httpx.get(url + PATHS[fmt])
     assert r.status_code == 405
