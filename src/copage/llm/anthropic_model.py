@@ -143,6 +143,13 @@ class AnthropicModel(NetworkModel):
                     stopped = True
                 elif kind == "error":
                     raise UpstreamError(self.provider, f"stream failed: {str(e)[:200]}")
+        except anthropic.APIStatusError as err:
+            if err.status_code != 200:
+                raise self._error(err) from None
+            # an `error` event after the stream began (overloaded_error, api_error, ...)
+            body = err.body if isinstance(err.body, dict) else {}
+            detail = (body.get("error") or {}).get("message") or "error event"
+            raise UpstreamError(self.provider, f"stream failed: {str(detail)[:200]}") from None
         except self._failures() as err:
             raise self._error(err) from None
         if not stopped or not message:
