@@ -169,3 +169,63 @@ async def test_500_exhausts_retries(sleeps: Sleeps) -> None:
             ChatRequest(({"role": "user", "content": "x"},))
         )
     assert len(srv.received) == 2
+
+
+def _stream_events(*, stop: bool = True) -> list[tuple[str, dict[str, object]]]:
+    """Anthropic's stream of a text block then a tool_use block (input in two deltas)."""
+    msg = {"id": "msg_1", "type": "message", "role": "assistant", "model": "claude-haiku-4-5",
+           "content": [], "stop_reason": None, "stop_sequence": None,
+           "usage": {"input_tokens": 2000, "output_tokens": 1}}
+    out: list[tuple[str, dict[str, object]]] = [
+        ("message_start", {"type": "message_start", "message": msg}),
+        ("content_block_start", {"type": "content_block_start", "index": 0,
+                                 "content_block": {"type": "text", "text": ""}}),
+        ("ping", {"type": "ping"}),
+        *[("content_block_delta", {"type": "content_block_delta", "index": 0,
+                                   "delta": {"type": "text_delta", "text": t}})
+          for t in ("Let me ", "check.")],
+        ("content_block_stop", {"type": "content_block_stop", "index": 0}),
+        ("content_block_start", {"type": "content_block_start", "index": 1, "content_block": {
+            "type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": {}}}),
+        *[("content_block_delta", {"type": "content_block_delta", "index": 1,
+                                   "delta": {"type": "input_json_delta", "partial_json": j}})
+          for j in ('{"city": "Li', 'sbon"}')],
+        ("content_block_stop", {"type": "content_block_stop", "index": 1}),
+        ("message_delta", {"type": "message_delta", "delta": {"stop_reason": "tool_use",
+                                                              "stop_sequence": None},
+                           "usage": {"output_tokens": 100}}),
+    ]
+    return out + ([("message_stop", {"type": "message_stop"})] if stop else [])
+
+
+async def test_stream_passes_text_and_tool_input_deltas_on() -> None:
+    from copage.llm.types import stream
+
+    req = ChatRequest(({"role": "user", "content": "weather?"},))
+    with FakeServer(FakeReply(sse=list(_stream_events()))) as srv:
+        events = [e async for e in stream(model(srv), req)]
+    assert srv.received[0].body["stream"] is True
+    assert [e.text for e in events if e.kind == "text"] == ["Let me ", "check."]
+    deltas = [e.tool_call for e in events if e.kind == "tool_call"]
+    assert [(d.index, d.id, d.name, d.arguments) for d in deltas if d is not None] == [
+        (0, "toolu_1", "get_weather", ""), (0, None, None, '{"city": "Li'),
+        (0, None, None, 'sbon"}')]
+    done = events[-1].response
+    assert events[-1].kind == "done" and done is not None
+    assert done.text == "Let me check." and done.finish_reason == "tool_calls"
+    assert done.tool_calls == (ToolCall("toolu_1", "get_weather", '{"city": "Lisbon"}'),)
+    assert (done.usage.prompt_tokens, done.usage.completion_tokens) == (2000, 100)
+
+
+async def test_stream_cut_short_or_failing_is_an_error() -> None:
+    from copage.llm.types import stream
+
+    req = ChatRequest(({"role": "user", "content": "weather?"},))
+    with FakeServer(FakeReply(sse=list(_stream_events(stop=False)))) as srv, \
+            pytest.raises(BadResponse, match="without message_stop"):
+        [e async for e in stream(model(srv), req)]
+    failing = [*_stream_events()[:4], ("error", {"type": "error", "error": {
+        "type": "overloaded_error", "message": "Overloaded"}})]
+    with FakeServer(FakeReply(sse=failing)) as srv, \
+            pytest.raises(UpstreamError, match="stream failed: Overloaded"):
+        [e async for e in stream(model(srv), req)]

@@ -9,6 +9,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+import openai
 import pytest
 from formats import FORMATS, Client
 from proxy_helpers import KEY_A, KEY_B, Proxy
@@ -144,6 +145,55 @@ def test_previous_response_id_of_another_tenant_is_not_found(proxy: Proxy) -> No
     assert _conversations(proxy, "bob") == []
 
 
+def test_responses_retrieve_returns_the_stored_response(proxy: Proxy) -> None:
+    """``client.responses.retrieve(id)`` gets the stored answer an id names (an older one
+    too), under the caller's tenant only; unknown, ``store: false`` and other tenants'
+    ids are 404s in OpenAI's shape."""
+    client = proxy.client()
+    first = client.responses.create(model="fake-model", input="u1")
+    second = client.responses.create(model="fake-model", input="u2",
+                                     previous_response_id=first.id)
+    got = client.responses.retrieve(first.id)
+    assert got.id == first.id and got.status == "completed" and got.output_text == "echo: u1"
+    assert got.model == first.model and got.usage == first.usage
+    assert got.created_at >= first.created_at - 1
+    assert client.responses.retrieve(second.id).output_text == "echo: u2"
+    # a client tool call comes back as its function_call item
+    proxy.upstream.responder = lambda body: Reply(tool_calls=[("get_weather",
+                                                               {"city": "Lisbon"})])
+    tool = {"type": "function", "name": "get_weather",
+            "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}
+    called = client.responses.create(model="fake-model", input="weather?", tools=[tool],
+                                     previous_response_id=second.id)
+    (item,) = client.responses.retrieve(called.id).output
+    (made,) = called.output
+    assert item.type == made.type == "function_call"
+    assert (item.call_id, item.name, json.loads(item.arguments)) == (
+        made.call_id, made.name, {"city": "Lisbon"})
+    n = len(proxy.upstream.received)
+    unstored = client.responses.create(model="fake-model", input="u9", store=False)
+    for rid, who in [(first.id, proxy.client(KEY_B)), (unstored.id, client),
+                     ("resp_garbage", client), (first.id[:-2] + "zz", client)]:
+        with pytest.raises(openai.NotFoundError) as err:
+            who.responses.retrieve(rid)
+        assert err.value.code == "response_not_found"
+        assert err.value.body == {"message": f"Response with id '{rid}' not found.",
+                                  "type": "invalid_request_error",
+                                  "code": "response_not_found", "param": "response_id"}
+    assert len(proxy.upstream.received) == n + 1, "only the store: false turn was asked"
+    # a deleted conversation's responses are gone
+    import httpx
+
+    from copage.server.formats.responses import ResponseId
+
+    cid = ResponseId.parse(first.id).conversation_id
+    assert cid in _conversations(proxy)
+    assert httpx.delete(f"{proxy.url}/v1/conversations/{cid}",
+                        headers={"authorization": f"Bearer {KEY_A}"}).status_code == 200
+    with pytest.raises(openai.NotFoundError):
+        client.responses.retrieve(first.id)
+
+
 # ------------------------------------------------------------------ wire shapes
 def _events(proxy: Proxy, path: str, body: dict[str, Any], **headers: str) -> list[str]:
     import httpx
@@ -257,6 +307,33 @@ def test_messages_errors_in_anthropic_shape(proxy: Proxy) -> None:
 
 
 # ------------------------------------------------------------------ Agents SDK
+def test_messages_refusals_and_404s_in_anthropic_shape(proxy: Proxy) -> None:
+    """Browser-guard refusals and unknown routes under /v1/messages reach the anthropic SDK
+    as its own typed errors with Anthropic's body; Chat Completions keeps OpenAI's."""
+    import anthropic
+
+    n = len(proxy.upstream.received)
+    evil = anthropic.Anthropic(base_url=proxy.url, api_key=KEY_A, max_retries=0,
+                               default_headers={"Origin": "https://evil.example"})
+    with pytest.raises(anthropic.PermissionDeniedError) as denied:
+        evil.messages.create(model="m", max_tokens=16,
+                             messages=[{"role": "user", "content": "hi"}])
+    assert denied.value.body == {"type": "error", "error": {
+        "type": "permission_error", "message": denied.value.body["error"]["message"]}}
+    assert "cross-origin" in denied.value.body["error"]["message"]
+    ok = anthropic.Anthropic(base_url=proxy.url, api_key=KEY_A, max_retries=0)
+    with pytest.raises(anthropic.NotFoundError) as missing:  # POST /v1/messages/count_tokens
+        ok.messages.count_tokens(model="m", messages=[{"role": "user", "content": "hi"}])
+    assert missing.value.body == {"type": "error", "error": {
+        "type": "not_found_error", "message": "no route /v1/messages/count_tokens"}}
+    assert len(proxy.upstream.received) == n, "nothing reached the upstream"
+    chat = openai.OpenAI(base_url=proxy.url + "/v1", api_key=KEY_A, max_retries=0,
+                         default_headers={"Origin": "https://evil.example"})
+    with pytest.raises(openai.PermissionDeniedError) as refused:
+        chat.chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}])
+    assert refused.value.code == "cross_origin"
+
+
 def test_agents_sdk_default_responses_model_through_the_proxy(proxy: Proxy) -> None:
     from agents import Agent, OpenAIResponsesModel, Runner, function_tool, set_tracing_disabled
     from openai import AsyncOpenAI
@@ -335,6 +412,50 @@ def test_any_client_format_to_any_upstream_api(make_proxy: Callable[..., Proxy],
     # B was reached through its `api` endpoint
     counts = b.state.metrics.render()
     assert f'endpoint="{api}"' in counts
+
+
+def test_messages_upstream_is_streamed(make_proxy: Callable[..., Proxy]) -> None:
+    """A streaming client of proxy A, whose upstream speaks Messages (proxy B in front of
+    a slow scripted upstream), gets its first text delta before B's upstream has finished,
+    and a client tool call's input as it comes, not the whole answer as one delta."""
+    import time
+
+    from copage.core.config import PagerConfig
+
+    slow = "One two three four five six seven eight nine ten."
+    b = make_proxy(paging=PagerConfig())
+    b.upstream.responder = lambda body: Reply(text=slow, chunk_delay=0.15)
+    a = make_proxy(upstream=b.url + "/v1", upstream_api="messages", upstream_key=KEY_A)
+    first: float | None = None
+    parts: list[str] = []
+    for ch in a.client().chat.completions.create(
+            model="fake-model", messages=[{"role": "user", "content": "count"}], stream=True):
+        if ch.choices and ch.choices[0].delta.content:
+            first = first or time.monotonic()
+            parts.append(ch.choices[0].delta.content)
+    assert b.upstream.streamed, "A did not stream its Messages upstream (B's call was whole)"
+    n = b.upstream.streamed[-1]
+    assert first is not None and first < b.upstream.ended[n], "the first delta waited for the end"
+    assert "".join(parts) == slow and len(parts) >= 5
+    # a client tool call through the Messages upstream: its input streamed in pieces
+    b.upstream.responder = lambda body: Reply(
+        text="", tool_calls=[("get_weather", {"city": "Lisbon", "unit": "celsius"})],
+        chunk_delay=0.05)
+    c = Client(a, "messages", stream=True, tools=True)
+    seen = c.say("weather?")
+    assert [(name, args) for _, name, args in seen.calls] == [
+        ("get_weather", {"city": "Lisbon", "unit": "celsius"})]
+    tool = {"type": "function", "function": {"name": "get_weather", "parameters": {
+        "type": "object", "properties": {"city": {"type": "string"}}}}}
+    args: list[str] = []
+    for ch in a.client().chat.completions.create(
+            model="fake-model", messages=[{"role": "user", "content": "weather?"}],
+            tools=[tool], stream=True):
+        for tc in (ch.choices[0].delta.tool_calls or []) if ch.choices else []:
+            if tc.function and tc.function.arguments:
+                args.append(tc.function.arguments)
+    assert len(args) >= 2, "the tool input came as one delta"
+    assert json.loads("".join(args)) == {"city": "Lisbon", "unit": "celsius"}
 
 
 def test_upstream_api_is_checked() -> None:

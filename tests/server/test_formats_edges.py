@@ -141,10 +141,20 @@ def test_browser_guard(open_proxy: ServerThread, upstream: FakeUpstream, fmt: st
     r = httpx.post(url + PATHS[fmt], content=raw,
                    headers={"content-type": "text/plain", "origin": "https://evil.example"})
     assert r.status_code == 403
+    assert error_code(fmt, r) in ("cross_origin", "permission_error")  # in fmt's shape
     r = httpx.post(url + PATHS[fmt], content=raw, headers={"content-type": "text/plain"})
     assert r.status_code == 415
+    assert error_code(fmt, r) in ("unsupported_media_type", "invalid_request_error")
+    assert "application/json" in json.dumps(r.json())
     r = httpx.post(url + PATHS[fmt], json=body(fmt, "hi"),
                    headers={"host": f"attacker.example:{port}"})
     assert r.status_code == 403
+    assert error_code(fmt, r) in ("host_not_allowed", "permission_error")
+    # no route under the endpoint, and a wrong method on it: in fmt's shape too
+    r = httpx.post(url + PATHS[fmt] + "/no/such", json=body(fmt, "hi"))
+    assert r.status_code == 404 and error_code(fmt, r) in ("not_found", "not_found_error")
+    r = httpx.get(url + PATHS[fmt])
+    assert r.status_code == 405
+    assert error_code(fmt, r) in ("method_not_allowed", "invalid_request_error")
     assert len(upstream.received) == n, "nothing reached the upstream"
     assert httpx.post(url + PATHS[fmt], json=body(fmt, "hi")).status_code == 200

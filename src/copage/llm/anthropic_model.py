@@ -1,12 +1,16 @@
 """The Anthropic adapter (official ``anthropic`` SDK, Messages API).
 
-Anthropic has no logprobs: ``ChatResponse.logprobs`` is always None. Streaming
-uses the generic one-chunk fallback. ``temperature`` goes in the request body
-directly (the 2.x SDK dropped the keyword argument).
+Anthropic has no logprobs: ``ChatResponse.logprobs`` is always None.
+:meth:`AnthropicModel.stream` passes the upstream's ``text_delta`` and
+``input_json_delta`` events on as they come; its last event's response is built
+from the assembled message by the same code as a whole reply. ``temperature`` goes
+in the request body directly (the 2.x SDK dropped the keyword argument).
 """
 
 from __future__ import annotations
 
+import json
+from collections.abc import AsyncIterator
 from types import ModuleType
 from typing import Any
 
@@ -19,8 +23,8 @@ from copage.llm.anthropic_convert import (
     to_anthropic_tools,
 )
 from copage.llm.base import NetworkModel, resolve_key
-from copage.llm.errors import safe_url
-from copage.llm.types import ChatRequest, ChatResponse
+from copage.llm.errors import BadResponse, UpstreamError, safe_url
+from copage.llm.types import ChatRequest, ChatResponse, StreamEvent, ToolCallDelta
 
 ANTHROPIC_URL = "https://api.anthropic.com"
 
@@ -91,3 +95,77 @@ class AnthropicModel(NetworkModel):
         dump = getattr(message, "model_dump", None)
         data = dump(warnings=False) if dump is not None else message
         return from_anthropic(data, self.provider, self.model, message)
+
+    async def stream(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
+        """Stream text and tool-input deltas; the last event holds the full response."""
+        kw = {**self.body(request), "stream": True}
+
+        async def call() -> Any:
+            return await self._client().messages.create(**kw)
+
+        events = await self._send(call)
+        message: dict[str, Any] = {}
+        blocks: dict[int, dict[str, Any]] = {}  # content block index -> the block so far
+        calls: dict[int, int] = {}  # content block index -> the call's index among the calls
+        stopped = False
+        try:
+            async for e in events:
+                kind = getattr(e, "type", "")
+                if kind == "message_start":
+                    message = e.message.model_dump(warnings=False)
+                elif kind == "content_block_start":
+                    block = e.content_block.model_dump(warnings=False)
+                    blocks[e.index] = block
+                    if block.get("type") == "tool_use":
+                        block["partial_json"] = ""
+                        calls[e.index] = len(calls)
+                        yield StreamEvent("tool_call", tool_call=ToolCallDelta(
+                            calls[e.index], id=str(block.get("id") or ""),
+                            name=str(block.get("name") or "")))
+                    elif block.get("type") == "text" and block.get("text"):
+                        yield StreamEvent("text", text=str(block["text"]))
+                elif kind == "content_block_delta":
+                    block, delta = blocks[e.index], e.delta
+                    if delta.type == "text_delta":
+                        block["text"] = str(block.get("text") or "") + delta.text
+                        yield StreamEvent("text", text=str(delta.text))
+                    elif delta.type == "input_json_delta" and e.index in calls:
+                        block["partial_json"] += delta.partial_json
+                        yield StreamEvent("tool_call", tool_call=ToolCallDelta(
+                            calls[e.index], arguments=str(delta.partial_json)))
+                elif kind == "message_delta":
+                    message["stop_reason"] = e.delta.stop_reason
+                    usage = dict(message.get("usage") or {})
+                    usage.update({k: v for k, v in e.usage.model_dump(warnings=False).items()
+                                  if v is not None})
+                    message["usage"] = usage
+                elif kind == "message_stop":
+                    stopped = True
+                elif kind == "error":
+                    raise UpstreamError(self.provider, f"stream failed: {str(e)[:200]}")
+        except anthropic.APIStatusError as err:
+            if err.status_code != 200:
+                raise self._error(err) from None
+            # an `error` event after the stream began (overloaded_error, api_error, ...)
+            body = err.body if isinstance(err.body, dict) else {}
+            detail = (body.get("error") or {}).get("message") or "error event"
+            raise UpstreamError(self.provider, f"stream failed: {str(detail)[:200]}") from None
+        except self._failures() as err:
+            raise self._error(err) from None
+        if not stopped or not message:
+            raise BadResponse(self.provider, "stream ended without message_stop")
+        message["content"] = [_finished(blocks[i], self.provider) for i in sorted(blocks)]
+        yield StreamEvent("done", response=from_anthropic(message, self.provider, self.model,
+                                                          message))
+
+
+def _finished(block: dict[str, Any], provider: str) -> dict[str, Any]:
+    """A streamed content block with its tool input parsed from the joined JSON deltas."""
+    if block.get("type") != "tool_use":
+        return block
+    raw = block.pop("partial_json", "")
+    try:
+        block["input"] = json.loads(raw) if raw.strip() else {}
+    except ValueError:
+        raise BadResponse(provider, f"tool_use input is not JSON: {raw[:100]!r}") from None
+    return block

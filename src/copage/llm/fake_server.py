@@ -35,7 +35,8 @@ from typing import Any, Self
 class FakeReply:
     """One scripted answer: ``body`` as JSON, ``raw`` bytes, or ``sse`` events, after ``delay`` s.
 
-    ``chunk_delay`` sleeps between SSE events (to test that streaming really streams);
+    ``chunk_delay`` sleeps between SSE events (to test that streaming really streams); an
+    ``(name, data)`` event is sent with its ``event:`` line (Anthropic's streams);
     ``content_type`` overrides the header of a ``raw`` body.
     """
 
@@ -144,8 +145,11 @@ def _handler(server: FakeServer) -> type[BaseHTTPRequestHandler]:
                 for i, event in enumerate(reply.sse):
                     if i and reply.chunk_delay:
                         time.sleep(reply.chunk_delay)
+                    name = ""
+                    if isinstance(event, tuple):  # (event name, data): a named event
+                        name, event = f"event: {event[0]}\n", event[1]
                     data = event if isinstance(event, str) else json.dumps(event)
-                    self.wfile.write(f"data: {data}\n\n".encode())
+                    self.wfile.write(f"{name}data: {data}\n\n".encode())
                     self.wfile.flush()
                 self.close_connection = True
                 return

@@ -26,6 +26,7 @@ from copage.llm.errors import ModelError
 from copage.server import inspector, responses
 from copage.server.body import BodyError, decode, match_known, parse_body
 from copage.server.errors import ProxyError, from_model_error
+from copage.server.formats.messages import error_for_path
 from copage.server.guard import BrowserGuard
 from copage.server.logs import Redactor, install_redaction
 from copage.server.metrics import Metrics
@@ -307,20 +308,19 @@ def create_app(
             state.metrics.inc("copage_requests_refused_total", reason=reason)
 
     app.add_middleware(BrowserGuard, loopback_only=not settings.keys,
-                       cors=settings.cors, refused=refused)
+                       cors=settings.cors, refused=refused, error_body=error_for_path)
     return app
 
 
 async def _not_found(request: Request, exc: Any) -> Response:
-    return JSONResponse({"error": {"message": f"no route {request.url.path}",
-                                   "type": "invalid_request_error", "code": "not_found",
-                                   "param": None}}, status_code=404)
+    path = request.url.path
+    return JSONResponse(error_for_path(path, 404, "not_found", f"no route {path}"),
+                        status_code=404)
 
 
 async def _not_allowed(request: Request, exc: Any) -> Response:
-    return JSONResponse({"error": {"message": f"{request.method} not allowed here",
-                                   "type": "invalid_request_error", "code": "method_not_allowed",
-                                   "param": None}}, status_code=405)
+    return JSONResponse(error_for_path(request.url.path, 405, "method_not_allowed",
+                                       f"{request.method} not allowed here"), status_code=405)
 
 
 def app_from_env() -> Starlette:

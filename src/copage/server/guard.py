@@ -35,6 +35,14 @@ Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+#: ``(path, status, code, message)`` -> the JSON body of a refusal.
+ErrorBody = Callable[[str, int, str, str], dict[str, Any]]
+
+
+def openai_error(path: str, status: int, code: str, message: str) -> dict[str, Any]:
+    """OpenAI's error shape (every path)."""
+    return {"error": {"message": message, "type": "invalid_request_error", "code": code,
+                      "param": None}}
 
 UI_HEADERS = [
     (b"content-security-policy", (b"default-src 'self'; script-src 'self'; style-src 'self'; "
@@ -72,13 +80,17 @@ class BrowserGuard:
         loopback_only: refuse non-loopback ``Host`` names (no proxy keys configured).
         cors: origins allowed cross-origin (``"*"``: any).
         refused: called with a reason for every refused request (metrics).
+        error_body: the JSON body of a refusal from ``(path, status, code, message)``, so
+            each endpoint answers in its API's error shape (default: OpenAI's).
     """
 
     def __init__(self, app: ASGIApp, *, loopback_only: bool, cors: tuple[str, ...] = (),
-                 refused: Callable[[str], None] | None = None) -> None:
+                 refused: Callable[[str], None] | None = None,
+                 error_body: ErrorBody | None = None) -> None:
         self.app, self.loopback_only = app, loopback_only
         self.cors = frozenset(cors)
         self.refused = refused or (lambda reason: None)
+        self.error_body = error_body or openai_error
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -87,7 +99,7 @@ class BrowserGuard:
         headers = {k: v for k, v in scope["headers"]}
         host = headers.get(b"host", b"").decode("latin-1")
         if self.loopback_only and not loopback_host(host):
-            await self._refuse(send, 403, "host_not_allowed",
+            await self._refuse(scope, send, 403, "host_not_allowed",
                                "this proxy has no API keys and answers only loopback host "
                                "names (localhost, 127.0.0.1, [::1])")
             return
@@ -98,7 +110,7 @@ class BrowserGuard:
             same = text in (f"http://{host}", f"https://{host}")
             if not same:
                 if "*" not in self.cors and text not in self.cors:
-                    await self._refuse(send, 403, "cross_origin",
+                    await self._refuse(scope, send, 403, "cross_origin",
                                        f"cross-origin requests from {text[:100]!r} are not "
                                        "allowed (start the proxy with --cors ORIGIN)")
                     return
@@ -108,12 +120,12 @@ class BrowserGuard:
                     return
         elif (headers.get(b"sec-fetch-site") == b"cross-site"
               and headers.get(b"sec-fetch-mode") != b"navigate"):
-            await self._refuse(send, 403, "cross_origin", "cross-site requests are not allowed")
+            await self._refuse(scope, send, 403, "cross_origin", "cross-site requests are not allowed")
             return
         if scope["method"] == "POST":
             ctype = headers.get(b"content-type", b"").split(b";")[0].strip().lower()
             if ctype != b"application/json":
-                await self._refuse(send, 415, "unsupported_media_type",
+                await self._refuse(scope, send, 415, "unsupported_media_type",
                                    "the request body must be sent as Content-Type: "
                                    "application/json")
                 return
@@ -138,10 +150,11 @@ class BrowserGuard:
             (b"access-control-max-age", b"600"), NOSNIFF]})
         await send({"type": "http.response.body", "body": b""})
 
-    async def _refuse(self, send: Send, status: int, code: str, message: str) -> None:
+    async def _refuse(self, scope: Scope, send: Send, status: int, code: str, message: str
+                      ) -> None:
         self.refused(code)
-        body = json.dumps({"error": {"message": message, "type": "invalid_request_error",
-                                     "code": code, "param": None}}).encode()
+        body = json.dumps(self.error_body(str(scope.get("path", "")), status, code,
+                                          message)).encode()
         await send({"type": "http.response.start", "status": status, "headers": [
             (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
             NOSNIFF]})

@@ -262,6 +262,20 @@ def error_body(error: ProxyError, clean: Callable[[str], str]) -> dict[str, Any]
     return {"type": "error", "error": {"type": kind, "message": clean(error.message)}}
 
 
+def is_messages_path(path: str) -> bool:
+    """True for ``/v1/messages`` and the paths under it (``/v1/messages/count_tokens``)."""
+    return path == "/v1/messages" or path.startswith("/v1/messages/")
+
+
+def error_for_path(path: str, status: int, code: str, message: str) -> dict[str, Any]:
+    """The body of an error the proxy answers outside a handler (browser guard, no route,
+    method not allowed): Anthropic's shape under ``/v1/messages``, OpenAI's elsewhere."""
+    error = ProxyError(status, message, code=code)
+    if is_messages_path(path):
+        return error_body(error, lambda text: text)
+    return error.body(lambda text: text)
+
+
 def error_event(error: ProxyError, clean: Callable[[str], str]) -> str:
     """A failure after the stream began: Anthropic's ``error`` event."""
     return sse("error", error_body(error, clean))

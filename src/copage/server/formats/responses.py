@@ -22,7 +22,7 @@ import json
 import re
 import secrets
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -80,6 +80,45 @@ def point_digest(chain: str) -> str:
 def not_found(rid: str) -> ProxyError:
     return ProxyError(400, f"Previous response with id '{rid[:200]}' not found.",
                       code="previous_response_not_found", param="previous_response_id")
+
+
+def missing(rid: str) -> ProxyError:
+    """``GET /v1/responses/{id}`` of a response the caller cannot see (or never stored)."""
+    return ProxyError(404, f"Response with id '{rid[:200]}' not found.",
+                      code="response_not_found", param="response_id")
+
+
+def stored_response(rid: str, text: str, calls: Sequence[Mapping[str, Any]],
+                    rq: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``response`` object of a stored answer (``GET /v1/responses/{id}``): its output
+    items, status, model, usage and time as the turn stored them. The request's echo
+    fields (``instructions``, ``tools``, ...) are not stored: they come back empty."""
+    point = rid[len(ID_PREFIX) + 1:][:24]
+    items: list[dict[str, Any]] = []
+    if text:
+        items.append({"type": "message", "id": f"msg_{point}", "status": "completed",
+                      "role": "assistant", "content": [
+                          {"type": "output_text", "text": text, "annotations": []}]})
+    for i, c in enumerate(calls):
+        fn = c.get("function") or {}
+        items.append({"type": "function_call", "id": f"fc_{point}_{i}",
+                      "call_id": str(c.get("id") or ""), "name": str(fn.get("name") or ""),
+                      "arguments": str(fn.get("arguments") or ""), "status": "completed"})
+    length = rq.get("finish") == "length"
+    used = [int(n) for n in rq.get("usage") or (0, 0)][:2] + [0, 0]
+    return {
+        "id": rid, "object": "response", "created_at": int(float(rq.get("at") or 0)),
+        "status": "incomplete" if length else "completed", "background": False,
+        "error": None, "incomplete_details": {"reason": "max_output_tokens"} if length else None,
+        "instructions": None, "max_output_tokens": None, "model": str(rq.get("model") or ""),
+        "output": items, "parallel_tool_calls": True, "previous_response_id": None,
+        "store": True, "temperature": None, "text": {"format": {"type": "text"}},
+        "tool_choice": "auto", "tools": [], "top_p": None, "truncation": "disabled",
+        "usage": {"input_tokens": used[0], "input_tokens_details": {"cached_tokens": 0},
+                  "output_tokens": used[1], "output_tokens_details": {"reasoning_tokens": 0},
+                  "total_tokens": used[0] + used[1]},
+        "metadata": {}, "user": None,
+    }
 
 
 # ------------------------------------------------------------------ parsing

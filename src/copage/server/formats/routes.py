@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -19,6 +19,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from copage.core.types import Turn as StoredTurn
 from copage.memory import PagedMemory
 from copage.server.app import (
     CONV_HEADER,
@@ -212,9 +213,7 @@ def _locate(store: PageStore, tenant: str, ref: oai.ResponseId, call: ChatCall, 
     except ConversationNotFound:
         raise oai.not_found(str(ref)) from None
     turns = mem.turns
-    at = next((i for i in range(len(turns) - 1, -1, -1) if turns[i].role == "assistant"
-               and isinstance(rq := turns[i].meta.get(RQ), Mapping)
-               and oai.point_digest(str(rq.get("prev") or "")) == ref.point), None)
+    at = _answer_at(turns, ref)
     if at is None:
         raise oai.not_found(str(ref))
     if at == len(turns) - 1:
@@ -230,6 +229,44 @@ def _locate(store: PageStore, tenant: str, ref: oai.ResponseId, call: ChatCall, 
     before = [answer_of(t) for t in turns[: at + 1]]
     rest = [m for m in new if m.role != "system"]
     return _Route([_chat_dict(m) for m in (*system, *before, *rest)])
+
+
+def _answer_at(turns: Sequence[StoredTurn], ref: oai.ResponseId) -> int | None:
+    """The index of the answer turn ``ref`` names (the last one, if it was asked twice)."""
+    return next((i for i in range(len(turns) - 1, -1, -1) if turns[i].role == "assistant"
+                 and isinstance(rq := turns[i].meta.get(RQ), Mapping)
+                 and oai.point_digest(str(rq.get("prev") or "")) == ref.point), None)
+
+
+@endpoint("responses", _openai_body)
+async def retrieve_response(request: Request) -> Response:
+    """``GET /v1/responses/{id}``: a stored response of the caller's tenant, else a 404."""
+    state: ProxyState = request.app.state.proxy
+    tenant = _tenant(request)
+    rid = str(request.path_params["rid"])
+    try:
+        ref = oai.ResponseId.parse(rid)
+    except ProxyError:
+        raise oai.missing(rid) from None
+    if not ref.stored:
+        raise oai.missing(rid)
+    return JSONResponse(await state.service._run(_stored, state.store, tenant, ref, rid))
+
+
+def _stored(store: PageStore, tenant: str, ref: oai.ResponseId, rid: str) -> dict[str, Any]:
+    try:
+        mem = PagedMemory(store=store, conversation_id=ref.conversation_id, tenant=tenant,
+                          create=False)
+    except ConversationNotFound:
+        raise oai.missing(rid) from None
+    turns = mem.turns
+    at = _answer_at(turns, ref)
+    if at is None:
+        raise oai.missing(rid)
+    turn = turns[at]
+    calls = [{"id": c.id, "function": {"name": c.name, "arguments": c.arguments}}
+             for c in turn.tool_calls]
+    return oai.stored_response(rid, turn.text, calls, turn.meta[RQ])
 
 
 def _chat_dict(m: Message) -> dict[str, Any]:
@@ -276,5 +313,6 @@ async def create_message(request: Request) -> Response:
 def routes() -> list[Route]:
     """The routes of the other client APIs (added to the app by ``create_app``)."""
     return [Route("/v1/responses", create_response, methods=["POST"]),
+            Route("/v1/responses/{rid}", retrieve_response, methods=["GET"]),
             Route("/v1/messages", create_message, methods=["POST"])]
 
