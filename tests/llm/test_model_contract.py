@@ -7,9 +7,9 @@ errors (4xx, 5xx, a malformed 200), retries (429 / 5xx, then success; a 4xx is
 not retried), tool calls, and streaming (text deltas, tool-call deltas).
 
 What a client legitimately does not support is said in its :class:`Client` row
-(``native_stream=False``: the Anthropic adapter has no native streaming and goes
-through the one-chunk fallback), and the streaming tests check that fallback
-instead of skipping.
+(``native_stream=False``: a client without native streaming goes through the
+one-chunk fallback), and the streaming tests check that fallback instead of
+skipping. Every client here streams natively today.
 """
 
 from __future__ import annotations
@@ -71,6 +71,31 @@ def _anthropic(content: list[dict[str, Any]], stop: str) -> Any:
     return {"id": "msg_1", "type": "message", "role": "assistant", "model": "claude-haiku-4-5",
             "content": content, "stop_reason": stop, "stop_sequence": None,
             "usage": {"input_tokens": 10, "output_tokens": 5}}
+
+
+def _anthropic_sse(text: bool) -> list[Any]:
+    """Anthropic's named stream events: one text block, or one tool_use block."""
+    start = {**_anthropic([], "end_turn"), "stop_reason": None}
+    if text:
+        block: dict[str, Any] = {"type": "text", "text": ""}
+        deltas = [{"type": "text_delta", "text": p} for p in PIECES]
+        stop = "end_turn"
+    else:
+        block = {"type": "tool_use", "id": CALL_ID, "name": "recall", "input": {}}
+        whole = json.dumps(ARGS)
+        deltas = [{"type": "input_json_delta", "partial_json": j}
+                  for j in (whole[:5], whole[5:])]
+        stop = "tool_use"
+    return [("message_start", {"type": "message_start", "message": start}),
+            ("content_block_start", {"type": "content_block_start", "index": 0,
+                                     "content_block": block}),
+            *[("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": d})
+              for d in deltas],
+            ("content_block_stop", {"type": "content_block_stop", "index": 0}),
+            ("message_delta", {"type": "message_delta",
+                               "delta": {"stop_reason": stop, "stop_sequence": None},
+                               "usage": {"output_tokens": 5}}),
+            ("message_stop", {"type": "message_stop"})]
 
 
 def _anthropic_error(status: int, message: str) -> Any:
@@ -160,8 +185,7 @@ CLIENTS = [
            lambda: _anthropic([{"type": "text", "text": TEXT}], "end_turn"),
            lambda: _anthropic([{"type": "tool_use", "id": CALL_ID, "name": "recall",
                                 "input": ARGS}], "tool_use"),
-           _anthropic([], "end_turn"), _anthropic_error, "/v1/messages", None,
-           native_stream=False),  # no native streaming: the one-chunk fallback
+           _anthropic([], "end_turn"), _anthropic_error, "/v1/messages", _anthropic_sse),
     Client("responses", _responses, lambda: _response([_MESSAGE]), lambda: _response([_CALL]),
            {"id": "resp_1", "object": "response", "status": "completed", "model": "m"},
            _chat_error, "/v1/responses", _responses_sse),
@@ -291,3 +315,13 @@ async def test_non_json_200_is_bad_response(client: Client, sleeps: Sleeps,
     with FakeServer(reply) as srv, pytest.raises(BadResponse):
         await client.make(srv, sleeps, 2).complete(ChatRequest(USER))
     assert len(srv.received) == 1  # a malformed reply is not retried
+
+
+def test_every_client_that_streams_natively_says_so() -> None:
+    """What ``capabilities`` tells callers (``recall_mode="auto"``) matches the contract."""
+    from copage.llm.capabilities import STREAM, supports
+
+    for c in CLIENTS:
+        with FakeServer() as srv:
+            model = c.make(srv, Sleeps(), 0)
+        assert supports(model, STREAM) == c.native_stream, c.name

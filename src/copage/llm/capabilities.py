@@ -5,7 +5,7 @@ they are inferred from its class, looking through wrappers (anything with an
 ``inner`` model): the text protocol has no native tools; the OpenAI-compatible
 adapter has native tools, JSON-schema replies (``response_format``, which
 OpenAI, vLLM and llama.cpp's server support) and real streaming; Anthropic has
-native tools and streams as one chunk.
+native tools and real streaming, as has the Responses client.
 """
 
 from __future__ import annotations
@@ -35,7 +35,9 @@ def capabilities(model: Any) -> frozenset[str]:
     kind = type(model).__name__
     if kind in ("OpenAIModel", "HttpChatModel"):
         return frozenset({TOOLS, JSON_SCHEMA, STREAM})
-    if kind in ("AnthropicModel", "ScriptedModel"):
+    if kind in ("AnthropicModel", "ResponsesModel"):
+        return frozenset({TOOLS, STREAM})
+    if kind == "ScriptedModel":
         return frozenset({TOOLS})
     return frozenset({TOOLS}) if hasattr(model, "complete") else frozenset()
 
