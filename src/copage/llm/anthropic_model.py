@@ -22,7 +22,7 @@ from copage.llm.anthropic_convert import (
     to_anthropic_tool_choice,
     to_anthropic_tools,
 )
-from copage.llm.base import NetworkModel, resolve_key
+from copage.llm.base import NetworkModel, resolve_key, sdk_payload
 from copage.llm.errors import BadResponse, UpstreamError, safe_url
 from copage.llm.types import ChatRequest, ChatResponse, StreamEvent, ToolCallDelta
 
@@ -92,9 +92,7 @@ class AnthropicModel(NetworkModel):
             return await self._client().messages.create(**kw)
 
         message = await self._send(call)
-        dump = getattr(message, "model_dump", None)
-        data = dump(warnings=False) if dump is not None else message
-        return from_anthropic(data, self.provider, self.model, message)
+        return from_anthropic(sdk_payload(message), self.provider, self.model, message)
 
     async def stream(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
         """Stream text and tool-input deltas; the last event holds the full response."""

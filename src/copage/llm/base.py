@@ -62,6 +62,14 @@ class Secret:
     __str__ = __repr__
 
 
+def sdk_payload(obj: Any) -> Any:
+    """The JSON data of an SDK object (the SDK hands non-JSON bodies through as ``str``)."""
+    dump = getattr(obj, "model_dump", None)
+    if dump is None:
+        return obj
+    return dump(warnings=False)
+
+
 class NetworkModel:
     """Base of the SDK adapters: one SDK client per event loop, retries, error mapping.
 

@@ -18,7 +18,7 @@ from typing import Any
 
 import openai
 
-from copage.llm.base import NetworkModel, resolve_key
+from copage.llm.base import NetworkModel, resolve_key, sdk_payload
 from copage.llm.errors import RequestRejected, safe_url
 from copage.llm.messages import tool_call_dict, tool_calls_of
 from copage.llm.openai_parse import Accumulator
@@ -142,7 +142,7 @@ class OpenAIModel(NetworkModel):
         """Answer one request (retried on 429/5xx/timeouts)."""
         completion = await self._create(request)
         acc = Accumulator(self.provider, self.model)
-        acc.feed(_payload(completion), whole=True)
+        acc.feed(sdk_payload(completion), whole=True)
         return acc.response(raw=completion)
 
     async def stream(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
@@ -151,16 +151,8 @@ class OpenAIModel(NetworkModel):
         acc = Accumulator(self.provider, self.model)
         try:
             async for chunk in chunks:
-                for event in acc.feed(_payload(chunk)):
+                for event in acc.feed(sdk_payload(chunk)):
                     yield event
         except self._failures() as e:
             raise self._error(e) from None
         yield StreamEvent("done", response=acc.response())
-
-
-def _payload(obj: Any) -> Any:
-    """The JSON data of an SDK object (the SDK hands non-JSON bodies through as ``str``)."""
-    dump = getattr(obj, "model_dump", None)
-    if dump is None:
-        return obj
-    return dump(warnings=False)

@@ -18,7 +18,7 @@ from typing import Any
 import openai
 
 from copage.core.types import ToolCall
-from copage.llm.base import NetworkModel, resolve_key
+from copage.llm.base import NetworkModel, resolve_key, sdk_payload
 from copage.llm.errors import BadResponse, UpstreamError, safe_url
 from copage.llm.messages import text_of, tool_calls_of
 from copage.llm.openai_model import OPENAI_URL
@@ -151,9 +151,7 @@ class ResponsesModel(NetworkModel):
             return await self._client().responses.create(**kw)
 
         response = await self._send(call)
-        dump = getattr(response, "model_dump", None)
-        data = dump(warnings=False) if dump is not None else response
-        return from_response(data, self.provider, self.model, response)
+        return from_response(sdk_payload(response), self.provider, self.model, response)
 
     async def stream(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
         """Stream text and function-call deltas; the last event holds the full response."""
