@@ -4,10 +4,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from adapter_fixtures import PAGING, TURNS
 from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatResult
+from langchain_core.tools import tool
 from pydantic import Field
+
+from copage import PagedMemory, PagerConfig
+from copage.stores.memory import MemoryStore
 
 
 class ToolCallingFake(FakeMessagesListChatModel):
@@ -40,3 +45,18 @@ def tool_names(tools: list[Any]) -> list[str]:
     for t in tools:
         out.append(t["function"]["name"] if isinstance(t, dict) else t.name)
     return out
+
+
+@tool
+def get_weather(city: str) -> str:
+    """The weather in a city."""
+    return f"Sunny in {city}."
+
+
+def seeded_store(conversation_id: str) -> MemoryStore:
+    """A store holding ``TURNS`` paged with ``PAGING`` under ``conversation_id``."""
+    store = MemoryStore()
+    mem = PagedMemory(store=store, conversation_id=conversation_id, config=PagerConfig(**PAGING))
+    for role, text in TURNS:
+        mem.add(role, text)
+    return store

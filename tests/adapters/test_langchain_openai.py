@@ -9,29 +9,18 @@ import pytest
 
 pytest.importorskip("langchain_openai")
 
-from adapter_fixtures import PAGING, TURNS
+from adapter_fixtures import PAGING
 from langchain.agents import create_agent
 from langchain_core.messages import HumanMessage
-from langchain_core.tools import tool
 from langchain_openai import ChatOpenAI
+from lc_helpers import get_weather, seeded_store
 
-from copage import PagedMemory, PagerConfig
 from copage.adapters.langchain import CopageMiddleware
 from copage.server.testing import FakeUpstream, Reply
-from copage.stores.memory import MemoryStore
-
-
-@tool
-def get_weather(city: str) -> str:
-    """The weather in a city."""
-    return f"Sunny in {city}."
 
 
 def test_chat_openai_gets_the_paged_view_and_recalls() -> None:
-    store = MemoryStore()
-    mem = PagedMemory(store=store, conversation_id="t5", config=PagerConfig(**PAGING))
-    for role, text in TURNS:
-        mem.add(role, text)
+    store = seeded_store("t5")
     script = deque([Reply(tool_calls=[("recall", {"page": "p3"})]),
                     Reply(text="Bring your insurance card.")])
     with FakeUpstream(lambda _body: script.popleft()) as up:

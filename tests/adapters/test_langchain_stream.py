@@ -10,14 +10,12 @@ import pytest
 
 pytest.importorskip("langchain_openai")
 
-from adapter_fixtures import PAGING, TURNS
+from adapter_fixtures import PAGING
 from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, AIMessageChunk, HumanMessage, ToolMessage
-from langchain_core.tools import tool
 from langchain_openai import ChatOpenAI
-from lc_helpers import ToolCallingFake, recall
+from lc_helpers import ToolCallingFake, get_weather, recall, seeded_store
 
-from copage import PagedMemory, PagerConfig
 from copage.adapters.langchain import CopageMiddleware
 from copage.server.testing import FakeUpstream, Reply
 from copage.stores.memory import MemoryStore
@@ -26,18 +24,8 @@ QUESTION = "What should I bring to the dentist?"
 CONFIG = {"configurable": {"thread_id": "t"}}
 
 
-@tool
-def get_weather(city: str) -> str:
-    """The weather in a city."""
-    return f"Sunny in {city}."
-
-
 def _store() -> MemoryStore:
-    store = MemoryStore()
-    mem = PagedMemory(store=store, conversation_id="t", config=PagerConfig(**PAGING))
-    for role, text in TURNS:
-        mem.add(role, text)
-    return store
+    return seeded_store("t")
 
 
 def _calls(msg: Any) -> list[str]:
