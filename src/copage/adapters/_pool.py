@@ -1,9 +1,9 @@
 """Open conversations by (tenant, id), shared by the adapters.
 
-Every use holds the store's lock on the conversation and works on its latest
-stored state: the shared :class:`~copage.session.memcache.MemoryCache` (also the proxy's) keeps
-recently used conversations and reloads one only when another writer committed.
-An operation that raises leaves nothing cached (the next use reloads).
+A thin holder of a store, the settings of new conversations and the one opener,
+:class:`~copage.session.conversations.Conversations` (lock, take from the shared
+cache caught up through ``PagedMemory.refresh``, load, or create; an operation
+that raises leaves nothing cached).
 """
 
 from __future__ import annotations
@@ -13,9 +13,10 @@ from contextlib import contextmanager
 
 from copage.core.config import PagerConfig
 from copage.memory import PagedMemory
+from copage.session.conversations import Conversations
 from copage.session.memcache import DEFAULT_SIZE, MemoryCache
 from copage.stores import open_store
-from copage.stores.base import ConversationNotFound, PageStore
+from copage.stores.base import PageStore
 
 
 class ConversationPool:
@@ -33,33 +34,28 @@ class ConversationPool:
             store = open_store(store or "memory://")
         self.store: PageStore = store
         self.config = config or PagerConfig()
-        self.cache = MemoryCache(self.store, cache_size)
+        self.conversations = Conversations(self.store, cache_size)
+
+    @property
+    def cache(self) -> MemoryCache:
+        """The open conversations kept between uses."""
+        return self.conversations.cache
 
     @contextmanager
     def use(self, conversation_id: str, *, tenant: str = "default",
             create: bool = False) -> Iterator[PagedMemory]:
         """The conversation, locked for the block; ``ConversationNotFound`` if absent
         and ``create`` is false."""
-        with self.store.lock(conversation_id, tenant=tenant):
-            mem = self.cache.take(tenant, conversation_id)
-            if mem is None:
-                mem = self._open(conversation_id, tenant, create)
+        with self.conversations.use(conversation_id, tenant=tenant,
+                                    create=self._config if create else None) as mem:
             yield mem
-            self.cache.put(mem)
 
-    def _open(self, conversation_id: str, tenant: str, create: bool) -> PagedMemory:
-        try:
-            return PagedMemory(store=self.store, conversation_id=conversation_id, tenant=tenant,
-                               create=False)
-        except ConversationNotFound:
-            if not create:
-                raise
-        return PagedMemory(store=self.store, conversation_id=conversation_id, tenant=tenant,
-                           config=self.config)
+    def _config(self) -> PagerConfig:
+        return self.config
 
     def forget(self, conversation_id: str, *, tenant: str = "default") -> None:
         """Drop a cached conversation (after deleting it from the store)."""
-        self.cache.discard(tenant, conversation_id)
+        self.conversations.discard(tenant, conversation_id)
 
     def close(self) -> None:
         """Close the store."""

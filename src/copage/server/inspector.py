@@ -10,7 +10,7 @@ from collections import defaultdict
 from typing import Any
 
 from copage.core.types import page_id
-from copage.memory import PagedMemory
+from copage.session.conversations import read
 from copage.stores.base import PageStore
 
 PREVIEW = 160
@@ -42,8 +42,7 @@ def conversation(store: PageStore, tenant: str, conversation_id: str) -> dict[st
     """
     events = store.events(conversation_id, tenant=tenant)
     # Read-only: a conversation deleted meanwhile is not found, never re-created.
-    mem = PagedMemory(store=store, conversation_id=conversation_id, tenant=tenant,
-                      create=False)
+    mem = read(store, conversation_id, tenant=tenant)
     resident = set(mem.resident)
     accesses: dict[int, int] = defaultdict(int)
     faults: dict[int, int] = defaultdict(int)

@@ -27,9 +27,12 @@ deadline, the 409 ``conversation_busy``), :mod:`copage.server.recognise` (which
 conversation a request belongs to, before the lock), :mod:`copage.server.plan`
 (what the request adds to its locked conversation: new messages, a retry, a
 regenerate) and :mod:`copage.server.commit` (committing or rolling back a turn,
-the lookup aids, the turn's stats). Open conversations are kept in a per-worker
-:class:`~copage.session.memcache.MemoryCache` and reloaded only when the stored
-version moved on (another worker wrote).
+the lookup aids, the turn's stats). Conversations are opened by the one opener
+of every front end, :class:`~copage.session.conversations.Conversations` (a
+per-worker cache caught up through ``PagedMemory.refresh`` when another worker
+wrote, else load, else create); the proxy adds its own rules through its
+``create`` hook (validate the first request, or ``Stale`` when it expected an
+existing conversation) and deletes a conversation its failed turn created.
 """
 
 from __future__ import annotations
@@ -67,8 +70,9 @@ from copage.server.recognise import Ask, Guess, Recent
 from copage.server.request import ChatCall, Message
 from copage.server.transcript import TranscriptIndex, chain, link
 from copage.server.upstream import Upstream
+from copage.session.conversations import Conversations
 from copage.session.engine import ClientToolDelta, LoopEnd, RecallServed, TextDelta
-from copage.session.memcache import DEFAULT_SIZE, MemoryCache
+from copage.session.memcache import DEFAULT_SIZE
 from copage.stores.base import PageStore
 
 __all__ = ["ALT_TOOL_NAME", "LOCK_TIMEOUT", "SMALL", "Finished", "OpenTurn", "Opened",
@@ -175,7 +179,9 @@ class ProxyService:
         self.paging, self.metrics, self.executor = paging, metrics, executor
         self.max_recalls, self.lock_timeout = max_recalls, lock_timeout
         self.idempotency_window, self.clock = idempotency_window, clock
-        self.cache = MemoryCache(store, cache_size)
+        #: The one opener (lock held by this service): cache, load or create.
+        self.conversations = Conversations(store, cache_size)
+        self.cache = self.conversations.cache
         self.recent = Recent(self.cache.size)
         #: ``try_lock`` on a local store is a non-blocking flock or mutex: run it inline.
         self.local = is_local(store, index)
@@ -466,8 +472,7 @@ class ProxyService:
         """Fast path on the event loop: conversation cached or new (None: use the pool)."""
         # A cold load (O(turns)) goes to the thread pool instead.
         try:
-            cold = not self.cache.holds(tenant, cid) and self.store.version(  # type: ignore[attr-defined]
-                cid, tenant=tenant) is not None
+            cold = not self.conversations.warm(tenant, cid)
         except BaseException:
             lock.__exit__(None, None, None)
             raise
@@ -487,22 +492,18 @@ class ProxyService:
         created = False
         tx: AbstractContextManager[PagedMemory] | None = None
         mem: PagedMemory | None = None
+        def create() -> PagerConfig:
+            if guess is not None and guess.kind != "new":
+                raise Stale(cid)  # the guessed conversation is gone
+            # Validate before creating: a rejected request must leave no row behind.
+            first = override if override is not None else call.messages
+            config = self._config_for(call)
+            check_new(first, config.tool_name, call)
+            return config
+
         try:
-            cached = self.cache.take(tenant, cid)
-            if cached is not None:
-                mem = cached
-            elif self.store.exists(cid, tenant=tenant):
-                mem = PagedMemory(store=self.store, conversation_id=cid, tenant=tenant)
-            elif guess is not None and guess.kind != "new":
-                raise Stale(cid)
-            else:
-                # Validate before creating: a rejected request must leave no row behind.
-                first = override if override is not None else call.messages
-                config = self._config_for(call)
-                check_new(first, config.tool_name, call)
-                mem = PagedMemory(store=self.store, conversation_id=cid, tenant=tenant,
-                                  config=config)
-                created = True
+            opened = self.conversations.open(tenant, cid, create)
+            mem, created = opened.mem, opened.created
             plan = plan_turn(mem, tenant, cid, call, ask, guess, override, hint,
                              recent=self.recent, window=self.idempotency_window)
             if isinstance(plan, Outcome):
@@ -527,7 +528,7 @@ class ProxyService:
                 if tx is not None:  # drop the pending changes, reload as stored
                     tx.__exit__(type(e), e, e.__traceback__)
                 elif keep and mem is not None:
-                    self.cache.put(mem)  # untouched: stays warm
+                    self.conversations.put(mem)  # untouched: stays warm
             finally:
                 self.commits.release(lock, tenant, cid, created)
             raise
@@ -549,7 +550,7 @@ class ProxyService:
 
             def work() -> None:
                 try:
-                    self.cache.discard(tenant, conversation_id)
+                    self.conversations.discard(tenant, conversation_id)
                     self.recent.discard(tenant, conversation_id)
                     self.store.delete_conversation(conversation_id, tenant=tenant)
                 finally:

@@ -39,7 +39,7 @@ from copage.core.types import ToolCall, Turn
 from copage.ids import MAX_CONVERSATION_ID, check_conversation_id
 from copage.memory import PagedMemory
 from copage.session.cap import RecallCap
-from copage.session.memcache import MemoryCache
+from copage.session.conversations import Conversations, read
 from copage.stores import open_store
 from copage.stores.base import ConversationNotFound, PageStore
 
@@ -77,7 +77,7 @@ class CopageSession:
             store is None or isinstance(store, str)) else store
         self.tenant = tenant
         self.config = config or PagerConfig(**settings)
-        self._cache = MemoryCache(self.store, 4)
+        self._conversations = Conversations(self.store, 4)
         self._recall_calls: set[str] = set()
         self.max_recalls = max_recalls
         self._cap = RecallCap(max_recalls)  # this turn's recalls (a user item starts a turn)
@@ -93,40 +93,33 @@ class CopageSession:
             n_b = len(self.store.load(b, tenant=self.tenant).turns)
             keep, drop = (a, b) if n_a >= n_b else (b, a)
             self.store.delete_conversation(drop, tenant=self.tenant)
-            self._cache.discard(self.tenant, drop)
+            self._conversations.discard(self.tenant, drop)
             return keep
         return b if has_b else a
 
     @contextmanager
     def _memory(self, create: bool = True) -> Iterator[PagedMemory | None]:
-        """The conversation under the store's lock on ``session_id`` (None if absent)."""
+        """The conversation under the store's lock on ``session_id`` (None if absent),
+        opened by the one opener (:mod:`copage.session.conversations`): put back in
+        the cache only if the block succeeds."""
         with self.store.lock(self.session_id, tenant=self.tenant):
-            mem = self._open(create)
+            try:
+                mem = self._conversations.open(self.tenant, self._current(),
+                                               self._config if create else None).mem
+            except ConversationNotFound:
+                mem = None
             yield mem
             if mem is not None:
-                self._cache.put(mem)
+                self._conversations.put(mem)
 
-    def _open(self, create: bool) -> PagedMemory | None:
-        """The current conversation (call with the lock held)."""
-        cid = self._current()
-        mem = self._cache.take(self.tenant, cid)
-        if mem is not None:
-            return mem
-        try:
-            return PagedMemory(store=self.store, conversation_id=cid, tenant=self.tenant,
-                               create=False)
-        except ConversationNotFound:
-            if not create:
-                return None
-        return PagedMemory(store=self.store, conversation_id=cid, tenant=self.tenant,
-                           config=self.config)
+    def _config(self) -> PagerConfig:
+        return self.config
 
     def memory(self) -> PagedMemory | None:
         """A fresh copy of the stored conversation (for inspection), None if empty."""
         with self._memory(create=False) as mem:
-            return None if mem is None else PagedMemory(
-                store=self.store, conversation_id=mem.conversation_id, tenant=self.tenant,
-                create=False)
+            return None if mem is None else read(self.store, mem.conversation_id,
+                                                 tenant=self.tenant)
 
     # ---------------------------------------------------------- the protocol
     async def get_items(self, limit: int | None = None) -> list[TResponseInputItem]:
@@ -192,28 +185,33 @@ class CopageSession:
         return await asyncio.to_thread(self._pop_item)
 
     def _pop_item(self) -> Any:
+        conversations = self._conversations
         with self.store.lock(self.session_id, tenant=self.tenant):
-            mem = self._open(create=False)
-            if mem is None or mem.last_turn is None:
+            try:
+                mem = conversations.open(self.tenant, self._current()).mem
+            except ConversationNotFound:
+                return None
+            last = mem.last_turn
+            if last is None:
+                conversations.put(mem)
                 return None
             popped = mem.pop_turn()  # the latest turn is in the open page: one O(1) commit
             if popped is not None:
-                self._cache.put(mem)
+                conversations.put(mem)
                 return items_of(popped)[-1]
             turns, cid = mem.turns, mem.conversation_id
             twin = self.session_id if cid != self.session_id else self.session_id + POP_SUFFIX
             # The shortened copy is complete before the original goes (see module docstring).
-            copy = PagedMemory(store=self.store, conversation_id=twin, tenant=self.tenant,
-                               config=mem.config)
+            copy = conversations.open(self.tenant, twin, lambda: mem.config).mem
             with copy.transaction():
                 if mem.system:
                     copy.add("system", mem.system)
                 for t in turns[:-1]:
                     copy.add(t.role, t.text, **_meta(t))
             self.store.delete_conversation(cid, tenant=self.tenant)
-            self._cache.discard(self.tenant, cid)
-            self._cache.put(copy)
-        return items_of(turns[-1])[-1]
+            conversations.discard(self.tenant, cid)
+            conversations.put(copy)
+        return items_of(last)[-1]
 
     async def clear_session(self) -> None:
         """Delete the stored conversation."""
@@ -224,7 +222,7 @@ class CopageSession:
             for cid in (self.session_id, self.session_id + POP_SUFFIX):
                 if self.store.exists(cid, tenant=self.tenant):
                     self.store.delete_conversation(cid, tenant=self.tenant)
-                self._cache.discard(self.tenant, cid)
+                self._conversations.discard(self.tenant, cid)
 
     # ------------------------------------------------------------ the tool
     def recall_tool(self) -> FunctionTool:

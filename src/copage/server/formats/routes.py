@@ -20,7 +20,6 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from copage.core.types import Turn as StoredTurn
-from copage.memory import PagedMemory
 from copage.server.app import (
     CONV_HEADER,
     INLINE_BODY,
@@ -41,6 +40,7 @@ from copage.server.request import ChatCall, Message, check_conversation_id, pars
 from copage.server.service import SMALL, Finished, Opened, TurnResult
 from copage.server.streaming import ClientGone, EventStreamResponse, Renderer, TurnStream
 from copage.server.transcript import chain
+from copage.session.conversations import read
 from copage.stores.base import ConversationNotFound, PageStore
 
 log = logging.getLogger("copage.server")
@@ -208,8 +208,7 @@ def _locate(store: PageStore, tenant: str, ref: oai.ResponseId, call: ChatCall, 
     conversation; the one before it asked again as a retry: the conversation too (the
     service answers from the store); an older one: a fork."""
     try:
-        mem = PagedMemory(store=store, conversation_id=ref.conversation_id, tenant=tenant,
-                          create=False)
+        mem = read(store, ref.conversation_id, tenant=tenant)
     except ConversationNotFound:
         raise oai.not_found(str(ref)) from None
     turns = mem.turns
@@ -255,8 +254,7 @@ async def retrieve_response(request: Request) -> Response:
 
 def _stored(store: PageStore, tenant: str, ref: oai.ResponseId, rid: str) -> dict[str, Any]:
     try:
-        mem = PagedMemory(store=store, conversation_id=ref.conversation_id, tenant=tenant,
-                          create=False)
+        mem = read(store, ref.conversation_id, tenant=tenant)
     except ConversationNotFound:
         raise oai.missing(rid) from None
     turns = mem.turns
