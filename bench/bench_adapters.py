@@ -11,7 +11,8 @@
   does not grow), so B must catch up with A's write; the time of B's call.
 * ``pop``: ``CopageSession.pop_item`` then ``add_items`` of the popped item back, with
   the latest item in the open page (``open``: 9 of 10 items with pages of 10) or the
-  one that closed its page (``closing``: the conversation is rebuilt).
+  one that closed its page (``closing``: the session's latest commit is taken back;
+  the two halves are printed too).
 
 Each size is built once, then ``--turns`` measured turns; the median is printed (ms).
 Run: ``PYTHONPATH=src .venv/bin/python bench/bench_adapters.py [--sizes 100,1000,3000]``.
@@ -108,27 +109,34 @@ def bench_mcp(n: int, turns: int, tmp: Path) -> float:
     return out
 
 
-def bench_pop(n: int, turns: int, closing: bool) -> float:
+def bench_pop(n: int, turns: int, closing: bool) -> tuple[float, float, float]:
     from copage.adapters.agents import CopageSession
 
     session = CopageSession("s", **PAGING)
     size = n if closing else n + 5  # with pages of 10: the n-th item closes a page
 
-    async def run() -> float:  # one event loop (and worker thread pool) for the whole run
+    async def run() -> tuple[float, float, float]:  # one event loop (and thread pool)
         await session.add_items([{"role": "user" if i % 2 == 0 else "assistant",
                                   "content": _text(i)} for i in range(size)])
-        times = []
+        times: list[float] = []
+        pops: list[float] = []
+        adds: list[float] = []
         for _ in range(turns):
             gc.disable()
             try:
                 t = time.perf_counter()
                 item = await session.pop_item()
+                t1 = time.perf_counter()
                 assert item is not None
                 await session.add_items([item])
-                times.append(time.perf_counter() - t)
+                t2 = time.perf_counter()
+                times.append(t2 - t)
+                pops.append(t1 - t)
+                adds.append(t2 - t1)
             finally:
                 gc.enable()
-        return 1000 * statistics.median(times)
+        both, pop, add = (1000 * statistics.median(x) for x in (times, pops, adds))
+        return both, pop, add
 
     return asyncio.run(run())
 
@@ -154,9 +162,11 @@ def main() -> None:
                 rows.setdefault("mcp, 2 processes", []).append(bench_mcp(n, args.turns, Path(d)))
             if "pop" in only:
                 rows.setdefault("agents pop+add (open)", []).append(
-                    bench_pop(n, args.turns, False))
-                rows.setdefault("agents pop+add (closing)", []).append(
-                    bench_pop(n, args.turns, True))
+                    bench_pop(n, args.turns, False)[0])
+                both, pop, add = bench_pop(n, args.turns, True)
+                rows.setdefault("agents pop+add (closing)", []).append(both)
+                rows.setdefault("  of which pop", []).append(pop)
+                rows.setdefault("  of which add back", []).append(add)
     print(f"{'ms per turn (median)':28}" + "".join(f"{n:>9}" for n in sizes))
     for name, vals in rows.items():
         print(f"{name:28}" + "".join(f"{v:9.2f}" for v in vals))

@@ -6,11 +6,12 @@ import dataclasses
 import json
 import secrets
 import time
-from collections.abc import Callable, Collection, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+from copage.core.changes import ChangeSet
 from copage.core.config import PagerConfig
 from copage.core.pager import Context, EvictedMatch, Pager, PagerStats, RecallResult
 from copage.core.registry import UnknownNameError
@@ -41,6 +42,18 @@ class MemoryOutOfSync(StoreError):
     succeeds or the conversation is opened again: nothing unstored is ever shown or
     built upon.
     """
+
+
+@dataclass(frozen=True, slots=True)
+class _Undo:
+    """How to take back the latest commit, when it only added turns: the state stored
+    before it and how many turns and pages (and from which event seq) were there."""
+
+    version: int  # the version the commit made
+    turns: int
+    pages: int
+    events: int | None  # the commit's first event seq (None: it stored none)
+    state: Mapping[str, Any]
 
 
 _OPEN_ATTEMPTS = 5  # open-or-create retries when another process creates or deletes meanwhile
@@ -107,6 +120,9 @@ class PagedMemory:
         self._deferred = False
         self._broken: str | None = None
         self._idset: set[str] | None = None
+        self._undo: _Undo | None = None  # the latest commit, if it can be taken back
+        self._stored_state: Mapping[str, Any] | None = None  # the snapshot as stored
+        self._plain = True  # only turns were added since the latest commit
         self._open(config, create)
 
     def _open(self, config: PagerConfig | None, create: bool) -> None:
@@ -133,6 +149,7 @@ class PagedMemory:
             except ConversationExists:
                 continue  # another opener created it first: load theirs
             self.pager, self.version, self._idset = pager, 0, None
+            self._undo, self._stored_state = None, {}  # as a load of it would restore
             return
         raise StoreError(
             f"conversation {cid!r} of tenant {tenant!r} was created and deleted "
@@ -151,6 +168,7 @@ class PagedMemory:
         self.version = conv.version
         self._idset = None
         self._broken = None
+        self._undo, self._stored_state, self._plain = None, conv.state, True
 
     def reload(self) -> None:
         """Re-read the conversation from the store, dropping what this object holds.
@@ -195,6 +213,7 @@ class PagedMemory:
             self._load()
             return
         self.version = conv.version
+        self._undo, self._stored_state, self._plain = None, conv.state, True
         if self._idset is not None:
             self._idset.update(t.id for t in new[1:])
 
@@ -228,10 +247,12 @@ class PagedMemory:
                 self._rollback(e)
             raise
 
-    def _commit(self) -> None:
+    def _commit(self, change: ChangeSet | None = None) -> None:
         if self._deferred:
             return  # inside transaction(): stored once at its end
-        change = self.pager.drain()
+        if change is None:
+            change = self.pager.drain()
+        before = self._stored_state
         try:
             self.version = self.store.commit(
                 self.conversation_id, change, tenant=self.tenant,
@@ -241,6 +262,16 @@ class PagedMemory:
             # Leave memory as the store has it: the failed operation did not happen.
             self._rollback(e)
             raise
+        pages = len(self.pager.pages) - len(change.pages)
+        self._undo = _Undo(
+            self.version, len(self.pager.turns) - len(change.turns), pages,
+            change.events[0].seq if change.events else None, before,
+        ) if (self._plain and before is not None and change.turns and change.truncate is None
+              and change.drop_pages is None and change.drop_events is None
+              and all(i >= pages for i, _ in change.bookmarks)) else None
+        if change.state is not None:
+            self._stored_state = change.state
+        self._plain = True
 
     @contextmanager
     def transaction(self) -> Iterator[PagedMemory]:
@@ -295,6 +326,7 @@ class PagedMemory:
         except UnicodeEncodeError as e:
             raise ValueError(f"text is not valid Unicode (lone surrogate at {e.start})") from None
         if role == "system":
+            self._plain = False
             with self._applying():
                 self.pager.set_system(text)
             self._commit()
@@ -318,20 +350,55 @@ class PagedMemory:
         return self._idset
 
     def pop_turn(self) -> Turn | None:
-        """Remove the latest turn and return it, when it is in the open page (one O(1)
-        commit); None, with nothing changed, when there is no turn or the latest turn is
-        on a closed page (then only a rebuild of the conversation removes it)."""
+        """Remove the latest turn and return it, in one commit whose cost does not grow
+        with the conversation: when it is in the open page (O(1)), or when it closed its
+        page in this object's latest commit, which only added turns (that commit is
+        taken back: the state stored before it, its other turns added again). None, with
+        nothing changed, when there is no turn or neither holds (the latest turn is on a
+        closed page that this object did not just close: then only a rebuild of the
+        conversation removes it)."""
+        self._plain = False
+        undo, version = self._undo, self.version
         with self._applying():
             turn = self.pager.pop_turn()
         if turn is None:
-            return None
+            return self._take_back()
         if self._idset is not None:
             self._idset.discard(turn.id)
         self._commit()
+        if (undo is not None and undo.version == version and not self._deferred
+                and len(self.pager.turns) >= undo.turns):
+            # still that commit's turns on the same stored state: it can be taken back
+            self._undo = dataclasses.replace(undo, version=self.version)
+        return turn
+
+    def _take_back(self) -> Turn | None:
+        """Pop the latest turn by taking back the commit that added it (see pop_turn)."""
+        undo, old = self._undo, self.pager
+        if (self._deferred or undo is None or undo.version != self.version
+                or not undo.turns < len(old.turns)
+                or not old.can_rewind(undo.turns, undo.pages, undo.state)):
+            return None
+        turn, redo = old.turns[-1], old.turns[undo.turns:-1]
+        with self._applying():
+            self.pager = old.rewind(undo.turns, undo.pages, undo.state)
+            for t in redo:  # the taken-back commit's other turns, added again
+                self.pager.add(t)
+            change = self.pager.drain()
+            change.state = self.pager.snapshot()  # the stored one is the taken-back commit's
+            change.truncate, change.drop_pages = undo.turns, undo.pages
+            change.drop_events = undo.events
+        if self._idset is not None:
+            self._idset.discard(turn.id)
+        self._commit(change)
+        if all(i >= undo.pages for i, _ in change.bookmarks):
+            # this commit goes back to the same stored state: it can be taken back too
+            self._undo = dataclasses.replace(undo, version=self.version)
         return turn
 
     def close_page(self) -> list[PageId]:
         """Close the open page now (e.g. at the end of a session)."""
+        self._plain = False
         with self._applying():
             closed = self.pager.close_open_page()
         self._commit()
@@ -340,6 +407,7 @@ class PagedMemory:
     def refresh_bookmarks(self) -> None:
         """Recompute every bookmark with the whole conversation known (the extractor's
         batch mode, as ``copage simulate``'s placement "end" does), and store them."""
+        self._plain = False
         with self._applying():
             self.pager.refresh_all_bookmarks()
         self._commit()
@@ -355,6 +423,7 @@ class PagedMemory:
 
     def recall_result(self, page: object = None, *, query: object = None) -> RecallResult:
         """Like :meth:`recall`, with the status and page id."""
+        self._plain = False
         with self._applying():
             result = self.pager.recall(page, query=query)
         self._commit()
@@ -366,6 +435,7 @@ class PagedMemory:
 
         ``protect``: pages the eviction must not pick; ``kind``: the access's kind in
         the event log and counts (``probe``, ``speculative``, ...)."""
+        self._plain = False
         with self._applying():
             hit = self.pager.access(page, protect=protect, kind=kind)
         self._commit()
@@ -378,11 +448,13 @@ class PagedMemory:
         at = getattr(self.pager.cache.policy, "at", None)
         if at is None:
             return False
+        self._plain = False
         at(position)
         return True
 
     def note(self, kind: str, page: PageId | None, detail: dict[str, Any] | None = None) -> None:
         """Record an event made outside the pager (e.g. ``speculative`` by the chat loop)."""
+        self._plain = False
         with self._applying():
             self.pager.note(kind, page, detail)
         self._commit()
@@ -391,12 +463,14 @@ class PagedMemory:
         """Start a question that is not a turn (a probe): pages recalled before are no
         longer protected, and query-aware eviction scores pages against ``question``."""
         self._live()
+        self._plain = False
         self.pager.begin_turn()
         self.pager.cache.set_query(question)
 
     def end_probe(self) -> None:
         """After a probe: query-aware eviction scores against the latest user turn again."""
         self._live()
+        self._plain = False
         self.pager.cache.set_query(
             next((t.text for t in reversed(self.pager.turns) if t.role == "user"), None))
 

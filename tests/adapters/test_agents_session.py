@@ -129,13 +129,21 @@ async def test_get_items_limit_pop_and_clear(tmp_path: Path) -> None:
     assert after[-1] == {"role": "user", "content": "I like Biscuit."}
     mem = session.memory()
     assert mem is not None and len(mem.turns) == len(TURNS) - 1
-    # the popped turn had closed a page: the shortened copy replaced the original
-    assert mem.conversation_id == "carol~pop"
+    # the popped turn had closed a page in this session's latest commit: taken back
+    assert mem.conversation_id == "carol"
     version = mem.version
     assert (await session.pop_item())["content"] == "I like Biscuit."
     again = session.memory()  # this one was in the open page: one commit, same id
-    assert again is not None and again.conversation_id == "carol~pop"
+    assert again is not None and again.conversation_id == "carol"
     assert again.version == version + 1 and len(again.turns) == len(TURNS) - 2
+    # another process (no record of the commit that closed a page) rebuilds instead
+    await session.add_items([{"role": "user", "content": "I like Biscuit."}, popped])
+    other = CopageSession("carol", session.store, **PAGING)
+    assert (await other.pop_item()) == popped
+    mem = other.memory()
+    assert mem is not None and mem.conversation_id == "carol~pop"
+    assert len(mem.turns) == len(TURNS) - 1
+    assert (await session.get_items()) == after  # the first session follows the twin
 
     await session.clear_session()
     assert await session.get_items() == []

@@ -124,6 +124,32 @@ def test_truncate_removes_open_page_turns_only(store: PageStore) -> None:
     assert [c.turns for c in store.list_conversations() if c.id == "c"] == [4]
 
 
+def test_drop_pages_takes_back_a_page_close(store: PageStore) -> None:
+    """``drop_pages`` / ``drop_events``: the pages (with their bookmarks) and events from
+    an index / seq on go first, so the turns they held may be truncated (issue 18)."""
+    store.create_conversation("c", {})
+    store.commit("c", first_change())  # turns 0-3, pages 0-1, events 1-2
+    with pytest.raises(InvalidChange, match="cannot remove"):
+        store.commit("c", ChangeSet(truncate=3, drop_pages=2))  # page 1 stays
+    with pytest.raises(InvalidChange, match="pages from index 3"):
+        store.commit("c", ChangeSet(drop_pages=3))
+    assert store.load("c").version == 1  # nothing written
+    again = [Event(2, 2, "admit", 1, {"again": True})]
+    assert store.commit("c", ChangeSet(truncate=2, drop_pages=1, drop_events=2, events=again,
+                                       turns=[(2, Turn("t9", "user", "x"))],
+                                       state={"taken": "back"})) == 2
+    conv = store.load("c")
+    assert [t.id for t in conv.turns] == ["D1:1", "t2", "t9"]
+    assert conv.pages == [PageRecord(0, 0, 1, 57)] and list(conv.bookmarks) == [0]
+    assert conv.state == {"taken": "back"}
+    assert store.events("c") == [Event(1, 0, "admit", 0), *again]
+    assert [(c.turns, c.pages) for c in store.list_conversations() if c.id == "c"] == [(3, 1)]
+    # the next page continues from the kept ones
+    store.commit("c", ChangeSet(pages=[PageRecord(1, 2, 2, 5)], bookmarks=[(1, bm(1, "new"))]))
+    conv = store.load("c")
+    assert conv.pages[1] == PageRecord(1, 2, 2, 5) and conv.bookmarks[1] == bm(1, "new")
+
+
 def test_versions_upserts_and_state_kept(store: PageStore) -> None:
     store.create_conversation("c", {})
     store.commit("c", first_change())

@@ -54,8 +54,15 @@ class ChangeSet:
     #: When not None, the stored turns from this seq on are removed first (turns of the
     #: open page only: no stored page may hold one); ``turns`` then continue from it.
     truncate: int | None = None
+    #: When not None, the stored pages (and their bookmarks) from this index on are
+    #: removed first (taking back the commit that closed them); ``truncate`` may then
+    #: remove the turns those pages held, and ``pages`` continue from this index.
+    drop_pages: int | None = None
+    #: When not None, the stored events from this seq on are removed first.
+    drop_events: int | None = None
 
     def empty(self) -> bool:
         """True when the change writes nothing."""
         return not (self.turns or self.pages or self.bookmarks or self.events or self.state
-                    or self.truncate is not None)
+                    or self.truncate is not None or self.drop_pages is not None
+                    or self.drop_events is not None)

@@ -794,6 +794,39 @@ class Pager:
             "refresh_owed": self._refresh_owed,
         }
 
+    def can_rewind(self, n_turns: int, n_pages: int, state: Mapping[str, Any]) -> bool:
+        """Whether :meth:`rewind` to this cut is possible: the kept pages end within the
+        first ``n_turns`` turns, where ``state`` (the snapshot stored then) opens its
+        page. O(removed pages)."""
+        if not (0 <= n_pages <= len(self.pages) and 0 <= n_turns <= len(self.turns)):
+            return False
+        # the closed pages tile the turns before the open page
+        kept = self.paginator.start - sum(len(p.turns) for p in self.pages[n_pages:])
+        return kept <= n_turns and state.get("open_start", 0) == kept
+
+    def rewind(self, n_turns: int, n_pages: int, state: Mapping[str, Any]) -> Pager:
+        """This conversation as it was with only its first ``n_turns`` turns and
+        ``n_pages`` pages, given the snapshot stored then (``state``): the taking back of
+        the commit that added the rest. The bookmarks of the first ``n_pages`` pages must
+        not have changed since. Its counted turns, kept pages and corpus are reused (the
+        later pages leave the corpus), so the cost does not grow with the turns; this
+        pager must not be used afterwards. ``ValueError`` if the cut is not one.
+        """
+        if not self.can_rewind(n_turns, n_pages, state):
+            raise ValueError(f"cannot rewind to {n_turns} turns and {n_pages} pages")
+        gone = self.pages[n_pages:]
+        paged = self.paginator.start
+        kept = paged - sum(len(p.turns) for p in gone)
+        if self._uses_corpus:
+            for page in reversed(gone):
+                self.corpus.remove(page.id)
+        self._closed_tokens -= sum(self._turn_tokens[kept:paged])
+        bookmarks = {i: b.bookmark for i, b in self.books.items() if i < n_pages}
+        self.turns = self.turns[:n_turns]
+        self._turn_tokens = self._turn_tokens[:n_turns]
+        self.pages = self.pages[:n_pages]
+        return Pager.restore(self.config, self.turns, [], bookmarks, dict(state), base=self)
+
     @classmethod
     def restore(
         cls, config: PagerConfig, turns: Sequence[Turn], pages: Sequence[PageRecord],
@@ -852,10 +885,17 @@ class Pager:
                 pager._bookmark_tokens += book.bookmark.tokens
                 heapq.heappush(pager._stale_heap, (book.epoch, page.index))
         groups = []
+        # a group of ``base`` with the same pages and keywords has the same bookmark
+        known = {} if base is None else {
+            (g.start, g.end, g.bookmark.keywords): g for g in base.groups}
         for start, end, keywords in state.get("groups") or ():
-            gpage = group_page(pager.pages, int(start), int(end))
-            groups.append(Group(int(start), int(end), make_bookmark(
-                gpage, [str(k) for k in keywords], pager.format, pager.tokenizer)))
+            kws = tuple(str(k) for k in keywords)
+            group = known.get((int(start), int(end), kws))
+            if group is None:
+                gpage = group_page(pager.pages, int(start), int(end))
+                group = Group(int(start), int(end), make_bookmark(
+                    gpage, list(kws), pager.format, pager.tokenizer))
+            groups.append(group)
         pager._set_groups(groups)
         pager._refresh_owed = int(state.get("refresh_owed", 0))
         pager.counters = Counters.from_json(state.get("counters", state.get("stats")))

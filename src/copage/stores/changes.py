@@ -18,11 +18,21 @@ def check_change(change: ChangeSet, n_turns: int, n_pages: int, name: str,
                  last_paged_seq: int = -1) -> None:
     """Turns and pages must continue the stored ones without gaps; event seqs must be unique;
     a truncation removes only turns that no stored page holds (``last_paged_seq``: the
-    last turn seq of the stored pages, -1 for none).
+    last turn seq of the stored pages, -1 for none; with ``drop_pages``, of the pages
+    that stay).
 
     Raises:
         InvalidChange: naming the conversation and the offending seq or index.
     """
+    if change.drop_pages is not None:
+        if not 0 <= change.drop_pages <= n_pages:
+            raise InvalidChange(
+                f"commit to {name}: cannot remove the pages from index {change.drop_pages}: "
+                f"{n_pages} pages are stored")
+        n_pages = change.drop_pages
+    if change.drop_events is not None and change.drop_events < 0:
+        raise InvalidChange(f"commit to {name}: cannot remove events from seq "
+                            f"{change.drop_events}")
     if change.truncate is not None:
         if not last_paged_seq < change.truncate <= n_turns:
             raise InvalidChange(

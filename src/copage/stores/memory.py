@@ -158,11 +158,22 @@ class MemoryStore:
                 raise VersionConflict(
                     f"commit to {name}: expected version {expected_version}, stored {c.version}"
                 )
+            kept = c.pages if change.drop_pages is None else c.pages[:change.drop_pages]
             check_change(change, len(c.turns), len(c.pages), name,
-                         c.pages[-1].last_seq if c.pages else -1)
+                         kept[-1].last_seq if kept else -1)
+            drop_events = change.drop_events
             for seq, _ in events:
-                if seq in c.events:
+                if seq in c.events and (drop_events is None or seq < drop_events):
                     raise InvalidChange(f"commit to {name}: event seq {seq} is already stored")
+            # The rows removed are the latest added (dicts keep insertion order), so the
+            # cost is theirs, not the conversation's.
+            if change.drop_pages is not None:
+                del c.pages[change.drop_pages:]
+                while c.bookmarks and next(reversed(c.bookmarks)) >= change.drop_pages:
+                    c.bookmarks.popitem()
+            if drop_events is not None:
+                while c.events and next(reversed(c.events)) >= drop_events:
+                    c.events.popitem()
             if change.truncate is not None:
                 del c.turns[change.truncate:]
             c.turns.extend(turns)

@@ -190,11 +190,21 @@ class SqlStore(ABC):
                 raise_conflict(name, expected_version, version)
             last_paged = -1
             if change.truncate is not None:
+                keep = n_pages if change.drop_pages is None else change.drop_pages
                 cur.execute(self._q("SELECT MAX(last_seq) FROM pages WHERE tenant=? AND "
-                                    "conversation_id=?"), key)
+                                    "conversation_id=? AND page_index < ?"), (*key, keep))
                 row = cur.fetchone()
                 last_paged = -1 if row is None or row[0] is None else int(row[0])
             check_change(change, n_turns, n_pages, name, last_paged)
+            if change.drop_pages is not None:  # a page close taken back
+                for table in ("pages", "bookmarks"):
+                    cur.execute(self._q(f"DELETE FROM {table} WHERE tenant=? AND "
+                                        "conversation_id=? AND page_index >= ?"),
+                                (*key, change.drop_pages))
+                n_pages = change.drop_pages
+            if change.drop_events is not None:
+                cur.execute(self._q("DELETE FROM events WHERE tenant=? AND conversation_id=? "
+                                    "AND seq >= ?"), (*key, change.drop_events))
             if change.truncate is not None:
                 cur.execute(self._q("DELETE FROM turns WHERE tenant=? AND conversation_id=? "
                                     "AND seq >= ?"), (*key, change.truncate))

@@ -12,12 +12,13 @@ cap rule of :mod:`copage.session.cap`: ``max_recalls`` calls are served per turn
 engine's refusal, which tells the model to answer with what it has. (The SDK runs
 the model loop, so the requests after the cap are its own.)
 
-``pop_item`` removes the last item in one O(1) commit when its turn is in the open
-page (``PagedMemory.pop_turn``). When that turn is on a closed page (it closed the
-page), the conversation is rebuilt without it: the shortened copy is written under
-a second id, then the old one is deleted; a process killed in between leaves both,
-and the next use keeps the longer (the pop did not happen). So the stored id
-alternates between ``session_id`` and ``session_id + "~pop"``.
+``pop_item`` removes the last item in one commit (``PagedMemory.pop_turn``): O(1)
+when its turn is in the open page; when it closed its page in this session's latest
+commit, that commit is taken back (O(pages)). Otherwise (another process added it, a
+recall came after it, ...) the conversation is rebuilt without it: the shortened
+copy is written under a second id, then the old one is deleted; a process killed in
+between leaves both, and the next use keeps the longer (the pop did not happen). So
+the stored id then alternates between ``session_id`` and ``session_id + "~pop"``.
 """
 
 from __future__ import annotations
@@ -181,7 +182,7 @@ class CopageSession:
                     mem.add(role, text, **meta)
 
     async def pop_item(self) -> TResponseInputItem | None:
-        """Remove and return the latest item (rebuilds the stored conversation)."""
+        """Remove and return the latest item (see the module docstring for the cost)."""
         return await asyncio.to_thread(self._pop_item)
 
     def _pop_item(self) -> Any:

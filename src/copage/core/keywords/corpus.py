@@ -16,7 +16,7 @@ class Corpus:
     ``add`` costs O(len(text)); every query is O(1) or O(size of one page), so an
     extractor that reads its page's counts and looks up corpus statistics per
     candidate never pays for the length of the conversation. Pages cannot be
-    removed or replaced: a closed page never changes.
+    replaced; the latest can be removed (``remove``: a page close taken back).
     """
 
     def __init__(self) -> None:
@@ -42,6 +42,19 @@ class Corpus:
         self._df.update(counts.keys())
         self._cf.update(counts)
         self._total += sum(counts.values())
+
+    def remove(self, pid: PageId) -> None:
+        """Take back the latest ``add`` of ``pid`` (a page whose closing is undone);
+        ``KeyError`` if absent. O(size of the page)."""
+        counts = self._tf.pop(pid)
+        self._df.subtract(counts.keys())
+        self._cf.subtract(counts)
+        for term in counts:
+            if self._df[term] <= 0:
+                del self._df[term]
+            if self._cf[term] <= 0:
+                del self._cf[term]
+        self._total -= sum(counts.values())
 
     @property
     def n_pages(self) -> int:
