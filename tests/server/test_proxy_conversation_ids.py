@@ -15,13 +15,15 @@ from copage.adapters.agents import CopageSession
 
 async def test_agents_pop_twin_is_reachable_through_the_proxy(make_proxy: Any) -> None:
     proxy = make_proxy(store="sqlite")
-    # Pages of 3 turns: the third item closes a page, so popping it rebuilds the
-    # conversation under its ``~pop`` twin (a pop inside the open page is one commit).
+    # Pages of 3 turns: the third item closes a page, so popping it from another session
+    # object (which did not add it: no take-back) rebuilds the conversation under its
+    # ``~pop`` twin (a pop inside the open page is one commit).
     session = CopageSession("notes", proxy.state.store, tenant="alice", boundary="fixed_3")
     await session.add_items([{"role": "user", "content": "one"},
                              {"role": "assistant", "content": "two"},
                              {"role": "user", "content": "three"}])
-    await session.pop_item()  # now stored as notes~pop
+    other = CopageSession("notes", proxy.state.store, tenant="alice", boundary="fixed_3")
+    await other.pop_item()  # now stored as notes~pop
     assert proxy.state.store.exists("notes~pop", tenant="alice")
     auth = {"authorization": f"Bearer {KEY_A}"}
     async with httpx.AsyncClient(base_url=proxy.url, headers=auth, timeout=30) as c:
