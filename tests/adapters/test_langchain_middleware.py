@@ -153,3 +153,31 @@ async def test_async_agent() -> None:
     assert "1800 euros" in _text([m for m in model.seen[-1] if isinstance(m, ToolMessage)])
     assert out["messages"][-1].content == "1800 euros."
     assert "p2" in mw.memory("fixed").resident
+
+
+async def test_a_sync_agent_called_inside_a_running_event_loop() -> None:
+    """The sync middleware runs the engine's async loop without an event loop of its own."""
+    model = ToolCallingFake(responses=[*_history_replies(), recall("p2"),
+                                       AIMessage(content="1800 euros.")])
+    mw = CopageMiddleware(**PAGING)
+    agent = _agent(model, mw, checkpointer=InMemorySaver())
+    _play_history(agent, "t6")  # agent.invoke, while this coroutine's loop is running
+    out = agent.invoke({"messages": [HumanMessage("Lisbon budget?")]},
+                       {"configurable": {"thread_id": "t6"}})
+    assert "1800 euros" in _text([m for m in model.seen[-1] if isinstance(m, ToolMessage)])
+    assert out["messages"][-1].content == "1800 euros."
+
+
+async def test_concurrent_async_runs_on_one_conversation_take_turns() -> None:
+    """The conversation is locked for a model call; a second run waits off the event loop."""
+    import asyncio
+
+    mw = CopageMiddleware(conversation_id="shared", **PAGING)
+    agents = [_agent(ToolCallingFake(responses=[AIMessage(content=f"answer {i}")], sleep=0.2),
+                     mw) for i in range(2)]
+    outs = await asyncio.wait_for(asyncio.gather(*(
+        a.ainvoke({"messages": [HumanMessage(f"question {i}")]},
+                  {"configurable": {"thread_id": f"run{i}"}}) for i, a in enumerate(agents))), 10)
+    assert sorted(str(o["messages"][-1].content) for o in outs) == ["answer 0", "answer 1"]
+    texts = [t.text for t in mw.memory("shared").turns]
+    assert sorted(texts) == ["answer 0", "answer 1", "question 0", "question 1"]

@@ -172,3 +172,17 @@ def test_call_shaped_text_after_the_cap_is_refused_and_left_out(driver: str) -> 
     assert answer == "Your code is 4471."
     assert "p3" not in mem.resident
     assert mem.turns[-1].text == "Your code is 4471."
+
+
+# The middleware's model call is the engine's loop (run_recall_loop), not a copy of its
+# rules: what the engine does beyond the cap and the filter holds for it as for PagedChat.
+
+@pytest.mark.parametrize("driver", LOOP_OWNERS)
+def test_text_written_before_a_recall_is_part_of_the_answer(driver: str) -> None:
+    script = [Reply(text="Let me look.", tool_calls=[("recall", {"page": "p1"})]),
+              Reply(text="It is 4471.")]
+    answer, mem, received = _run(driver, script, cap=3)
+    assert answer == "Let me look.\n\nIt is 4471."
+    assert mem.turns[-1].text == answer
+    assert len(received) == 2 and "4471" in _tool_results(received[1])[0]
+

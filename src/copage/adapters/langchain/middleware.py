@@ -8,14 +8,16 @@ like the proxy does: they never reach the agent's tool node or its state. A
 reply that mixes recall calls with the application's tool calls pages the pages
 in and returns only the application's calls.
 
-The recall loop follows the one cap rule of :mod:`copage.session.cap` (the
-engine's): ``max_recalls`` calls served per model call, then one request with
-``tool_choice="none"``, then one without the recall tool, then
-:class:`~copage.session.cap.RecallLoopError`. A recall written as text
-(``RECALL p3``, ``<tool_call>...``, a reply that is only ``p3``) is found by the
-engine's filter (:func:`copage.session.textfilter.filter_text`), served like a
-native call and never kept in the answer, nor streamed with
-``stream_mode="messages"`` (:mod:`copage.adapters.langchain.stream`).
+Each model call is one run of the engine's recall loop
+(:func:`copage.session.engine.run_recall_loop`, the loop of ``PagedChat`` and the
+proxy), the agent's model handler standing for the model
+(:class:`~copage.adapters.langchain.caller.HandlerCall`; the sync agent drives the
+loop with :func:`copage.session.drive.iterate_sync`). So the cap and the handling
+of a recall written as text (``RECALL p3``, ``<tool_call>...``, a reply that is only
+``p3``: served like a native call, never kept in the answer) are PagedChat's; with
+``stream_mode="messages"`` such text and the recall rounds are held back from the
+stream (:mod:`copage.adapters.langchain.stream`). The conversation stays locked in
+the store for the model call (recalls included), as the proxy locks it for a turn.
 
 The conversation is the LangGraph thread (``thread_id``) unless a
 ``conversation_id`` is given; its history lives in copage's store, so it survives
@@ -25,37 +27,25 @@ a restart with or without a LangGraph checkpointer.
 from __future__ import annotations
 
 import asyncio
-import json
-from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
-from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest, ModelResponse
-from langchain.agents.middleware.types import ExtendedModelResponse
-from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, SystemMessage, ToolMessage
-from langchain_core.messages import ToolCall as LcToolCall
+from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest
+from langchain_core.messages import BaseMessage
 from langgraph.runtime import Runtime
 
 from copage.adapters._pool import ConversationPool
-from copage.adapters.langchain.convert import from_turn, without_calls
+from copage.adapters.langchain.caller import HandlerCall, View
+from copage.adapters.langchain.convert import from_turn
 from copage.adapters.langchain.history import unstored
-from copage.adapters.langchain.stream import held_stream
 from copage.core.config import PagerConfig
-from copage.core.types import ToolCall
 from copage.memory import PagedMemory
-from copage.session.cap import RecallCap, Verdict
-from copage.session.textfilter import filter_text, recall_stub
+from copage.session.drive import in_worker, iterate_sync
+from copage.session.engine import LoopEnd, LoopSettings, run_recall_loop
 from copage.stores.base import PageStore
 
 ConversationId = str | Callable[[Runtime[Any]], str] | None
-
-
-@dataclass(frozen=True, slots=True)
-class _View:
-    system: str  # copage's system text ("" while no page is evicted)
-    messages: list[AnyMessage]
-    tool: dict[str, Any] | None  # the recall tool, offered once a page is evicted
-    tool_name: str
 
 
 class CopageMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
@@ -124,12 +114,19 @@ class CopageMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             for role, text, meta in new:
                 mem.add(role, text, **meta)
 
-    def _prepare(self, cid: str, messages: Sequence[BaseMessage]) -> _View:
+    @contextmanager
+    def _opened(self, cid: str, messages: Sequence[BaseMessage]
+                ) -> Iterator[tuple[PagedMemory, View]]:
+        """The conversation, locked for the block, with ``messages`` stored; its view."""
         with self.pool.use(cid, tenant=self.tenant, create=True) as mem:
             self._ingest(mem, messages)
-            return self._view(mem, messages)
+            yield mem, self._view(mem, messages)
 
-    def _view(self, mem: PagedMemory, messages: Sequence[BaseMessage]) -> _View:
+    def _prepare(self, cid: str, messages: Sequence[BaseMessage]) -> View:
+        with self._opened(cid, messages) as (_mem, view):
+            return view
+
+    def _view(self, mem: PagedMemory, messages: Sequence[BaseMessage]) -> View:
         ctx = mem.context()
         turns = [t for t in mem.visible_turns() if t.role != "system"]
         # the state's own message objects for the visible turns: when the state holds
@@ -145,51 +142,40 @@ class CopageMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         head = ctx.messages[0] if ctx.messages else {}
         system = str(head["content"]) if head.get("role") == "system" else ""
         tool = dict(ctx.tools[0]) if ctx.tools else None
-        return _View(system, shown, tool, mem.config.tool_name)  # type: ignore[arg-type]
-
-    def _serve(self, cid: str, loop: _Loop) -> list[ToolMessage]:
-        with self.pool.use(cid, tenant=self.tenant, create=True) as mem:
-            return [ToolMessage(content=loop.cap.serve(mem, c, loop.allowed)[0],
-                                tool_call_id=c.id, name=c.name) for c in loop.pending]
+        return View(system, shown, tool, mem.config.tool_name)  # type: ignore[arg-type]
 
     def _record(self, cid: str, messages: Sequence[BaseMessage]) -> None:
         with self.pool.use(cid, tenant=self.tenant, create=True) as mem:
             self._ingest(mem, messages)
+
+    def _settings(self) -> LoopSettings:
+        # client_tools=(): every call of another tool than recall is the agent's own,
+        # ends the loop and is returned (the agent's tools are added by HandlerCall)
+        return LoopSettings(max_recalls=self.max_recalls, client_tools=())
 
     # ------------------------------------------------------------ agent hooks
     def wrap_model_call(self, request: ModelRequest[Any],
                         handler: Callable[[ModelRequest[Any]], Any]) -> Any:
         """Send the paged view; serve recall calls until the model answers."""
         cid = self._conversation(request.runtime)
-        loop = _Loop(self.max_recalls, request, self._prepare(cid, request.messages))
-        while True:
-            with held_stream(loop.name, loop.text_tools) as held:
-                response = handler(loop.request())
-            done = loop.inspect(response)
-            if held is not None:
-                held.finish(keep=done)
-            outputs = self._serve(cid, loop) if loop.pending else []
-            if done:
-                return loop.result(response)
-            loop.add(response, outputs)
+        with self._opened(cid, request.messages) as (mem, view):
+            call = HandlerCall(request, view)
+            events = run_recall_loop(mem, call.messages, call.recall_tools, self._settings(),
+                                     call.sync(handler))
+            ends = [e for e in iterate_sync(events) if isinstance(e, LoopEnd)]
+            return call.result(ends[-1].outcome)
 
     async def awrap_model_call(self, request: ModelRequest[Any],
                                handler: Callable[[ModelRequest[Any]], Awaitable[Any]]) -> Any:
-        """Async :meth:`wrap_model_call` (store work runs in a worker thread)."""
+        """Async :meth:`wrap_model_call` (the store's lock is waited for, the messages
+        stored and the view built in a worker thread)."""
         cid = self._conversation(request.runtime)
-        view = await asyncio.to_thread(self._prepare, cid, request.messages)
-        loop = _Loop(self.max_recalls, request, view)
-        while True:
-            with held_stream(loop.name, loop.text_tools) as held:
-                response = await handler(loop.request())
-            done = loop.inspect(response)
-            if held is not None:
-                held.finish(keep=done)
-            outputs = (await asyncio.to_thread(self._serve, cid, loop)
-                       if loop.pending else [])
-            if done:
-                return loop.result(response)
-            loop.add(response, outputs)
+        async with in_worker(self._opened(cid, request.messages)) as (mem, view):
+            call = HandlerCall(request, view)
+            ends = [e async for e in run_recall_loop(mem, call.messages, call.recall_tools,
+                                                     self._settings(), call.async_(handler))
+                    if isinstance(e, LoopEnd)]
+            return call.result(ends[-1].outcome)
 
     def after_agent(self, state: AgentState[Any], runtime: Runtime[Any]) -> None:
         """Store the run's last messages (the final answer) before the run ends."""
@@ -198,99 +184,3 @@ class CopageMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     async def aafter_agent(self, state: AgentState[Any], runtime: Runtime[Any]) -> None:
         """Async :meth:`after_agent`."""
         await asyncio.to_thread(self._record, self._conversation(runtime), state["messages"])
-
-
-class _Loop:
-    """One model call of the agent driving the one cap rule (:class:`RecallCap`)."""
-
-    def __init__(self, cap: int, request: ModelRequest[Any], view: _View) -> None:
-        self.base, self.view = request, view
-        self.name = view.tool_name
-        self.cap = RecallCap(cap, offered=view.tool is not None)
-        self.text_tools = [view.tool] if view.tool is not None else [recall_stub(self.name)]
-        self.extra: list[AnyMessage] = []
-        self.rnd = self.cap.next_round()
-        self.pending: list[ToolCall] = []  # the reply's recall calls, to answer
-        self.allowed = False  # whether they are served (else refused)
-        self.rest: str | None = None  # the reply's text without call-shaped text
-        self.rounds = 0
-        parts = [p for p in (request.system_prompt, view.system) if p]
-        self.system = SystemMessage(content="\n\n".join(parts)) if parts else None
-
-    def request(self) -> ModelRequest[Any]:
-        """The request for the next model call: the paged view, then this turn's recalls."""
-        self.rnd = self.cap.next_round()
-        tools = list(self.base.tools)
-        choice = self.base.tool_choice
-        if self.view.tool is not None and self.rnd.offer:
-            tools.append(self.view.tool)
-            if self.rnd.capped:
-                choice = "none"
-        return self.base.override(system_message=self.system, tools=tools, tool_choice=choice,
-                                  messages=[*self.view.messages, *self.extra])
-
-    def inspect(self, response: Any) -> bool:
-        """Sort the reply's calls (into :attr:`pending`); whether the model call ends."""
-        self.rounds += 1
-        self.pending, self.rest = [], None
-        ai = _ai_of(response)
-        if ai is None:
-            return True
-        native = [_call(c) for c in ai.tool_calls if c["name"] == self.name]
-        app = [c for c in ai.tool_calls if c["name"] != self.name]
-        text = ai.content if isinstance(ai.content, str) else ai.text
-        found = filter_text(text, self.text_tools, self.name,
-                            bare_id=f"call_bare_{self.rounds}")
-        if found.calls:
-            self.rest = found.rest.strip()
-        calls = native + found.calls
-        verdict = self.cap.verdict(self.rnd, calls=bool(calls), said=bool(found.rest.strip()),
-                                   client=bool(app))
-        self.pending = calls
-        self.allowed = self.rnd.allowed and verdict is not Verdict.REFUSE_AND_ANSWER
-        return verdict is not Verdict.SERVE
-
-    def add(self, response: Any, outputs: list[ToolMessage]) -> None:
-        ai = _ai_of(response)
-        assert ai is not None
-        calls = [LcToolCall(name=c.name, args=json.loads(c.arguments or "{}"), id=c.id,
-                            type="tool_call") for c in self.pending]
-        self.extra.extend([AIMessage(content=self.rest if self.rest is not None else ai.content,
-                                     tool_calls=calls), *outputs])
-
-    def result(self, response: Any) -> Any:
-        return _strip_recalls(response, self.name, self.rest)
-
-
-def _call(c: LcToolCall) -> ToolCall:
-    return ToolCall(str(c.get("id") or ""), c["name"],
-                    json.dumps(c.get("args") or {}, ensure_ascii=False))
-
-
-def _ai_of(response: Any) -> AIMessage | None:
-    if isinstance(response, ExtendedModelResponse):
-        response = response.model_response
-    if isinstance(response, AIMessage):
-        return response
-    if isinstance(response, ModelResponse):
-        return next((m for m in reversed(response.result) if isinstance(m, AIMessage)), None)
-    return None
-
-
-def _strip_recalls(response: Any, name: str, rest: str | None = None) -> Any:
-    """``response`` without recall calls (they were served here); with ``rest`` as the
-    text of its last AI message when call-shaped text was taken out of it."""
-    if isinstance(response, ExtendedModelResponse):
-        return ExtendedModelResponse(_strip_recalls(response.model_response, name, rest),
-                                     response.command)
-    if isinstance(response, AIMessage):
-        out = without_calls(response, name)
-        return out if rest is None else out.model_copy(update={"content": rest})
-    if isinstance(response, ModelResponse):
-        last = next((i for i in range(len(response.result) - 1, -1, -1)
-                     if isinstance(response.result[i], AIMessage)), None)
-        return ModelResponse([_strip_recalls(m, name, rest if i == last else None)
-                              if isinstance(m, AIMessage) else m
-                              for i, m in enumerate(response.result)],
-                             response.structured_response)
-    return response

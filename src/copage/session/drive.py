@@ -1,0 +1,97 @@
+"""Driving the recall engine from callers that are not plain asyncio code.
+
+:func:`iterate_sync` runs an async iterator whose awaits never truly suspend (the
+engine, :func:`copage.session.engine.run_recall_loop`, fed by a caller that calls a
+blocking model function) from synchronous code, without an event loop: each step
+of the coroutine is sent ``None`` until it returns. That works inside a running
+event loop too (nothing is scheduled on it). A step that does suspend (awaits a
+real future) is an error: such an iterator needs an event loop.
+
+:func:`in_worker` enters and exits a blocking context manager (a store's lock on a
+conversation) in worker threads, so an async caller can hold it across awaits
+without blocking its event loop; an enter that is cancelled is still exited.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+from collections.abc import AsyncIterator, Awaitable, Iterator
+from contextlib import AbstractContextManager, asynccontextmanager
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+__all__ = ["SuspendedError", "in_worker", "iterate_sync", "run_sync"]
+
+
+class SuspendedError(RuntimeError):
+    """An awaitable driven by :func:`run_sync` waited on something (needs an event loop)."""
+
+
+def run_sync(awaitable: Awaitable[T]) -> T:
+    """The result of an awaitable that never suspends, computed without an event loop.
+
+    Raises:
+        SuspendedError: the awaitable waited on a future (the error is raised in it
+            where it waited, then here).
+    """
+    step = awaitable.__await__()
+    try:
+        waited = step.send(None)
+    except StopIteration as done:
+        value: T = done.value
+        return value
+    error = SuspendedError(
+        f"an awaitable driven synchronously waited on {waited!r}; "
+        "use the async API (in an event loop) for callers that await real I/O")
+    try:  # raised where it waited, so that its cleanup runs
+        step.throw(error)
+    except StopIteration:
+        pass
+    raise error
+
+
+def iterate_sync(events: AsyncIterator[T]) -> Iterator[T]:
+    """Iterate an async iterator whose steps never suspend (see :func:`run_sync`);
+    closing the iterator early closes ``events`` (its cleanup must not suspend either)."""
+    finished = False
+    try:
+        while True:
+            try:
+                item = run_sync(events.__anext__())
+            except StopAsyncIteration:
+                finished = True
+                return
+            yield item
+    finally:
+        aclose = getattr(events, "aclose", None)
+        if not finished and aclose is not None:
+            run_sync(aclose())
+
+
+@asynccontextmanager
+async def in_worker(cm: AbstractContextManager[T]) -> AsyncIterator[T]:
+    """``cm`` entered and exited in worker threads (waiting for it there, not on the loop).
+
+    An enter whose awaiting task is cancelled is exited as soon as it completes, so a
+    lock taken by the worker is never left held.
+    """
+    loop = asyncio.get_running_loop()
+    entering = loop.run_in_executor(None, contextvars.copy_context().run, cm.__enter__)
+    try:
+        value: T = await asyncio.shield(entering)
+    except asyncio.CancelledError:
+        def undo(f: asyncio.Future[Any]) -> None:
+            if not f.cancelled() and f.exception() is None:
+                loop.run_in_executor(None, cm.__exit__, None, None, None)
+
+        entering.add_done_callback(undo)
+        raise
+    try:
+        yield value
+    except BaseException as e:
+        await asyncio.shield(loop.run_in_executor(None, cm.__exit__, type(e), e,
+                                                  e.__traceback__))
+        raise
+    await asyncio.shield(loop.run_in_executor(None, cm.__exit__, None, None, None))
