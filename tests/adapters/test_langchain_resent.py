@@ -80,3 +80,97 @@ def test_the_quick_key_is_the_stored_key() -> None:
               HumanMessage([{"type": "text", "text": "a"}, {"type": "text", "text": "b"}],
                            id="6")]:
         assert of_message(m) == of_args(to_turn(m)), m
+
+
+# --------------------------------------------------------------- what is a continuation
+def _stored(pairs: list[tuple[str, str]]) -> PagedMemory:
+    mem = PagedMemory(boundary="fixed_4")
+    for role, text in pairs:
+        mem.add(role, text)
+    return mem
+
+
+def _fresh(pairs: list[tuple[str, str]]) -> list[Any]:
+    """Messages as a caller resending plain dicts gets them: fresh objects, new ids."""
+    import uuid
+
+    return [(HumanMessage if r == "user" else AIMessage)(content=t, id=str(uuid.uuid4()))
+            for r, t in pairs]
+
+
+HISTORY = [("user", "one"), ("assistant", "a0"), ("user", "two"), ("assistant", "a1")]
+
+
+def _new_texts(mem: PagedMemory, sent: list[Any]) -> list[str]:
+    from copage.adapters.langchain.history import unstored
+
+    return [t.text for t in unstored(mem, sent)]
+
+
+def test_the_resent_history_plus_a_question_adds_the_question() -> None:
+    assert _new_texts(_stored(HISTORY), _fresh([*HISTORY, ("user", "three")])) == ["three"]
+    assert _new_texts(_stored(HISTORY), _fresh(HISTORY)) == []
+
+
+@pytest.mark.parametrize("sent", [
+    [("user", "ONE, edited"), *HISTORY[1:], ("user", "three")],  # differs early, same tail
+    [*HISTORY[:3], ("assistant", "a1, edited"), ("user", "three")],  # the last stored turn
+    [HISTORY[0], ("user", "a0"), *HISTORY[2:], ("user", "three")],  # a role changed
+    [*HISTORY[:2], ("user", "three")],  # shorter than the stored history
+    [*HISTORY[2:], ("user", "three")],  # the stored tail alone, at another position
+], ids=["edited-early", "edited-last", "role", "shorter", "tail-only"])
+def test_a_history_that_differs_is_not_a_continuation(sent: list[tuple[str, str]]) -> None:
+    # not recognised: every message of unknown id is new (docs/langchain.md), so the
+    # messages that differ are among them, not only the question
+    texts = _new_texts(_stored(HISTORY), _fresh(sent))
+    assert texts == [t for _r, t in sent]
+
+
+def test_tool_calls_and_system_messages_in_a_resent_history() -> None:
+    from langchain_core.messages import SystemMessage, ToolMessage
+
+    from copage.adapters.langchain.convert import to_turn
+
+    calls = [{"name": "get_weather", "args": {"city": "Lisbon"}, "id": "c1",
+              "type": "tool_call"}]
+    history = [HumanMessage("weather?", id="1"), AIMessage("", tool_calls=calls, id="2"),
+               ToolMessage("Sunny.", tool_call_id="c1", id="3"), AIMessage("Sunny.", id="4")]
+    mem = PagedMemory(boundary="fixed_4")
+    for m in history:
+        role, text, meta = to_turn(m)
+        mem.add(role, text, **meta)
+
+    def resent(*extra: Any) -> list[Any]:
+        return [m.model_copy(update={"id": f"new-{m.id}"}) for m in history] + list(extra)
+
+    q = HumanMessage("and tomorrow?", id="q")
+    assert _new_texts(mem, resent(q)) == ["and tomorrow?"]
+    assert _new_texts(mem, [SystemMessage("be brief", id="s"), *resent(q)]) == [
+        "and tomorrow?"]
+    other = [{**calls[0], "args": {"city": "Porto"}}]
+    changed = resent(q)
+    changed[1] = AIMessage("", tool_calls=other, id="x")  # another call: not the same history
+    assert len(_new_texts(mem, changed)) == 5
+
+
+def test_the_quick_comparison_is_the_canonical_one() -> None:
+    from langchain_core.messages import AIMessageChunk, ToolMessage
+
+    from copage.adapters.langchain.convert import to_turn
+    from copage.adapters.langchain.history import of_message, of_turn, same
+    from copage.core.types import ToolCall, Turn
+
+    calls = [{"name": "f", "args": {"a": 1}, "id": "c1", "type": "tool_call"}]
+    messages = [HumanMessage("hi", id="1"), AIMessage("hi", id="2"),
+                AIMessage("", tool_calls=calls, id="3"), AIMessageChunk(content="hi", id="4"),
+                ToolMessage("hi", tool_call_id="c1", id="5"),
+                HumanMessage([{"type": "text", "text": "hi"}], id="6")]
+    turns = [Turn("t1", "user", "hi"), Turn("t2", "assistant", "hi"),
+             Turn("t3", "assistant", "", tool_calls=(ToolCall("c1", "f", '{"a": 1}'),)),
+             Turn("t4", "tool", "hi", tool_call_id="c1"), Turn("t5", "assistant", ""),
+             *(Turn(f"s{i}", *to_turn(m)[:2], tool_calls=tuple(to_turn(m).meta.get(
+                 "tool_calls") or ()), tool_call_id=to_turn(m).meta.get("tool_call_id"))
+               for i, m in enumerate(messages))]
+    for m in messages:
+        for t in turns:
+            assert same(m, t) == (of_message(m) == of_turn(t)), (m, t)

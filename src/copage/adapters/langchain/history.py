@@ -4,28 +4,34 @@ With a LangGraph checkpointer the state holds the stored messages themselves (sa
 ids), so the new ones are those after the latest stored turn. Without one, a
 caller resends its whole history, often as fresh message objects with new ids;
 like the proxy (``server/transcript.py``), the middleware then recognises the
-history by its content: every turn it stores carries ``meta["h"]``, a hash chain
-over the canonical form of the messages up to it (role, text, tool calls, tool
-call id; system messages are not turns and take no part), and the longest prefix
-of the incoming messages whose chain equals the stored head is the history
-already stored. Messages matched neither way are compared by id, as before.
+history by its content: the messages (system messages aside: they are not turns)
+continue the stored conversation when its turns are their first messages, compared
+by canonical form (role, text, tool calls, tool call id). The check starts at the
+end: the latest stored turn must be the message at its position (one comparison,
+which turns away most other histories), then the rest is compared from there back
+to the first message (a history edited or shortened anywhere is not a
+continuation). That reads every message once, a string comparison each (no
+hashing): knowing that a history sent anew is the stored one takes reading it.
+Messages matched neither way are compared by id, as before.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Sequence
 from typing import Any
 
-from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolMessage
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+)
 
 from copage.adapters.langchain.convert import TurnArgs, to_turn
 from copage.core.types import ToolCall, Turn
 from copage.memory import PagedMemory
-
-GENESIS = ""
-HASH_KEY = "h"
 
 
 def _args(arguments: str) -> Any:
@@ -43,11 +49,6 @@ def canonical(role: str, text: str, calls: Sequence[ToolCall], tool_call_id: str
     return json.dumps([role, text, [[c.id, c.name, _args(c.arguments)] for c in calls],
                        tool_call_id or ""], separators=(",", ":"), sort_keys=True,
                       ensure_ascii=False)
-
-
-def link(prev: str, payload: str) -> str:
-    """The chain hash after a message whose canonical form is ``payload``."""
-    return hashlib.sha256((prev + "\n" + payload).encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def of_args(turn: TurnArgs) -> str:
@@ -68,48 +69,73 @@ def of_turn(turn: Turn) -> str:
     return canonical(turn.role, turn.text, turn.tool_calls, turn.tool_call_id)
 
 
-def head(mem: PagedMemory) -> str | None:
-    """The chain hash after the latest stored turn (None when a turn lacks one: stored
-    some other way, then the chain is computed over the stored turns)."""
-    last = mem.last_turn
-    if last is None:
-        return GENESIS
-    h = last.meta.get(HASH_KEY)
-    if isinstance(h, str):
-        return h
-    out = GENESIS
-    for t in mem.turns:
-        out = link(out, of_turn(t))
-    return out
+def same(m: BaseMessage, t: Turn) -> bool:
+    """Whether message ``m`` is stored as turn ``t``: ``of_message(m) == of_turn(t)``."""
+    return _all_same([m], [t])
+
+
+def _all_same(messages: Sequence[BaseMessage], turns: Sequence[Turn]) -> bool:
+    """``all(map(same, messages, turns))`` (equal lengths), from the last; a plain text
+    message is compared without building its canonical form."""
+    for i in range(len(turns) - 1, -1, -1):
+        m, t = messages[i], turns[i]
+        c, kind = m.content, type(m)
+        if type(c) is str and not t.tool_calls and not t.tool_call_id:
+            if kind is HumanMessage:
+                if c != t.text or t.role != "user":
+                    return False
+                continue
+            if kind is AIMessage and not m.tool_calls:  # type: ignore[attr-defined]
+                if c != t.text or t.role != "assistant":
+                    return False
+                continue
+        if of_message(m) != of_turn(t):
+            return False
+    return True
+
+
+def continued(messages: Sequence[BaseMessage], turns: Sequence[Turn]) -> int | None:
+    """The index after the messages that are the stored ``turns`` (system messages
+    aside), when ``messages`` begin with them; else None (see module docstring)."""
+    k = len(turns)
+    if k == 0:
+        return 0
+    if (len(messages) >= k and same(messages[k - 1], turns[k - 1])  # the cheap check
+            and _all_same(messages[:k - 1], turns[:k - 1])):
+        return k
+    if not any(isinstance(m, SystemMessage) for m in messages):
+        return None
+    at = [i for i, m in enumerate(messages) if not isinstance(m, SystemMessage)]
+    if len(at) < k or not _all_same([messages[i] for i in at[:k]], turns):
+        return None
+    return at[k - 1] + 1
+
+
+def _after_id(messages: Sequence[BaseMessage], turn_id: str, *, within: int | None = None
+              ) -> int | None:
+    """The index after the latest message with this id, looked for among the last
+    ``within`` messages (all when None); None when there is none."""
+    stop = -1 if within is None else max(len(messages) - within, 0) - 1
+    for i in range(len(messages) - 1, stop, -1):
+        if messages[i].id == turn_id:
+            return i + 1
+    return None
 
 
 def unstored(mem: PagedMemory, messages: Sequence[BaseMessage]) -> list[TurnArgs]:
-    """The turns to store for ``messages`` (oldest first), each with its chain hash."""
+    """The turns to store for ``messages`` (oldest first)."""
     last = mem.last_turn
-    start = None
-    if last is not None:  # the checkpointer case: the latest stored turn is in the state
-        start = next((i + 1 for i in range(len(messages) - 1, -1, -1)
-                      if messages[i].id == last.id), None)
-    if start is None:  # a resent history: its longest prefix that is the stored one
-        want = head(mem)
-        h, start = GENESIS, 0 if want == GENESIS else None
-        for i, m in enumerate(messages):
-            if isinstance(m, SystemMessage):
-                continue
-            h = link(h, of_message(m))
-            if h == want:
-                start = i + 1
+    start: int | None = 0
+    if last is not None:
+        # a checkpointer: the latest stored turn is one of the state's last messages;
+        # else a resent history begins with the stored turns; else it is further back
+        start = _after_id(messages, last.id, within=16)
+        if start is None:
+            start = continued(messages, mem.turns)
+        if start is None:
+            start = _after_id(messages, last.id)
     if start is None:  # neither: the messages whose ids are unknown
         new = [m for m in messages if not (m.id and mem.has_turn(m.id))]
     else:
         new = [m for m in messages[start:] if not (m.id and mem.has_turn(m.id))]
-    out: list[TurnArgs] = []
-    chained: str | None = None
-    for m in new:
-        turn = to_turn(m)
-        if turn.role == "system":
-            out.append(turn)
-            continue
-        chained = link(head(mem) or GENESIS if chained is None else chained, of_args(turn))
-        out.append(TurnArgs(turn.role, turn.text, {**turn.meta, HASH_KEY: chained}))
-    return out
+    return [to_turn(m) for m in new]
