@@ -181,3 +181,24 @@ async def test_concurrent_async_runs_on_one_conversation_take_turns() -> None:
     assert sorted(str(o["messages"][-1].content) for o in outs) == ["answer 0", "answer 1"]
     texts = [t.text for t in mw.memory("shared").turns]
     assert sorted(texts) == ["answer 0", "answer 1", "question 0", "question 1"]
+
+
+def test_the_conversation_is_locked_for_the_model_call() -> None:
+    from copage.stores.memory import MemoryStore
+
+    store = MemoryStore()
+    held: list[bool] = []
+
+    class Probe(ToolCallingFake):
+        def _generate(self, messages: list[Any], stop: Any = None, run_manager: Any = None,
+                      **kwargs: Any) -> Any:
+            with store.try_lock("c") as taken:
+                held.append(not taken)
+            return super()._generate(messages, stop, run_manager, **kwargs)
+
+    model = Probe(responses=[AIMessage(content="hi")])
+    _agent(model, CopageMiddleware(store, conversation_id="c", **PAGING)).invoke(
+        {"messages": [HumanMessage("hello")]})
+    with store.try_lock("c") as taken:
+        assert taken  # released after the run
+    assert held == [True]

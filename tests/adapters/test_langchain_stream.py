@@ -107,3 +107,28 @@ def test_a_recall_written_as_text_is_not_streamed(script: list[Reply], answer: s
     text = "".join(str(m.content) for m in streamed if isinstance(m, AIMessage | AIMessageChunk))
     assert answer in text
     assert "RECALL" not in text and "p1" not in text and "p3" not in text, text
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_text_before_a_recall_streams_as_the_answer_has_it(mode: str) -> None:
+    """The engine keeps text written before a recall in the answer, a blank line before
+    the final reply's text: the stream shows the same text."""
+    script = deque([Reply(text="Let me look.", tool_calls=[("recall", {"page": "p3"})]),
+                    Reply(text="Bring your insurance card.")])
+    with FakeUpstream(lambda _body: script.popleft()) as up:
+        model = ChatOpenAI(model="fake-model", base_url=up.url, api_key="sk-test",
+                           max_retries=0)
+        agent = create_agent(model, tools=[],
+                             middleware=[CopageMiddleware(_store(), **PAGING)])
+        inp = {"messages": [HumanMessage(QUESTION)]}
+        if mode == "sync":
+            streamed = [m for m, _meta in agent.stream(inp, CONFIG, stream_mode="messages")]
+        else:
+            async def run() -> list[Any]:
+                return [m async for m, _meta in agent.astream(inp, CONFIG,
+                                                               stream_mode="messages")]
+            streamed = asyncio.run(run())
+    answer = "Let me look.\n\nBring your insurance card."
+    chunks = [m for m in streamed if isinstance(m, AIMessageChunk)]
+    assert "".join(str(m.content) for m in chunks) == answer
+    _check(streamed, answer)

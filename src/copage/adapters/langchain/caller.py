@@ -75,6 +75,7 @@ class HandlerCall:
         self.last_ai: AIMessage | None = None
         self.last_text = ""
         self.held: HeldStream | None = None
+        self.streamed = ""  # the text streamed by earlier rounds
 
     # ----------------------------------------------------------- the engine's caller
     def sync(self, handler: Callable[[ModelRequest[Any]], Any]
@@ -82,7 +83,7 @@ class HandlerCall:
         """A caller calling the blocking ``handler`` (it never suspends)."""
         async def call(request: ChatRequest) -> AsyncIterator[StreamEvent]:
             lc = self._begin(request)
-            with held_stream(self.name, self.text_tools) as held:
+            with held_stream(self.name, self.text_tools, self.streamed) as held:
                 reply = handler(lc)
             for event in self._end(reply, held):
                 yield event
@@ -93,7 +94,7 @@ class HandlerCall:
         """A caller awaiting ``handler``."""
         async def call(request: ChatRequest) -> AsyncIterator[StreamEvent]:
             lc = self._begin(request)
-            with held_stream(self.name, self.text_tools) as held:
+            with held_stream(self.name, self.text_tools, self.streamed) as held:
                 reply = await handler(lc)
             for event in self._end(reply, held):
                 yield event
@@ -102,6 +103,7 @@ class HandlerCall:
     def _begin(self, request: ChatRequest) -> ModelRequest[Any]:
         if self.held is not None:  # the engine calls again: the last round was served inside
             self.held.finish(keep=False)
+            self.streamed += self.held.shown
             self.held = None
         return self._request(request)
 

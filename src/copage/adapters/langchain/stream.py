@@ -14,6 +14,8 @@ Text passes through the engine's :class:`~copage.session.textfilter.CallTextFilt
 (one filter for every front end): a recall written as text (``RECALL p3``,
 ``<tool_call>...``, a reply that is only ``p3``) is held back and never streamed;
 what is held and is not a call is released when the round ends with an answer.
+A round's first text after text streamed by earlier rounds opens with the blank
+line the engine's answer puts between them.
 """
 
 from __future__ import annotations
@@ -41,9 +43,11 @@ class HeldStream(BaseCallbackHandler):
     run_inline = True  # like the handler it wraps: in order, on the caller's thread
 
     def __init__(self, inner: BaseCallbackHandler, tool_name: str,
-                 tools: Sequence[ToolSpec] = ()) -> None:
+                 tools: Sequence[ToolSpec] = (), before: str = "") -> None:
         self.inner, self.name = inner, tool_name
         self.tools = list(tools)
+        self.before = before  # the text earlier rounds of the model call streamed
+        self.shown = ""  # the text this round streamed
         self.held: dict[UUID, list[tuple[str, Any]]] = {}  # run -> events, in order
         self.names: dict[UUID, dict[int, str]] = {}  # run -> tool-call index -> name
         self.filters: dict[UUID, CallTextFilter] = {}  # run -> its text filter
@@ -76,13 +80,25 @@ class HeldStream(BaseCallbackHandler):
         filt = self.filters.setdefault(run_id, CallTextFilter(self.tools, self.name))
         self.ids[run_id] = getattr(msg, "id", None)
         shown = filt.feed(text)
-        if shown == text:
+        if shown == text and self._lead(shown) == shown:
+            self.shown += shown
             return self.inner.on_llm_new_token(token, chunk=chunk, run_id=run_id, **kwargs)
-        if shown:  # part of the chunk is held back: pass on the rest
+        if shown:  # part of the chunk is held back, or it opens a later round
             return self._text(run_id, shown, kwargs)
         return None
 
+    def _lead(self, text: str) -> str:
+        """``text`` set apart from the earlier rounds' text when it opens this round's
+        (the engine's rule: the answer joins the rounds' text with a blank line)."""
+        if self.shown or not self.before.strip():
+            return text
+        b = self.before
+        sep = "" if b.endswith("\n\n") else "\n" if b.endswith("\n") else "\n\n"
+        return sep + text.lstrip("\n") if sep else text
+
     def _text(self, run_id: UUID, text: str, kwargs: dict[str, Any]) -> Any:
+        text = self._lead(text)
+        self.shown += text
         chunk = ChatGenerationChunk(message=AIMessageChunk(content=text, id=self.ids.get(run_id)))
         return self.inner.on_llm_new_token(text, chunk=chunk, run_id=run_id, **kwargs)
 
@@ -154,9 +170,11 @@ def _is_stream_handler(h: object) -> bool:
 
 
 @contextmanager
-def held_stream(tool_name: str, tools: Sequence[ToolSpec] = ()) -> Iterator[HeldStream | None]:
+def held_stream(tool_name: str, tools: Sequence[ToolSpec] = (),
+                before: str = "") -> Iterator[HeldStream | None]:
     """Within the block, model calls of this run stream through a :class:`HeldStream`
-    (None when the run streams no messages)."""
+    (None when the run streams no messages); ``before``: the text earlier rounds of
+    the model call streamed."""
     config = var_child_runnable_config.get()
     manager = (config or {}).get("callbacks")
     if not isinstance(manager, BaseCallbackManager):
@@ -166,7 +184,7 @@ def held_stream(tool_name: str, tools: Sequence[ToolSpec] = ()) -> Iterator[Held
     if inner is None:
         yield None
         return
-    held = HeldStream(inner, tool_name, tools)
+    held = HeldStream(inner, tool_name, tools, before)
     copy = manager.copy()
     copy.handlers = [held if h is inner else h for h in manager.handlers]
     copy.inheritable_handlers = [held if h is inner else h
