@@ -17,7 +17,8 @@
 
 Each size is built once, then ``--turns`` measured turns; the median is printed (ms).
 Run: ``PYTHONPATH=src .venv/bin/python bench/bench_adapters.py [--sizes 100,1000,3000]``.
-The machine is shared: compare sizes within one run.
+The machine is shared: compare sizes within one run; ``--clock cpu`` times CPU time
+instead of wall time (a loaded machine's preemptions inflate long calls most).
 """
 
 from __future__ import annotations
@@ -37,6 +38,9 @@ PAGING: dict[str, Any] = {"boundary": "fixed_10", "policy": "lru", "resident_pag
                           "keywords": "heuristic"}
 
 
+clock = time.perf_counter  # --clock cpu: time.process_time (this process's CPU time)
+
+
 def _text(i: int) -> str:
     return (f"turn {i} about topic {i % 37}: alpha{i % 101} beta{i % 53} and the number "
             f"{i * 7} in city{i % 11}")
@@ -48,9 +52,9 @@ def _median_ms(fn: Callable[[int], float | None], start: int, turns: int) -> flo
     for k in range(turns):
         gc.disable()  # as timeit does: a collection's pause belongs to no one call
         try:
-            t = time.perf_counter()
+            t = clock()
             own = fn(start + 2 * k)
-            times.append(time.perf_counter() - t if own is None else own)
+            times.append(clock() - t if own is None else own)
         finally:
             gc.enable()
     return 1000 * statistics.median(times)
@@ -78,14 +82,14 @@ def bench_langchain(n: int, turns: int, mode: str) -> float:
         # the caller's work (not timed): a resending caller's messages are fresh objects;
         # within the run, the state keeps them (after_agent sees them and the answer)
         sent = fresh(state) if mode == "resent" else state
-        t = time.perf_counter()
+        t = clock()
         mw._prepare("c", sent)
-        spent = time.perf_counter() - t
+        spent = clock() - t
         state.append(answer)
         sent = [*sent, answer] if mode == "resent" else state
-        t = time.perf_counter()
+        t = clock()
         mw._record("c", sent)
-        return spent + time.perf_counter() - t
+        return spent + clock() - t
 
     return _median_ms(turn, n, turns)
 
@@ -103,9 +107,9 @@ def bench_mcp(n: int, turns: int, tmp: Path) -> float:
     tools.recall_page(b, "default", "c", "p1")  # B has it cached, as a warm process would
     def turn(i: int) -> float:
         tools.append_turns(a, "default", "c", [("user", _text(i)), ("assistant", _text(i + 1))])
-        t = time.perf_counter()
+        t = clock()
         tools.recall_page(b, "default", "c", "p1")
-        return time.perf_counter() - t
+        return clock() - t
 
     out = _median_ms(turn, n, turns)
     a.close()
@@ -127,12 +131,12 @@ def bench_pop(n: int, turns: int, closing: bool) -> tuple[float, float, float]:
         for _ in range(turns):
             gc.disable()
             try:
-                t = time.perf_counter()
+                t = clock()
                 item = await session.pop_item()
-                t1 = time.perf_counter()
+                t1 = clock()
                 assert item is not None
                 await session.add_items([item])
-                t2 = time.perf_counter()
+                t2 = clock()
                 times.append(t2 - t)
                 pops.append(t1 - t)
                 adds.append(t2 - t1)
@@ -149,7 +153,12 @@ def main() -> None:
     ap.add_argument("--sizes", default="100,500,1000,2000,3000")
     ap.add_argument("--turns", type=int, default=15, help="measured turns per size")
     ap.add_argument("--only", default="langchain,langchain-resent,mcp-2proc,pop")
+    ap.add_argument("--clock", choices=["wall", "cpu"], default="wall",
+                    help="cpu: this process's CPU time (all its threads), which other jobs "
+                         "on a shared machine do not inflate")
     args = ap.parse_args()
+    global clock
+    clock = time.process_time if args.clock == "cpu" else time.perf_counter
     sizes = [int(s) for s in args.sizes.split(",")]
     only = args.only.split(",")
     with tempfile.TemporaryDirectory() as d:
