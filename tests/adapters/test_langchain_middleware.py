@@ -202,3 +202,16 @@ def test_the_conversation_is_locked_for_the_model_call() -> None:
     with store.try_lock("c") as taken:
         assert taken  # released after the run
     assert held == [True]
+
+
+def test_an_empty_reply_is_asked_again_once_then_is_an_error() -> None:
+    from copage.llm.errors import BadResponse
+
+    model = ToolCallingFake(responses=[AIMessage(content=""), AIMessage(content="hi")])
+    out = _agent(model, CopageMiddleware(conversation_id="e1", **PAGING)).invoke(
+        {"messages": [HumanMessage("hello")]})
+    assert out["messages"][-1].content == "hi" and len(model.seen) == 2
+    model = ToolCallingFake(responses=[AIMessage(content=""), AIMessage(content=" ")])
+    with pytest.raises(BadResponse, match="empty reply twice"):
+        _agent(model, CopageMiddleware(conversation_id="e2", **PAGING)).invoke(
+            {"messages": [HumanMessage("hello")]})

@@ -71,16 +71,6 @@ def text_calls(held: str, tools: Sequence[ToolSpec], tool_name: str, *, alone: b
     return TextCalls([c for c in parsed.tool_calls if c.name == tool_name], parsed.text)
 
 
-def filter_text(text: str, tools: Sequence[ToolSpec], tool_name: str, *,
-                bare_id: str = "call_bare") -> TextCalls:
-    """A whole (not streamed) reply's text through :class:`CallTextFilter`: the calls
-    written in it, and the text that is not a call."""
-    filt = CallTextFilter(tools, tool_name)
-    shown = filt.feed(text)
-    found = text_calls(filt.held(), tools, tool_name, alone=not shown.strip(), bare_id=bare_id)
-    return TextCalls(found.calls, shown + found.rest)
-
-
 class CallTextFilter:
     """Splits a streamed reply into text safe to show now and text held back."""
 
