@@ -174,3 +174,19 @@ def test_the_quick_comparison_is_the_canonical_one() -> None:
     for m in messages:
         for t in turns:
             assert same(m, t) == (of_message(m) == of_turn(t)), (m, t)
+
+
+def test_the_view_of_a_resent_history_holds_the_callers_own_messages() -> None:
+    """Recognised by content, the resent messages stand where their turns do: the model
+    gets the caller's objects (content blocks kept), not messages rebuilt from text."""
+    blocks = [{"type": "text", "text": "my code is"}, {"type": "text", "text": " 4471"}]
+    mw = CopageMiddleware(boundary="fixed_4")
+    model = ToolCallingFake(responses=[AIMessage(content="noted"), AIMessage(content="ok")])
+    agent = create_agent(model, tools=[], middleware=[mw])
+    history: list[Any] = [{"role": "user", "content": blocks}]
+    out = agent.invoke({"messages": history}, CONFIG)
+    history += [{"role": "assistant", "content": "noted"}, {"role": "user", "content": "ok?"}]
+    agent.invoke({"messages": history}, CONFIG)  # fresh objects, new ids
+    first = model.seen[-1][0]
+    assert first.content == blocks and first.id != out["messages"][0].id
+    assert [t.text for t in mw.memory("t").turns] == ["my code is 4471", "noted", "ok?", "ok"]

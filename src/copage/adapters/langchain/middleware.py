@@ -38,7 +38,7 @@ from langgraph.runtime import Runtime
 from copage.adapters._pool import ConversationPool
 from copage.adapters.langchain.caller import HandlerCall, View
 from copage.adapters.langchain.convert import from_turn
-from copage.adapters.langchain.history import unstored
+from copage.adapters.langchain.history import same, unstored
 from copage.core.config import PagerConfig
 from copage.memory import PagedMemory
 from copage.session.drive import in_worker, iterate_sync
@@ -138,6 +138,12 @@ class CopageMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
                 break
             if msg.id in want:
                 by_id[msg.id] = msg
+        if len(by_id) < len(want):  # a resent history: its messages stand where the turns do
+            at = _positions(mem)
+            for t in turns:
+                i = at.get(t.id, len(messages))
+                if t.id not in by_id and i < len(messages) and same(messages[i], t):
+                    by_id[t.id] = messages[i]
         shown = [m if (m := by_id.get(t.id)) is not None else from_turn(t) for t in turns]
         head = ctx.messages[0] if ctx.messages else {}
         system = str(head["content"]) if head.get("role") == "system" else ""
@@ -184,3 +190,15 @@ class CopageMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     async def aafter_agent(self, state: AgentState[Any], runtime: Runtime[Any]) -> None:
         """Async :meth:`after_agent`."""
         await asyncio.to_thread(self._record, self._conversation(runtime), state["messages"])
+
+
+def _positions(mem: PagedMemory) -> dict[str, int]:
+    """The visible turns' positions among all turns (by id)."""
+    start, at = {}, 0
+    for page in mem.pages:
+        start[page.id] = at
+        at += len(page.turns)
+    out = {t.id: start[pid] + j for pid in mem.resident
+           for j, t in enumerate(mem.page(pid).turns)}
+    out.update((t.id, at + j) for j, t in enumerate(mem.open_turns))
+    return out
