@@ -38,6 +38,7 @@ from copage.session.textfilter import CallTextFilter, recall_stub, text_calls
 __all__ = [
     "CALLS_AFTER_CAP", "Caller", "ClientToolDelta", "LoopEnd", "LoopEvent", "LoopOutcome",
     "LoopSettings", "RecallLoopError", "RecallServed", "TextDelta", "run_recall_loop",
+    "separated",
 ]
 
 Caller = Callable[[ChatRequest], AsyncIterator[StreamEvent]]
@@ -211,11 +212,7 @@ class _Loop:
         """Text opening a later reply is set apart from the earlier replies' text."""
         if emitted_now or not self.answer:
             return text
-        before = "".join(self.answer)
-        if not before.strip():
-            return text
-        sep = "" if before.endswith("\n\n") else "\n" if before.endswith("\n") else "\n\n"
-        return sep + text.lstrip("\n") if sep else text
+        return separated("".join(self.answer), text)
 
     def _client_deltas(self, delta: ToolCallDelta) -> list[ToolCallDelta]:
         """Client call deltas to pass on now (recall calls are held; unknown names wait)."""
@@ -311,6 +308,15 @@ class _Loop:
             "".join(self.answer).strip(), client, finish, response, self.records, self.usage,
             capped or self.cap.capped, empty,
         )
+
+
+def separated(before: str, text: str) -> str:
+    """``text`` opening a later reply, set apart from the answer's text ``before`` it by
+    a blank line (the answer joins the replies' text this way)."""
+    if not before.strip():
+        return text
+    sep = "" if before.endswith("\n\n") else "\n" if before.endswith("\n") else "\n\n"
+    return sep + text.lstrip("\n") if sep else text
 
 
 def _unique(call: ToolCall, seen: set[str], n: int) -> ToolCall:

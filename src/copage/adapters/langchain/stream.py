@@ -32,6 +32,7 @@ from langchain_core.runnables.config import var_child_runnable_config
 
 from copage.adapters.langchain.convert import without_calls
 from copage.llm.types import ToolSpec
+from copage.session.engine import separated
 from copage.session.textfilter import CallTextFilter, text_calls
 
 T = TypeVar("T")
@@ -89,12 +90,8 @@ class HeldStream(BaseCallbackHandler):
 
     def _lead(self, text: str) -> str:
         """``text`` set apart from the earlier rounds' text when it opens this round's
-        (the engine's rule: the answer joins the rounds' text with a blank line)."""
-        if self.shown or not self.before.strip():
-            return text
-        b = self.before
-        sep = "" if b.endswith("\n\n") else "\n" if b.endswith("\n") else "\n\n"
-        return sep + text.lstrip("\n") if sep else text
+        (:func:`copage.session.engine.separated`, as the answer has it)."""
+        return text if self.shown else separated(self.before, text)
 
     def _text(self, run_id: UUID, text: str, kwargs: dict[str, Any]) -> Any:
         text = self._lead(text)
