@@ -118,3 +118,22 @@ def test_a_cancelled_enter_still_releases_the_lock() -> None:
 async def _use(lock: threading.Lock, log: list[str]) -> None:
     async with in_worker(_locked(lock, log)):
         raise AssertionError("not reached: cancelled while waiting")
+
+
+def test_waiting_for_the_lock_does_not_hold_the_loops_executor() -> None:
+    """Runs waiting for a conversation's lock must leave the loop's executor to its
+    holder: here the holder needs the executor's only worker before it lets go."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    lock, log = threading.Lock(), []
+
+    async def run(i: int) -> None:
+        async with in_worker(_locked(lock, log)):
+            await asyncio.to_thread(lambda: None)  # a sync model call in the executor
+
+    async def main() -> None:
+        asyncio.get_running_loop().set_default_executor(ThreadPoolExecutor(1))
+        await asyncio.wait_for(asyncio.gather(*(run(i) for i in range(4))), 10)
+
+    asyncio.run(main())
+    assert log == ["enter False", "exit"] * 4 and not lock.locked()

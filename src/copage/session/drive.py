@@ -8,15 +8,18 @@ event loop too (nothing is scheduled on it). A step that does suspend (awaits a
 real future) is an error: such an iterator needs an event loop.
 
 :func:`in_worker` enters and exits a blocking context manager (a store's lock on a
-conversation) in worker threads, so an async caller can hold it across awaits
-without blocking its event loop; an enter that is cancelled is still exited.
+conversation) in threads of their own, so an async caller can hold it across awaits
+without blocking its event loop; an enter that is cancelled is still exited. Not the
+loop's executor: callers waiting for the lock would hold its workers, and the lock's
+holder may need one (a sync chat model runs there) before it lets go.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextvars
-from collections.abc import AsyncIterator, Awaitable, Iterator
+import threading
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import AbstractContextManager, asynccontextmanager
 from typing import Any, TypeVar
 
@@ -70,28 +73,57 @@ def iterate_sync(events: AsyncIterator[T]) -> Iterator[T]:
             run_sync(aclose())
 
 
+def _in_thread(loop: asyncio.AbstractEventLoop, fn: Callable[..., T], *args: Any
+               ) -> asyncio.Future[T]:
+    """``fn(*args)`` in a thread of its own (not the loop's executor, whose workers
+    may all be needed by the lock's holder), with the caller's context variables."""
+    fut: asyncio.Future[T] = loop.create_future()
+    ctx = contextvars.copy_context()
+
+    def settle(value: Any, error: BaseException | None) -> None:
+        if fut.cancelled():
+            return
+        if error is not None:
+            fut.set_exception(error)
+        else:
+            fut.set_result(value)
+
+    def run() -> None:
+        try:
+            value, error = ctx.run(fn, *args), None
+        except BaseException as e:  # noqa: BLE001 (handed to the awaiting task)
+            value, error = None, e
+        try:
+            loop.call_soon_threadsafe(settle, value, error)
+        except RuntimeError:  # the loop is closed: nobody waits any more
+            pass
+
+    threading.Thread(target=run, name="copage-worker", daemon=True).start()
+    return fut
+
+
 @asynccontextmanager
 async def in_worker(cm: AbstractContextManager[T]) -> AsyncIterator[T]:
-    """``cm`` entered and exited in worker threads (waiting for it there, not on the loop).
+    """``cm`` entered and exited in threads of their own (waiting for it there, not on
+    the event loop, nor in the loop's executor).
 
     An enter whose awaiting task is cancelled is exited as soon as it completes, so a
-    lock taken by the worker is never left held.
+    lock taken by the thread is never left held.
     """
     loop = asyncio.get_running_loop()
-    entering = loop.run_in_executor(None, contextvars.copy_context().run, cm.__enter__)
+    entering = _in_thread(loop, cm.__enter__)
     try:
         value: T = await asyncio.shield(entering)
     except asyncio.CancelledError:
         def undo(f: asyncio.Future[Any]) -> None:
             if not f.cancelled() and f.exception() is None:
-                loop.run_in_executor(None, cm.__exit__, None, None, None)
+                _in_thread(loop, cm.__exit__, None, None, None)
 
         entering.add_done_callback(undo)
         raise
     try:
         yield value
     except BaseException as e:
-        await asyncio.shield(loop.run_in_executor(None, cm.__exit__, type(e), e,
-                                                  e.__traceback__))
+        await asyncio.shield(_in_thread(loop, cm.__exit__, type(e), e, e.__traceback__))
         raise
-    await asyncio.shield(loop.run_in_executor(None, cm.__exit__, None, None, None))
+    await asyncio.shield(_in_thread(loop, cm.__exit__, None, None, None))
