@@ -174,7 +174,8 @@ class CopageMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     async def awrap_model_call(self, request: ModelRequest[Any],
                                handler: Callable[[ModelRequest[Any]], Awaitable[Any]]) -> Any:
         """Async :meth:`wrap_model_call` (the store's lock is waited for, the messages
-        stored and the view built in a worker thread)."""
+        stored and the view built in a thread of its own:
+        :func:`copage.session.drive.in_worker`)."""
         cid = self._conversation(request.runtime)
         async with in_worker(self._opened(cid, request.messages)) as (mem, view):
             call = HandlerCall(request, view)
