@@ -54,11 +54,14 @@ async def test_speculative_page_in_on() -> None:
     rec = await chat.ask_probe("Can I eat peanut satay with my allergy?", ["p1"])
     assert rec.speculative == ("p1",) and rec.speculative_hit and not rec.needs_recall
     assert rec.report is not None and rec.report.speculative_score is not None
-    assert "p1" in mem.resident
-    # The page is in the prompt as messages, not as a bookmark.
-    system = model.requests[0].messages[0]["content"]
-    assert "[p1:" not in system
-    assert any("peanut allergy" in str(m.get("content")) for m in model.requests[0].messages[1:])
+    # The fill is shown for this probe only, just before the question; nothing is
+    # paged in to the resident set (nothing evicted, the bookmarks unchanged).
+    assert "p1" in mem.evicted and mem.resident == ["p5", "p6"]
+    messages = model.requests[0].messages
+    assert messages[-1] == {"role": "user", "content": "Can I eat peanut satay with my allergy?"}
+    assert messages[-2]["role"] == "user" and '<page id="p1">' in messages[-2]["content"]
+    assert "peanut allergy" in messages[-2]["content"]
+    assert not any("peanut allergy" in str(m.get("content")) for m in messages[1:-2])
 
 
 async def test_speculative_off_by_default_and_below_threshold() -> None:
@@ -82,7 +85,7 @@ async def test_speculative_neighbours_in_send() -> None:
     chat = PagedChat(mem, ScriptedModel().reply("ok"), speculative=True, speculative_neighbours=1)
     report = await chat.send("How much was my laptop budget in dollars?")
     assert report.speculative[0] == "p2" and set(report.speculative) == {"p1", "p2", "p3"}
-    assert {"p1", "p2", "p3"} <= set(mem.resident)
+    assert {"p1", "p2", "p3"} <= set(mem.evicted)  # shown for the turn, not made resident
 
 
 async def test_speculative_event_recorded() -> None:
@@ -92,4 +95,5 @@ async def test_speculative_event_recorded() -> None:
     kinds = [(e.kind, e.page_index, dict(e.detail)) for e in mem.store.events("conv")]
     spec = [k for k in kinds if k[0] == "speculative"]
     assert len(spec) == 1 and spec[0][1] == 0 and spec[0][2]["paged_in"] == ["p1"]
-    assert ("fault", 0, {"by": "speculative"}) in kinds
+    assert spec[0][2]["tokens"] > 0
+    assert ("fault", 0, {"by": "speculative"}) not in kinds  # a fill pages nothing in

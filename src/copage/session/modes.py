@@ -21,6 +21,9 @@ from typing import Any
 from copage.llm.capabilities import TOOLS, supports
 
 STEPS = ("speculative", "choose", "tool")
+DEFAULT_RECALL_MODE = "tool"
+"""The recall mode of :class:`PagedChat` and the proxy when none is given (see
+``docs/loop.md``, "Choosing the default recall mode")."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -51,6 +51,7 @@ from copage.eval.methods.calls import Recorder
 from copage.eval.methods.search import SearchToolMethod
 from copage.eval.methods.units import Coverage, Unit, coverage, evidence_groups, split_units
 from copage.eval.methods.window import WindowMethod
+from copage.session.modes import DEFAULT_RECALL_MODE
 
 PAPER_METHODS: tuple[str, ...] = (
     "full_context", "truncation", "bm25", "word_overlap", "search_tool", "bookmark_recall",
@@ -85,8 +86,9 @@ _ALL: dict[str, Method] = {
         "bookmark_recall+choose+speculative", "bookmarks + speculative page-in, then a choose call",
         Variant(recall="choose", speculative=True)),
     "bookmark_recall+copage": BookmarkMethod(
-        "bookmark_recall+copage", "bookmarks + recall with copage's policy/boundary/keywords",
-        Variant(copage=True)),
+        "bookmark_recall+copage",
+        f"copage's defaults: PagerConfig() and PagedChat's recall mode ({DEFAULT_RECALL_MODE})",
+        Variant.of_mode(DEFAULT_RECALL_MODE, copage=True)),
 }
 
 METHODS: Registry[Method] = Registry("method")
