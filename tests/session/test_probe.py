@@ -13,7 +13,7 @@ async def test_probe_is_not_stored_but_recall_kept() -> None:
     mem = new_memory()
     n = len(mem.turns)
     model = ScriptedModel().tool_call("recall", {"page": "p1"}).reply("peanuts")
-    rec = await PagedChat(mem, model).ask_probe("What am I allergic to?", ["p1"])
+    rec = await PagedChat(mem, model, recall_mode="tool").ask_probe("What am I allergic to?", ["p1"])
     assert len(mem.turns) == n
     assert rec.answer == "peanuts" and rec.evicted == ("p1",) and rec.right_page
     assert rec.report is not None and rec.report.user_turn_id is None
@@ -26,7 +26,8 @@ async def test_probe_keep_pages_false_rolls_back() -> None:
     mem = new_memory()
     before = state_of(mem)
     model = ScriptedModel().tool_call("recall", {"page": "p1"}).reply("peanuts")
-    rec = await PagedChat(mem, model).ask_probe("allergy?", ["p1", "p6"], keep_pages=False)
+    rec = await PagedChat(mem, model, recall_mode="tool").ask_probe(
+        "allergy?", ["p1", "p6"], keep_pages=False)
     assert rec.evicted == ("p1",) and rec.recalls[0].status == "paged_in"
     assert state_of(mem) == before
 
@@ -64,11 +65,14 @@ async def test_speculative_page_in_on() -> None:
     assert not any("peanut allergy" in str(m.get("content")) for m in messages[1:-2])
 
 
-async def test_speculative_off_by_default_and_below_threshold() -> None:
+async def test_speculative_off_in_tool_mode_and_below_threshold() -> None:
     mem = new_memory()
-    rec = await PagedChat(mem, ScriptedModel().reply("?")).ask_probe(
+    rec = await PagedChat(mem, ScriptedModel().reply("?"), recall_mode="tool").ask_probe(
         "Can I eat peanut satay with my allergy?", ["p1"])
     assert rec.speculative == () and rec.needs_recall
+    rec = await PagedChat(mem, ScriptedModel().reply("?")).ask_probe(  # the default mode
+        "Can I eat peanut satay with my allergy?", ["p1"])
+    assert rec.speculative == ("p1",) and rec.speculative_hit
     mem = new_memory()
     chat = PagedChat(mem, ScriptedModel().reply("?"), speculative=True, speculative_threshold=5.0)
     report = await chat.send("Can I eat peanut satay with my allergy?")

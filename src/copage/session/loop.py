@@ -126,10 +126,12 @@ class PagedChat:
         max_recalls_per_turn: tool calls served per turn; after that the model is
             asked to answer without tools (``tool_choice="none"``).
         recall_mode: how evicted pages come back (see :mod:`copage.session.modes`):
-            ``tool`` (the paper's: the model calls the recall tool), ``choose`` (one
-            constrained call picks a page first), ``speculative`` (BM25 page-in, no
-            model), combinations such as ``choose+tool`` or ``speculative+tool``,
-            ``none``, or ``auto`` (by what the model supports).
+            ``speculative`` (the default, :data:`~copage.session.modes.DEFAULT_RECALL_MODE`:
+            the best BM25-matching evicted pages shown for the turn, no model step,
+            no tool), ``tool`` (the paper's: the model calls the recall tool),
+            ``choose`` (one constrained call picks a page first), combinations such
+            as ``choose+tool`` or ``speculative+tool``, ``none``, or ``auto`` (by
+            what the model supports). ``docs/loop.md`` says how the default was chosen.
         prompt: ``paper`` (the paper's preamble and bookmarks, unchanged) or
             ``compact`` (for small models; see :mod:`copage.session.prompts`).
         speculative: add the ``speculative`` step to ``recall_mode``.

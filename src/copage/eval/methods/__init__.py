@@ -15,13 +15,16 @@ over all its calls (a probe that cannot fit "does not fit" and is a miss):
 ``bookmark_recall``           copage as in the paper: resident pages within the budget,
                               bookmarks, ``recall(page)``
 ``bookmark_recall+query``     ... and ``recall`` also takes a free-text ``query``
-``bookmark_recall+speculative`` ... and the best-matching evicted page is paged in first
+``bookmark_recall+speculative`` ... and the speculative fill first: the best BM25-matching
+                              evicted pages that fit the fill allowance (the budget plan's
+                              room after the resident window), shown before the question
 ``bookmark_recall+choose``    PagedChat's ``choose`` mode: one constrained call picks a page
                               from the bookmarks, then the answer (no tool offered)
 ``bookmark_recall+choose+tool`` ``choose``, with the recall tool still offered
 ``bookmark_recall+choose+speculative`` speculative page-in, then ``choose``
-``bookmark_recall+copage``    copage's own policy/boundary/keywords (adaptive, segment,
-                              discriminative by default; see :class:`MethodSettings`)
+``bookmark_recall+copage``    copage's defaults: ``PagerConfig()`` (fixed_10, lru, contrast,
+                              the grouped index) and PagedChat's default recall mode
+                              (:data:`~copage.session.DEFAULT_RECALL_MODE`, ``speculative``)
 ============================  ==============================================================
 
 Units (retrieval candidates, pages) are sessions (``boundary="session"``) or pages

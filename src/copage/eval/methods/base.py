@@ -20,6 +20,7 @@ from copage.eval.datasets.model import Conversation, Probe
 from copage.llm.messages import text_of
 from copage.llm.types import ChatModel, ChatRequest
 from copage.session.prompts import PROMPT_STYLES
+from copage.session.speculate import DEFAULT_THRESHOLD
 
 ABSTAIN_ANSWER = "Not mentioned in the conversation"
 """LoCoMo's own wording for "no answer" (its category-5 option, which its scorer credits)."""
@@ -94,7 +95,7 @@ class MethodSettings:
     copage_boundary: str | None = None
     copage_keywords: str | None = None
     max_recalls: int = 3
-    speculative_threshold: float = 0.35
+    speculative_threshold: float = DEFAULT_THRESHOLD
     speculative_window: float = 0.25
     speculative_relative: float = 0.0
     plan_recall: bool = True

@@ -361,6 +361,7 @@ class BookmarkConversation:
         self.speculator = Speculator(settings.speculative_threshold,
                                      relative=settings.speculative_relative)
         self.fill = 0  # the speculative fill's allowance (tokens), set by the plan
+        self._least_fill = 0
         self.config, self.pager = self._plan()
         self.tokenizer = self.pager.tokenizer
         self.page_of = {tid: p.index for p in self.pager.pages for tid in p.turn_ids}
@@ -414,6 +415,7 @@ class BookmarkConversation:
             for nk in dict.fromkeys((base.n_keywords, min(2, base.n_keywords), 1)):
                 cfg = replace(base, boundary=boundary, n_keywords=nk)
                 over = measure(self.conversation, cfg)
+                self._least_fill = self._one_page_fill(cfg)
                 for reserve in dict.fromkeys((self._reserve(over), over.recall_median)
                                              if n == 2 else (0,)):
                     fixed = over.fixed if self.tool_kind else over.answer_only
@@ -454,8 +456,16 @@ class BookmarkConversation:
         if not self.variant.speculative:
             return room
         resident = max(1, int(room * self.settings.speculative_window))
-        self.fill = max(0, room - resident - FILL_FRAME)
+        self.fill = max(room - resident - FILL_FRAME, self._least_fill)
         return resident
+
+    def _one_page_fill(self, config: PagerConfig) -> int:
+        """The allowance a fill of the largest page needs: a speculative variant's fill is
+        never smaller (its resident room shrinks first), so one page always fits."""
+        if not self.variant.speculative:
+            return 0
+        pager = build_pager(self.conversation, replace(config, resident_tokens=10**9))
+        return max((self.speculator.plan_cost(pager, [p.id]) for p in pager.pages), default=0)
 
     @property
     def answer_calls(self) -> int:
