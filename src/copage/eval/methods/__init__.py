@@ -21,7 +21,7 @@ over all its calls (a probe that cannot fit "does not fit" and is a miss):
 ``bookmark_recall+choose``    PagedChat's ``choose`` mode: one constrained call picks a page
                               from the bookmarks, then the answer (no tool offered)
 ``bookmark_recall+choose+tool`` ``choose``, with the recall tool still offered
-``bookmark_recall+choose+speculative`` speculative page-in, then ``choose``
+``bookmark_recall+choose+speculative`` the speculative fill, then ``choose``
 ``bookmark_recall+copage``    copage's defaults: ``PagerConfig()`` (fixed_10, lru, contrast,
                               the grouped index) and PagedChat's default recall mode
                               (:data:`~copage.session.DEFAULT_RECALL_MODE`, ``speculative``)
@@ -86,7 +86,7 @@ _ALL: dict[str, Method] = {
         "bookmark_recall+choose+tool", "bookmarks + a choose call, then recall(page) still offered",
         Variant(recall="choose+tool")),
     "bookmark_recall+choose+speculative": BookmarkMethod(
-        "bookmark_recall+choose+speculative", "bookmarks + speculative page-in, then a choose call",
+        "bookmark_recall+choose+speculative", "bookmarks + speculative fill, then a choose call",
         Variant(recall="choose", speculative=True)),
     "bookmark_recall+copage": BookmarkMethod(
         "bookmark_recall+copage",
