@@ -83,3 +83,13 @@ def test_proxy_recall_mode_setting_is_checked() -> None:
         build_settings({"model": "scripted:x", "recall_mode": "nope"}, {})
     with pytest.raises(ValueError, match="speculative_tokens must be >= 0"):
         build_settings({"model": "scripted:x", "speculative_tokens": -1}, {})
+
+
+def test_serve_flags_reach_the_settings() -> None:
+    from copage.cli.main import build_parser
+    from copage.cli.serve import FLAGS
+
+    args = build_parser().parse_args(["serve", "--model", "scripted:x", "--recall-mode",
+                                      "speculative+tool", "--speculative-tokens", "256"])
+    s = build_settings({k: getattr(args, k, None) for k in FLAGS}, {})
+    assert (s.recall_mode, s.speculative_tokens) == ("speculative+tool", 256)
