@@ -247,8 +247,9 @@ class PagedChat:
     ) -> ProbeRecord:
         """Ask a question without adding it (or the answer) to the conversation.
 
-        Recalls and speculative or chosen page-ins change the resident set like in
-        a turn; with ``keep_pages=False`` they are rolled back afterwards. Returns
+        Recalls and chosen page-ins change the resident set like in a turn (the
+        speculative fill is shown for the probe only); with ``keep_pages=False`` they
+        are rolled back afterwards. Returns
         which needed pages were evicted at the start, paged in speculatively and
         recalled. ``recall_mode`` and ``prompt`` override the chat's for this probe.
         """
