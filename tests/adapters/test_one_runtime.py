@@ -53,7 +53,7 @@ def _memory(store: MemoryStore) -> PagedMemory:
 def _paged_chat(url: str, cap: int) -> tuple[str, PagedMemory]:
     mem = _memory(MemoryStore())
     model = get_model(f"openai:fake-model@{url}", api_key="sk-test", max_retries=0)
-    chat = PagedChat(mem, model, max_recalls_per_turn=cap)
+    chat = PagedChat(mem, model, max_recalls_per_turn=cap, recall_mode="tool")
     try:
         return chat.send_sync(QUESTION).answer, mem
     finally:

@@ -39,6 +39,9 @@ def make_proxy(upstream: FakeUpstream, tmp_path: Path) -> Iterator[Callable[...,
         settings.setdefault("keys", KEYS)
         settings.setdefault("paging", PAGING)
         settings.setdefault("upstream_key", UPSTREAM_KEY)
+        # These tests exercise the recall tool; the default mode (speculative fill, no
+        # tool) is tested in test_loop_modes.py.
+        settings.setdefault("recall_mode", "tool")
         if settings["store"] == "sqlite":
             settings["store"] = f"sqlite://{tmp_path / 'proxy.db'}"
         srv = ServerThread(create_app(ServeSettings(**settings))).start()

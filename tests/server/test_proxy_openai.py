@@ -183,3 +183,23 @@ def test_metrics_count_prompt_tokens_repeating_the_previous_prefix(proxy: Proxy)
     prefix = proxy.state.metrics.value("copage_prompt_cache_prefix_tokens_total")
     assert "copage_prompt_cache_prefix_tokens_total" in text
     assert 0 < prefix < sent  # later requests repeat the earlier ones' beginning
+
+
+def test_speculative_mode_fills_before_the_question_over_http(make_proxy: Any) -> None:
+    """``--recall-mode speculative`` (the default): the matching evicted page is shown
+    just before the user's message, for this turn only; no recall tool is offered."""
+    proxy = make_proxy(recall_mode="speculative")
+    history: list[dict[str, Any]] = [{"role": "system", "content": "Be brief."}]
+    for fact in FACTS:
+        _chat(proxy, history, fact)
+    _chat(proxy, history, "Which city does my sister Marta live in?")
+    sent = proxy.upstream.received[-1]
+    assert "tools" not in sent or not sent["tools"]
+    fill, question = sent["messages"][-2], sent["messages"][-1]
+    assert question == {"role": "user", "content": "Which city does my sister Marta live in?"}
+    assert fill["role"] == "user" and '<page id="p1">' in fill["content"]
+    assert "Marta lives in Lisbon" in fill["content"]
+    assert "[p1:" not in sent["messages"][0]["content"]  # the answer-only system text
+    _chat(proxy, history, "thanks")  # the next turn: the fill is gone
+    again = json.dumps(proxy.upstream.received[-1]["messages"])
+    assert "Marta lives in Lisbon" not in again

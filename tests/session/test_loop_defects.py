@@ -34,7 +34,7 @@ async def test_recall_text_after_the_cap_is_never_the_answer(protocol: str) -> N
     mem = new_memory()
     script = ScriptedModel().reply("RECALL p1").reply("RECALL p2").reply("You avoid peanuts.")
     model = TextProtocolModel(script) if protocol == "text" else script
-    report = await PagedChat(mem, model, max_recalls_per_turn=1).send("What can't I eat?")
+    report = await PagedChat(mem, model, max_recalls_per_turn=1, recall_mode="tool").send("What can't I eat?")
     assert report.answer == "You avoid peanuts."
     assert [(r.page, r.status) for r in report.recalls] == [("p1", "paged_in"), (None, "refused")]
     assert mem.turns[-1].text == "You avoid peanuts."
@@ -49,14 +49,14 @@ async def test_recall_text_after_the_cap_twice_raises_and_stores_nothing() -> No
     n = len(mem.turns)
     model = ScriptedModel().reply("RECALL p1").reply("RECALL p2").reply("RECALL p3")
     with pytest.raises(RecallLoopError):
-        await PagedChat(mem, model, max_recalls_per_turn=1).send("q")
+        await PagedChat(mem, model, max_recalls_per_turn=1, recall_mode="tool").send("q")
     assert len(mem.turns) == n
 
 
 async def test_text_around_a_call_after_the_cap_is_kept_without_the_call() -> None:
     mem = new_memory()
     model = ScriptedModel().reply("RECALL p1").reply("No satay for you.\nRECALL p2")
-    report = await PagedChat(mem, model, max_recalls_per_turn=1).send("q")
+    report = await PagedChat(mem, model, max_recalls_per_turn=1, recall_mode="tool").send("q")
     assert report.answer == "No satay for you."
     no_call_text(mem)
 
@@ -79,7 +79,7 @@ async def test_call_forms_in_text_are_calls_in_both_modes(reply: str, protocol: 
     mem = new_memory()
     script = ScriptedModel().reply(reply).reply("Tuesday at 9.")
     model = TextProtocolModel(script) if protocol == "text" else script
-    report = await PagedChat(mem, model).send("When is the dentist?")
+    report = await PagedChat(mem, model, recall_mode="tool").send("When is the dentist?")
     assert [(r.page, r.status) for r in report.recalls] == [("p3", "paged_in")]
     assert report.answer == "Tuesday at 9." and mem.turns[-1].text == "Tuesday at 9."
     assert "Zurich" in str(script.requests[1].messages)  # the page reached the model
@@ -91,7 +91,7 @@ async def test_doubled_brace_call_is_never_streamed() -> None:
     mem = new_memory()
     script = ScriptedModel().reply('{{"name": "recall", "arguments": {"page": "p3"}}}}')
     script.reply("Tuesday at 9.")
-    chat = PagedChat(mem, script)
+    chat = PagedChat(mem, script, recall_mode="tool")
     async with chat.stream("When is the dentist?") as turn:
         shown = "".join([t async for t in turn.text()])
     assert shown.strip() == "Tuesday at 9."
@@ -102,7 +102,7 @@ async def test_doubled_brace_call_is_never_streamed() -> None:
 async def test_tool_choice_auto_is_sent_explicitly() -> None:
     with FakeServer(FakeReply(COMPLETION)) as srv:
         model = get_model(f"openai:m@{srv.url}/v1", max_retries=0)
-        await PagedChat(new_memory(), model).send("hello")
+        await PagedChat(new_memory(), model, recall_mode="tool").send("hello")
     body = srv.received[0].body
     assert body["tools"][0]["function"]["name"] == "recall"
     assert body["tool_choice"] == "auto"
@@ -110,7 +110,7 @@ async def test_tool_choice_auto_is_sent_explicitly() -> None:
 
 async def test_force_recall_in_text_mode() -> None:
     script = ScriptedModel().reply("RECALL p1").reply("ok")
-    report = await PagedChat(new_memory(), TextProtocolModel(script)).send(
+    report = await PagedChat(new_memory(), TextProtocolModel(script), recall_mode="tool").send(
         "q", force_recall=True)
     assert report.recalls[0].page == "p1"
     first = script.requests[0].messages
@@ -121,7 +121,7 @@ async def test_force_recall_in_text_mode() -> None:
 async def test_recall_of_a_resident_page_is_not_the_right_page() -> None:
     mem = new_memory()
     model = ScriptedModel().tool_call("recall", {"page": "p6"}).reply("ok")
-    rec = await PagedChat(mem, model).ask_probe("q", ["p1", "p6"], keep_pages=False)
+    rec = await PagedChat(mem, model, recall_mode="tool").ask_probe("q", ["p1", "p6"], keep_pages=False)
     assert rec.recalls[0].status == "resident"
     assert rec.triggered and not rec.right_page
     assert right_page_rate([rec]).hits == 0
@@ -130,7 +130,7 @@ async def test_recall_of_a_resident_page_is_not_the_right_page() -> None:
 async def test_unknown_tool_call_is_not_a_trigger() -> None:
     mem = new_memory()
     model = ScriptedModel().tool_call("search", {"q": "peanuts"}).reply("ok")
-    rec = await PagedChat(mem, model).ask_probe("q", ["p1"], keep_pages=False)
+    rec = await PagedChat(mem, model, recall_mode="tool").ask_probe("q", ["p1"], keep_pages=False)
     assert rec.recalls[0].status == "unknown_tool"
     assert not rec.triggered and trigger_rate([rec]).hits == 0
 
@@ -141,7 +141,7 @@ async def test_cached_replies_are_not_paid(tmp_path: Path) -> None:
     reply = ChatResponse("peanuts", (), "stop", Usage(100, 5), 0.01)
     script = ScriptedModel().then(lambda _r: reply)
     cache = ResponseCache(tmp_path / "cache.sqlite")
-    chat = PagedChat(mem, CachedModel(script, cache))
+    chat = PagedChat(mem, CachedModel(script, cache), recall_mode="tool")
     first = await chat.ask_probe("allergy?", keep_pages=False)
     second = await chat.ask_probe("allergy?", keep_pages=False)  # same request: a cache hit
     cache.close()
@@ -158,7 +158,7 @@ async def test_cached_replies_are_not_paid(tmp_path: Path) -> None:
 def test_300_sync_turns_leave_a_bounded_number_of_descriptors() -> None:
     with FakeServer(default=FakeReply(COMPLETION)) as srv:
         model = get_model(f"openai:m@{srv.url}/v1", max_retries=0)
-        chat = PagedChat(new_memory(), model)
+        chat = PagedChat(new_memory(), model, recall_mode="tool")
         chat.send_sync("warm up")
         before = len(os.listdir("/proc/self/fd"))
         for i in range(300):
@@ -173,7 +173,7 @@ async def test_pairs_hold_when_text_calls_follow_native_ones() -> None:
     call = (ToolCall("c1", "recall", '{"page": "p1"}'),)
     model = ScriptedModel().then(lambda _r: ChatResponse("", call, "tool_calls"))
     model.reply("RECALL p2").reply("done")
-    report = await PagedChat(mem, model).send("q")
+    report = await PagedChat(mem, model, recall_mode="tool").send("q")
     assert [r.page for r in report.recalls] == ["p1", "p2"]
     check_pairs(model.requests[2].messages)
 
@@ -182,14 +182,14 @@ async def test_pairs_hold_when_text_calls_follow_native_ones() -> None:
 async def test_a_reply_that_is_only_a_page_id_is_a_recall(reply: str) -> None:
     mem = new_memory()
     model = ScriptedModel().reply(reply).reply("Tuesday at 9.")
-    report = await PagedChat(mem, model).send("When is the dentist?")
+    report = await PagedChat(mem, model, recall_mode="tool").send("When is the dentist?")
     assert [(r.page, r.status) for r in report.recalls] == [("p3", "paged_in")]
     assert report.answer == "Tuesday at 9."
 
 
 async def test_an_answer_mentioning_a_page_id_is_not_a_recall() -> None:
     model = ScriptedModel().reply("p3 was about the dentist.")
-    report = await PagedChat(new_memory(), model).send("q")
+    report = await PagedChat(new_memory(), model, recall_mode="tool").send("q")
     assert report.recalls == () and report.answer == "p3 was about the dentist."
 
 

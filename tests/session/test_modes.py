@@ -12,7 +12,7 @@ from copage.llm import TextProtocolModel, get_model
 from copage.llm.fake_server import FakeReply, FakeServer
 from copage.llm.scripted import ScriptedModel
 from copage.memory import PagedMemory
-from copage.session import PagedChat, parse_mode, right_page_rate, trigger_rate
+from copage.session import DEFAULT_RECALL_MODE, PagedChat, parse_mode, right_page_rate, trigger_rate
 
 
 def completion(text: str) -> dict[str, object]:
@@ -41,10 +41,18 @@ def test_auto_picks_by_what_the_model_supports() -> None:
 
 
 def test_speculative_option_is_the_speculative_mode() -> None:
-    a = PagedChat(new_memory(), ScriptedModel(), speculative=True)
+    a = PagedChat(new_memory(), ScriptedModel(), recall_mode="tool", speculative=True)
     b = PagedChat(new_memory(), ScriptedModel(), recall_mode="speculative+tool")
     assert a.recall_mode == b.recall_mode == "speculative+tool"
     assert a.speculator is not None and b.speculator is not None
+    assert PagedChat(new_memory(), ScriptedModel(), speculative=True).recall_mode == "speculative"
+
+
+def test_the_default_mode_is_the_speculative_fill() -> None:
+    """Chosen by measurement (docs/loop.md, "Choosing the default recall mode")."""
+    chat = PagedChat(new_memory(), ScriptedModel())
+    assert DEFAULT_RECALL_MODE == chat.recall_mode == "speculative"
+    assert chat.speculator is not None and not chat.mode.tool
 
 
 # ------------------------------------------------------------- choose
@@ -134,7 +142,7 @@ def dated_memory() -> PagedMemory:
 async def test_paper_prompt_is_the_pagers_context_unchanged() -> None:
     mem = dated_memory()
     model = ScriptedModel().reply("ok")
-    await PagedChat(mem, model).ask_probe("When did I adopt a cat?")
+    await PagedChat(mem, model, recall_mode="tool").ask_probe("When did I adopt a cat?")
     ctx = mem.context("When did I adopt a cat?")
     assert list(model.requests[0].messages) == ctx.messages
     assert list(model.requests[0].tools) == ctx.tools
@@ -143,7 +151,8 @@ async def test_paper_prompt_is_the_pagers_context_unchanged() -> None:
 async def test_compact_prompt_dates_bookmarks_reminds_and_shows_no_example_id() -> None:
     mem = dated_memory()
     model = ScriptedModel().reply("ok")
-    await PagedChat(mem, model, prompt="compact").ask_probe("When did I adopt a cat?")
+    await PagedChat(mem, model, prompt="compact", recall_mode="tool").ask_probe(
+        "When did I adopt a cat?")
     req = model.requests[0]
     system = req.messages[0]["content"]
     assert re.search(r"- p1 \(8 May, 2023\): .*cat", system), system
@@ -166,7 +175,7 @@ def test_bad_prompt_style() -> None:
 
 async def test_ask_probe_overrides_mode_and_prompt() -> None:
     model = ScriptedModel().reply('{"page": "p1"}').reply("peanuts").reply("ok")
-    chat = PagedChat(new_memory(), model)  # tool, paper
+    chat = PagedChat(new_memory(), model, recall_mode="tool")  # tool, paper
     rec = await chat.ask_probe("allergy?", ["p1"], recall_mode="choose", keep_pages=False)
     assert rec.report is not None and rec.report.recall_mode == "choose"
     assert rec.recalls[0].tool == "choose" and rec.right_page

@@ -13,7 +13,7 @@ async def test_probe_is_not_stored_but_recall_kept() -> None:
     mem = new_memory()
     n = len(mem.turns)
     model = ScriptedModel().tool_call("recall", {"page": "p1"}).reply("peanuts")
-    rec = await PagedChat(mem, model).ask_probe("What am I allergic to?", ["p1"])
+    rec = await PagedChat(mem, model, recall_mode="tool").ask_probe("What am I allergic to?", ["p1"])
     assert len(mem.turns) == n
     assert rec.answer == "peanuts" and rec.evicted == ("p1",) and rec.right_page
     assert rec.report is not None and rec.report.user_turn_id is None
@@ -26,7 +26,8 @@ async def test_probe_keep_pages_false_rolls_back() -> None:
     mem = new_memory()
     before = state_of(mem)
     model = ScriptedModel().tool_call("recall", {"page": "p1"}).reply("peanuts")
-    rec = await PagedChat(mem, model).ask_probe("allergy?", ["p1", "p6"], keep_pages=False)
+    rec = await PagedChat(mem, model, recall_mode="tool").ask_probe(
+        "allergy?", ["p1", "p6"], keep_pages=False)
     assert rec.evicted == ("p1",) and rec.recalls[0].status == "paged_in"
     assert state_of(mem) == before
 
@@ -54,18 +55,24 @@ async def test_speculative_page_in_on() -> None:
     rec = await chat.ask_probe("Can I eat peanut satay with my allergy?", ["p1"])
     assert rec.speculative == ("p1",) and rec.speculative_hit and not rec.needs_recall
     assert rec.report is not None and rec.report.speculative_score is not None
-    assert "p1" in mem.resident
-    # The page is in the prompt as messages, not as a bookmark.
-    system = model.requests[0].messages[0]["content"]
-    assert "[p1:" not in system
-    assert any("peanut allergy" in str(m.get("content")) for m in model.requests[0].messages[1:])
+    # The fill is shown for this probe only, just before the question; nothing is
+    # paged in to the resident set (nothing evicted, the bookmarks unchanged).
+    assert "p1" in mem.evicted and mem.resident == ["p5", "p6"]
+    messages = model.requests[0].messages
+    assert messages[-1] == {"role": "user", "content": "Can I eat peanut satay with my allergy?"}
+    assert messages[-2]["role"] == "user" and '<page id="p1">' in messages[-2]["content"]
+    assert "peanut allergy" in messages[-2]["content"]
+    assert not any("peanut allergy" in str(m.get("content")) for m in messages[1:-2])
 
 
-async def test_speculative_off_by_default_and_below_threshold() -> None:
+async def test_speculative_off_in_tool_mode_and_below_threshold() -> None:
     mem = new_memory()
-    rec = await PagedChat(mem, ScriptedModel().reply("?")).ask_probe(
+    rec = await PagedChat(mem, ScriptedModel().reply("?"), recall_mode="tool").ask_probe(
         "Can I eat peanut satay with my allergy?", ["p1"])
     assert rec.speculative == () and rec.needs_recall
+    rec = await PagedChat(mem, ScriptedModel().reply("?")).ask_probe(  # the default mode
+        "Can I eat peanut satay with my allergy?", ["p1"])
+    assert rec.speculative == ("p1",) and rec.speculative_hit
     mem = new_memory()
     chat = PagedChat(mem, ScriptedModel().reply("?"), speculative=True, speculative_threshold=5.0)
     report = await chat.send("Can I eat peanut satay with my allergy?")
@@ -82,7 +89,7 @@ async def test_speculative_neighbours_in_send() -> None:
     chat = PagedChat(mem, ScriptedModel().reply("ok"), speculative=True, speculative_neighbours=1)
     report = await chat.send("How much was my laptop budget in dollars?")
     assert report.speculative[0] == "p2" and set(report.speculative) == {"p1", "p2", "p3"}
-    assert {"p1", "p2", "p3"} <= set(mem.resident)
+    assert {"p1", "p2", "p3"} <= set(mem.evicted)  # shown for the turn, not made resident
 
 
 async def test_speculative_event_recorded() -> None:
@@ -92,4 +99,5 @@ async def test_speculative_event_recorded() -> None:
     kinds = [(e.kind, e.page_index, dict(e.detail)) for e in mem.store.events("conv")]
     spec = [k for k in kinds if k[0] == "speculative"]
     assert len(spec) == 1 and spec[0][1] == 0 and spec[0][2]["paged_in"] == ["p1"]
-    assert ("fault", 0, {"by": "speculative"}) in kinds
+    assert spec[0][2]["tokens"] > 0
+    assert ("fault", 0, {"by": "speculative"}) not in kinds  # a fill pages nothing in

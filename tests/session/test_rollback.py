@@ -34,12 +34,12 @@ async def test_failure_after_recall_rolls_back_everything(tmp_path: Path) -> Non
     before = state_of(_reopen(url))
     model = ScriptedModel().tool_call("recall", {"page": "p1"}).then(_fail)
     with pytest.raises(UpstreamError, match="boom"):
-        await PagedChat(mem, model).send("what can't I eat?")
+        await PagedChat(mem, model, recall_mode="tool").send("what can't I eat?")
     assert "p1" in model.requests[1].messages[-1]["content"]  # the recall did happen
     assert state_of(_reopen(url)) == before
     assert state_of(mem) == before  # the live object was rolled back too
     # The conversation goes on normally after the failure.
-    report = await PagedChat(mem, ScriptedModel().reply("fine")).send("again")
+    report = await PagedChat(mem, ScriptedModel().reply("fine"), recall_mode="tool").send("again")
     assert report.answer == "fine"
     assert [t.text for t in _reopen(url).turns[-2:]] == ["again", "fine"]
 
@@ -63,7 +63,7 @@ async def test_http_errors_roll_back(
         fake.add(status, body)
         model = OpenAIModel("fake", base_url=fake.url, max_retries=0)
         with pytest.raises(error):
-            await PagedChat(mem, model).send("budget?")
+            await PagedChat(mem, model, recall_mode="tool").send("budget?")
         assert len(fake.requests) == 2
         check_pairs(fake.requests[1]["messages"])
         assert fake.requests[1]["messages"][-2]["content"] == ""  # local server convention
@@ -79,7 +79,7 @@ async def test_timeout_rolls_back(tmp_path: Path) -> None:
         fake.add(200, completion("late"), delay=1.0)
         model = OpenAIModel("fake", base_url=fake.url, max_retries=0, timeout=0.2)
         with pytest.raises(ModelTimeout):
-            await PagedChat(mem, model).send("hello?")
+            await PagedChat(mem, model, recall_mode="tool").send("hello?")
     assert state_of(_reopen(url)) == before
 
 
@@ -90,7 +90,7 @@ async def test_round_trip_over_http(tmp_path: Path) -> None:
         fake.add(200, completion(calls=[("c1", "recall", '{"page": "p2"}')]))
         fake.add(200, completion("1200 dollars"))
         model = OpenAIModel("fake", base_url=fake.url, max_retries=0)
-        report = await PagedChat(mem, model).send("budget?")
+        report = await PagedChat(mem, model, recall_mode="tool").send("budget?")
     assert report.answer == "1200 dollars" and report.recalled_pages == ("p2",)
     assert report.prompt_tokens == (10, 10)
     tool_msg = fake.requests[1]["messages"][-1]

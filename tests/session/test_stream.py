@@ -44,7 +44,7 @@ async def test_first_delta_arrives_before_the_upstream_has_finished() -> None:
     pieces = ["Peanuts ", "are ", "the ", "problem."]
     with FakeServer(text_stream(*pieces, delay=0.4)) as srv:
         model = get_model(f"openai:m@{srv.url}/v1", max_retries=0)
-        chat = PagedChat(new_memory(), model)
+        chat = PagedChat(new_memory(), model, recall_mode="tool")
         events = []
         done_when_first = None
         async for ev in chat.stream("What can't I eat?"):
@@ -64,7 +64,7 @@ async def test_recall_tool_call_is_held_served_and_the_next_reply_streamed() -> 
                     text_stream("Tuesday ", "at 9.")) as srv:
         model = get_model(f"openai:gpt-4o-mini@{srv.url}/v1", max_retries=0)
         mem = new_memory()
-        events = [ev async for ev in PagedChat(mem, model).stream("When is the dentist?")]
+        events = [ev async for ev in PagedChat(mem, model, recall_mode="tool").stream("When is the dentist?")]
     texts = [e.text for e in events if isinstance(e, TextDelta)]
     assert "".join(texts) == "Let me check.\n\nTuesday at 9."
     assert not any("p3" in t or "recall" in t for t in texts)
@@ -81,7 +81,7 @@ async def test_recall_tool_call_is_held_served_and_the_next_reply_streamed() -> 
 async def test_a_recall_written_as_text_is_never_streamed() -> None:
     with FakeServer(text_stream("REC", "ALL p", "3\n"), text_stream("Tuesday ", "at 9.")) as srv:
         model = get_model(f"openai:m@{srv.url}/v1", max_retries=0)
-        events = [ev async for ev in PagedChat(new_memory(), model).stream("dentist?")]
+        events = [ev async for ev in PagedChat(new_memory(), model, recall_mode="tool").stream("dentist?")]
     texts = [e.text for e in events if isinstance(e, TextDelta)]
     assert "".join(texts) == "Tuesday at 9."
     assert [e.record.page for e in events if isinstance(e, RecallServed)] == ["p3"]
@@ -91,7 +91,7 @@ async def test_prose_mentioning_recall_streams_once_its_line_is_complete() -> No
     reply = text_stream("I recall ", "you like tea.\n", "Anything else?")
     with FakeServer(reply) as srv:
         model = get_model(f"openai:m@{srv.url}/v1", max_retries=0)
-        events = [ev async for ev in PagedChat(new_memory(), model).stream("hi")]
+        events = [ev async for ev in PagedChat(new_memory(), model, recall_mode="tool").stream("hi")]
     texts = [e.text for e in events if isinstance(e, TextDelta)]
     assert "".join(texts) == "I recall you like tea.\nAnything else?"
     assert texts[0] == "I " and events[-1].report.recalls == ()
@@ -102,7 +102,7 @@ async def test_leaving_a_stream_early_stores_nothing() -> None:
     n = len(mem.turns)
     with FakeServer(text_stream("a ", "b ", "c", delay=0.05)) as srv:
         model = get_model(f"openai:m@{srv.url}/v1", max_retries=0)
-        async with PagedChat(mem, model).stream("q") as stream:
+        async with PagedChat(mem, model, recall_mode="tool").stream("q") as stream:
             async for _ev in stream:
                 break
     assert len(mem.turns) == n and stream.report is None
@@ -110,7 +110,7 @@ async def test_leaving_a_stream_early_stores_nothing() -> None:
 
 async def test_a_model_without_streaming_arrives_as_one_delta() -> None:
     model = ScriptedModel().tool_call("recall", {"page": "p1"}).reply("No satay: peanuts.")
-    stream = PagedChat(new_memory(), model).stream("What can't I eat?")
+    stream = PagedChat(new_memory(), model, recall_mode="tool").stream("What can't I eat?")
     texts = [t async for t in stream.text()]
     assert texts == ["No satay: peanuts."]
     assert stream.report is not None and stream.report.recalled_pages == ("p1",)
@@ -120,8 +120,8 @@ async def test_send_and_stream_agree() -> None:
     def script() -> ScriptedModel:
         return ScriptedModel().reply("Let me look.\nRECALL p2").reply("1200 dollars.")
 
-    sent = await PagedChat(new_memory(), script()).send("budget?")
-    stream = PagedChat(new_memory(), script()).stream("budget?")
+    sent = await PagedChat(new_memory(), script(), recall_mode="tool").send("budget?")
+    stream = PagedChat(new_memory(), script(), recall_mode="tool").stream("budget?")
     _ = [ev async for ev in stream]
     assert stream.report is not None
     assert (sent.answer, sent.recalled_pages) == (stream.report.answer,
@@ -132,18 +132,18 @@ async def test_send_and_stream_agree() -> None:
 @pytest.mark.parametrize("bad", ["", "   "])
 def test_stream_checks_its_input(bad: str) -> None:
     with pytest.raises(ValueError):
-        PagedChat(new_memory(), ScriptedModel()).stream(bad)
+        PagedChat(new_memory(), ScriptedModel(), recall_mode="tool").stream(bad)
 
 
 async def test_text_released_at_the_end_of_a_later_reply_is_set_apart() -> None:
     model = ScriptedModel().reply("Checking.\nRECALL p1").reply("I recall peanuts.")
-    report = await PagedChat(new_memory(), model).send("allergy?")
+    report = await PagedChat(new_memory(), model, recall_mode="tool").send("allergy?")
     assert report.answer == "Checking.\n\nI recall peanuts."
 
 
 async def test_a_bare_page_id_reply_is_never_streamed() -> None:
     with FakeServer(text_stream("p", "3"), text_stream("Peanuts", ".")) as srv:
         model = get_model(f"openai:m@{srv.url}/v1", max_retries=0)
-        events = [ev async for ev in PagedChat(new_memory(), model).stream("allergy?")]
+        events = [ev async for ev in PagedChat(new_memory(), model, recall_mode="tool").stream("allergy?")]
     assert [e.text for e in events if isinstance(e, TextDelta)] == ["Peanuts", "."]
     assert [e.record.page for e in events if isinstance(e, RecallServed)] == ["p3"]

@@ -16,7 +16,8 @@ from copage.core.config import PagerConfig
 
 FLAGS = ("upstream", "upstream_api", "model", "store", "host", "port", "config", "keys_file", "workers",
          "boundary", "policy", "resident_pages", "resident_tokens", "keywords", "n_keywords",
-         "bookmark_format", "recall_by_query", "max_recalls", "max_body_bytes", "max_messages",
+         "bookmark_format", "recall_by_query", "max_recalls", "recall_mode", "speculative_tokens",
+         "max_body_bytes", "max_messages",
          "upstream_timeout", "upstream_retries", "lock_timeout", "metrics", "cors")
 #: Query parameters shown in the startup line; every other value is masked.
 SHOWN_PARAMS = ("schema", "sslmode", "connect_timeout", "api-version")
@@ -50,6 +51,11 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     g = add_paging_options(p)
     g.add_argument("--recall-by-query", dest="recall_by_query", action="store_true", default=None)
     g.add_argument("--max-recalls", dest="max_recalls", type=int, help="per turn (default 3)")
+    g.add_argument("--recall-mode", dest="recall_mode",
+                   help="recall steps of every turn: speculative, tool, speculative+tool or none "
+                        "(default: PagedChat's default; see docs/loop.md)")
+    g.add_argument("--speculative-tokens", dest="speculative_tokens", type=int,
+                   help="tokens of the speculative fill per turn (default 1024)")
     lim = p.add_argument_group("limits")
     lim.add_argument("--max-body-bytes", dest="max_body_bytes", type=int)
     lim.add_argument("--max-messages", dest="max_messages", type=int)

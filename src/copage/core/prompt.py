@@ -128,6 +128,15 @@ def frame_text(text: str) -> str:
     return _PAGE_TAG.sub("&lt;", text)
 
 
+def page_frame(page_id: str, text: str) -> str:
+    """A page's text in its frame, ``<page id="pN">`` ... ``</page>``, without the note
+    (:func:`page_block` adds it; a speculative fill of several pages adds it once)."""
+    if not _PAGE_ID.match(page_id):
+        raise ValueError(f"page id must be 1-64 letters, digits or ._- characters; "
+                         f"got {page_id[:80]!r}")
+    return f'<page id="{page_id}">\n{frame_text(text)}\n</page>'
+
+
 def page_block(page_id: str, text: str) -> str:
     """A recalled page, clearly delimited as conversation data.
 
@@ -137,7 +146,4 @@ def page_block(page_id: str, text: str) -> str:
     in the result is the frame's own, so a stored turn cannot end the data block and
     write instructions after it.
     """
-    if not _PAGE_ID.match(page_id):
-        raise ValueError(f"page id must be 1-64 letters, digits or ._- characters; "
-                         f"got {page_id[:80]!r}")
-    return f'<page id="{page_id}">\n{frame_text(text)}\n</page>\n{RECALLED_NOTE}'
+    return f"{page_frame(page_id, text)}\n{RECALLED_NOTE}"

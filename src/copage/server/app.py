@@ -64,6 +64,7 @@ class ProxyState:
             metrics=self.metrics, executor=self.executor, max_recalls=settings.max_recalls,
             cache_size=settings.cache_conversations, lock_timeout=settings.lock_timeout,
             idempotency_window=settings.idempotency_window,
+            recall_mode=settings.recall_mode, speculative_tokens=settings.speculative_tokens,
         )
 
 

@@ -26,6 +26,7 @@ from typing import TypeVar
 
 from copage.core.types import ToolCall
 from copage.llm.errors import BadResponse
+from copage.llm.messages import text_of
 from copage.llm.types import ChatModel, ChatRequest, ChatResponse, StreamEvent, ToolCallDelta
 from copage.memory import PagedMemory
 from copage.server.request import ChatCall
@@ -37,7 +38,10 @@ from copage.session.engine import (
     TextDelta,
     run_recall_loop,
 )
+from copage.session.modes import RecallMode
+from copage.session.prompts import styled
 from copage.session.report import RecallRecord
+from copage.session.speculate import Speculator, speculate
 
 Complete = Callable[[ChatModel, ChatRequest], Awaitable[tuple[ChatResponse, float]]]
 """One upstream call: the reply and its latency in seconds."""
@@ -75,12 +79,13 @@ async def closing(events: AsyncIterator[T]) -> AsyncIterator[AsyncIterator[T]]:
             await close()
 
 
-def settings_for(call: ChatCall, max_recalls: int) -> LoopSettings:
+def settings_for(call: ChatCall, max_recalls: int, *, offer_recall: bool = True) -> LoopSettings:
     """The engine settings of a proxied request: the client's tools end the turn."""
     client_tools = () if call.tool_choice == "none" else tuple(call.tools)
     choice = call.tool_choice if call.tool_choice not in (None, "auto", "none") else None
     return LoopSettings(
-        max_recalls=max_recalls, client_tools=client_tools, client_choice=choice,
+        max_recalls=max_recalls, offer_recall=offer_recall, client_tools=client_tools,
+        client_choice=choice,
         temperature=call.temperature, max_tokens=call.max_tokens, extra=call.extra,
         provider=UPSTREAM,
     )
@@ -88,11 +93,25 @@ def settings_for(call: ChatCall, max_recalls: int) -> LoopSettings:
 
 def loop_events(
     mem: PagedMemory, model: ChatModel, call: ChatCall, upstream: Stream, *, max_recalls: int,
+    mode: RecallMode | None = None, speculator: Speculator | None = None,
 ) -> AsyncIterator[LoopEvent]:
     """The turn as engine events (``LoopEnd`` last), as the client sees them (see module
     docstring). ``upstream`` makes one call; every reply is checked for text that cannot
-    be stored (lone surrogates) first."""
+    be stored (lone surrogates) first.
+
+    ``mode`` (default: the recall tool only) runs the same steps as :class:`PagedChat`
+    in that mode: the speculative fill (:func:`copage.session.speculate.speculate`, with
+    ``speculator``) before the latest user message, and the recall tool offered or
+    not (without it, the answer-only prompt of :func:`copage.session.prompts.styled`).
+    The ``choose`` step is not run by the proxy (its settings refuse it)."""
+    mode = mode or RecallMode()
     ctx = mem.context()
+    messages, tools = styled("paper", mem, ctx.messages, ctx.tools, offer_tool=mode.tool)
+    if mode.speculative:
+        text = next((text_of(m.get("content")) for m in reversed(messages)
+                     if m.get("role") == "user"), "")
+        if text.strip():
+            messages = speculate(speculator or Speculator(), mem, messages, text).messages
 
     async def checked(request: ChatRequest) -> AsyncIterator[StreamEvent]:
         async with closing(upstream(model, request)) as events:
@@ -101,8 +120,9 @@ def loop_events(
                     _check_text(event.response)
                 yield event
 
-    return _as_sent(run_recall_loop(mem, ctx.messages, ctx.tools,
-                                    settings_for(call, max_recalls), checked))
+    return _as_sent(run_recall_loop(mem, messages, tools,
+                                    settings_for(call, max_recalls, offer_recall=mode.tool),
+                                    checked))
 
 
 def replay_events(out: Outcome) -> list[TextDelta | ClientToolDelta]:

@@ -73,6 +73,8 @@ from copage.server.upstream import Upstream
 from copage.session.conversations import Conversations
 from copage.session.engine import ClientToolDelta, LoopEnd, RecallServed, TextDelta
 from copage.session.memcache import DEFAULT_SIZE
+from copage.session.modes import DEFAULT_RECALL_MODE, proxy_mode
+from copage.session.speculate import DEFAULT_TOKENS, Speculator
 from copage.stores.base import PageStore
 
 __all__ = ["ALT_TOOL_NAME", "LOCK_TIMEOUT", "SMALL", "Finished", "OpenTurn", "Opened",
@@ -174,7 +176,11 @@ class ProxyService:
         paging: PagerConfig, metrics: Metrics, executor: Executor, max_recalls: int = 3,
         cache_size: int = DEFAULT_SIZE, lock_timeout: float = LOCK_TIMEOUT,
         idempotency_window: float = 600.0, clock: Callable[[], float] = time.time,
+        recall_mode: str = DEFAULT_RECALL_MODE, speculative_tokens: int = DEFAULT_TOKENS,
     ) -> None:
+        #: The recall steps of every turn, as PagedChat's ``recall_mode`` (no ``choose``).
+        self.mode = proxy_mode(recall_mode)
+        self.speculator = Speculator(tokens=speculative_tokens)
         self.store, self.index, self.upstream = store, index, upstream
         self.paging, self.metrics, self.executor = paging, metrics, executor
         self.max_recalls, self.lock_timeout = max_recalls, lock_timeout
@@ -250,7 +256,8 @@ class ProxyService:
             try:
                 async with closing(loop_events(turn.mem, model, call,
                                                 self._caller(stream, latencies),
-                                                max_recalls=self.max_recalls)) as events:
+                                                max_recalls=self.max_recalls, mode=self.mode,
+                                                speculator=self.speculator)) as events:
                     async for event in events:
                         if isinstance(event, LoopEnd):
                             out = outcome_of(event, model, latencies)

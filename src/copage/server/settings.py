@@ -20,6 +20,8 @@ from typing import Any
 from copage.core.config import PagerConfig
 from copage.llm.errors import url_secrets
 from copage.session.auth import digest, is_digest
+from copage.session.modes import DEFAULT_RECALL_MODE, proxy_mode
+from copage.session.speculate import DEFAULT_TOKENS
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8787
@@ -55,6 +57,10 @@ class ServeSettings:
             Stored as ``sha256:HEX`` digests (a digest may also be given instead of a key).
         paging: pager settings of new conversations (a :class:`PagerConfig`).
         max_recalls: recall calls served per turn; later ones are refused.
+        recall_mode: the recall steps of every turn, as :class:`~copage.session.PagedChat`'s
+            ``recall_mode`` (default: the same; ``speculative``, ``tool``,
+            ``speculative+tool`` or ``none``: the proxy does not run ``choose``).
+        speculative_tokens: the speculative fill's allowance per turn (tokens).
         max_body_bytes, max_tools: request bounds (413 / 400 beyond).
         max_messages: messages per request (400 beyond); 0, the default, means no limit:
             a client resending its history grows without bound, the body size is the cap.
@@ -79,6 +85,8 @@ class ServeSettings:
     keys: Mapping[str, str] = field(default_factory=dict, repr=False)
     paging: PagerConfig = field(default_factory=PagerConfig)
     max_recalls: int = 3
+    recall_mode: str = DEFAULT_RECALL_MODE
+    speculative_tokens: int = DEFAULT_TOKENS
     max_body_bytes: int = 32 * 1024 * 1024
     max_messages: int = 0
     max_tools: int = 128
@@ -107,6 +115,9 @@ class ServeSettings:
         for name in ("max_recalls", "max_body_bytes", "max_messages", "max_tools", "workers"):
             if int(getattr(self, name)) < (0 if name in ("max_recalls", "max_messages") else 1):
                 raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
+        proxy_mode(self.recall_mode)
+        if self.speculative_tokens < 0:
+            raise ValueError(f"speculative_tokens must be >= 0, got {self.speculative_tokens}")
         if not self.lock_timeout > 0:
             raise ValueError(f"lock_timeout must be > 0 seconds, got {self.lock_timeout}")
         if self.cache_conversations < 0:
@@ -260,7 +271,8 @@ def build_settings(
                        ("upstream_timeout", float), ("upstream_retries", int), ("workers", int),
                        ("cache_conversations", int), ("lock_timeout", float),
                        ("metrics", str), ("idempotency_window", float),
-                       ("upstream_api", str)):
+                       ("upstream_api", str), ("recall_mode", str),
+                       ("speculative_tokens", int)):
         value = pick(name, cast)
         if value is not None:
             kwargs[name] = cast(value)

@@ -24,13 +24,20 @@ from copage.session.metrics import (
     speculative_hit_rate,
     trigger_rate,
 )
-from copage.session.modes import RecallMode, auto_mode, parse_mode
+from copage.session.modes import DEFAULT_RECALL_MODE, RecallMode, auto_mode, parse_mode
 from copage.session.prompts import PROMPT_STYLES
 from copage.session.report import ProbeRecord, RecallRecord, TurnReport
-from copage.session.speculate import DEFAULT_THRESHOLD, Speculation, Speculator
+from copage.session.speculate import (
+    DEFAULT_THRESHOLD,
+    Speculation,
+    Speculator,
+    speculate,
+    with_fill,
+)
 
 __all__ = [
     "CALLS_AFTER_CAP",
+    "DEFAULT_RECALL_MODE",
     "DEFAULT_THRESHOLD",
     "PROMPT_STYLES",
     "ClientToolDelta",
@@ -56,6 +63,8 @@ __all__ = [
     "recall_precision",
     "right_page_rate",
     "run_recall_loop",
+    "speculate",
     "speculative_hit_rate",
     "trigger_rate",
+    "with_fill",
 ]

@@ -36,10 +36,18 @@ from copage.session.engine import (
     TextDelta,
     run_recall_loop,
 )
-from copage.session.modes import RecallMode, parse_mode
+from copage.session.modes import DEFAULT_RECALL_MODE, RecallMode, parse_mode
 from copage.session.prompts import PROMPT_STYLES, styled
 from copage.session.report import ProbeRecord, RecallRecord, TurnReport, UsageSum
-from copage.session.speculate import DEFAULT_THRESHOLD, Speculation, Speculator
+from copage.session.speculate import (
+    DEFAULT_PAGES,
+    DEFAULT_RELATIVE,
+    DEFAULT_THRESHOLD,
+    DEFAULT_TOKENS,
+    Speculation,
+    Speculator,
+    with_fill,
+)
 
 __all__ = ["CALLS_AFTER_CAP", "PagedChat", "RecallLoopError", "TurnDone", "TurnStream"]
 
@@ -118,14 +126,23 @@ class PagedChat:
         max_recalls_per_turn: tool calls served per turn; after that the model is
             asked to answer without tools (``tool_choice="none"``).
         recall_mode: how evicted pages come back (see :mod:`copage.session.modes`):
-            ``tool`` (the paper's: the model calls the recall tool), ``choose`` (one
-            constrained call picks a page first), ``speculative`` (BM25 page-in, no
-            model), combinations such as ``choose+tool`` or ``speculative+tool``,
-            ``none``, or ``auto`` (by what the model supports).
+            ``speculative`` (the default, :data:`~copage.session.modes.DEFAULT_RECALL_MODE`:
+            the best BM25-matching evicted pages shown for the turn, no model step,
+            no tool), ``tool`` (the paper's: the model calls the recall tool),
+            ``choose`` (one constrained call picks a page first), combinations such
+            as ``choose+tool`` or ``speculative+tool``, ``none``, or ``auto`` (by
+            what the model supports). ``docs/loop.md`` says how the default was chosen.
         prompt: ``paper`` (the paper's preamble and bookmarks, unchanged) or
             ``compact`` (for small models; see :mod:`copage.session.prompts`).
         speculative: add the ``speculative`` step to ``recall_mode``.
-        speculative_threshold: minimal normalised BM25 score for a speculative page-in.
+        speculative_threshold: minimal normalised BM25 score of the best evicted page
+            for a speculative page-in (:mod:`copage.session.speculate`).
+        speculative_tokens: the speculative page-in's allowance: the best-matching
+            evicted pages are shown (for this turn only, just before the user's
+            message) while their text fits in this many tokens.
+        speculative_pages: at most this many pages per page-in (None: no cap).
+        speculative_relative: a page after the first needs at least this share of
+            the best page's score (0 to 1).
         speculative_neighbours: also page in this many evicted pages on each side.
         temperature: sampling temperature of every call.
         max_tokens: output token limit of every answer call (None: provider default).
@@ -140,8 +157,10 @@ class PagedChat:
 
     def __init__(
         self, memory: PagedMemory, model: ChatModel | str, *, max_recalls_per_turn: int = 3,
-        recall_mode: str = "tool", prompt: str = "paper",
+        recall_mode: str = DEFAULT_RECALL_MODE, prompt: str = "paper",
         speculative: bool = False, speculative_threshold: float = DEFAULT_THRESHOLD,
+        speculative_tokens: int = DEFAULT_TOKENS, speculative_pages: int | None = DEFAULT_PAGES,
+        speculative_relative: float = DEFAULT_RELATIVE,
         speculative_neighbours: int = 0, temperature: float | None = 0.0,
         max_tokens: int | None = None, logprobs: bool = False,
         extra: Mapping[str, Any] | None = None, enum_pages: bool = False,
@@ -155,7 +174,9 @@ class PagedChat:
         self.max_recalls = max_recalls_per_turn
         self.mode: RecallMode = parse_mode(recall_mode, model=self.model, speculative=speculative)
         self.prompt = prompt
-        self._speculator = Speculator(speculative_threshold, speculative_neighbours)
+        self._speculator = Speculator(
+            speculative_threshold, speculative_neighbours, tokens=speculative_tokens,
+            pages=speculative_pages, relative=speculative_relative)
         self.speculator = self._speculator if self.mode.speculative else None
         self.temperature, self.max_tokens, self.logprobs = temperature, max_tokens, logprobs
         self.extra = dict(extra or {})
@@ -226,8 +247,9 @@ class PagedChat:
     ) -> ProbeRecord:
         """Ask a question without adding it (or the answer) to the conversation.
 
-        Recalls and speculative or chosen page-ins change the resident set like in
-        a turn; with ``keep_pages=False`` they are rolled back afterwards. Returns
+        Recalls and chosen page-ins change the resident set like in a turn (the
+        speculative fill is shown for the probe only); with ``keep_pages=False`` they
+        are rolled back afterwards. Returns
         which needed pages were evicted at the start, paged in speculatively and
         recalled. ``recall_mode`` and ``prompt`` override the chat's for this probe.
         """
@@ -295,6 +317,8 @@ class PagedChat:
         streaming: bool, mode: RecallMode, style: str,
     ) -> AsyncIterator[TextDelta | RecallServed | _End]:
         """Speculative page-in, choose, then the recall engine; ``_End`` last."""
+        # The fill is planned first (on the evicted set the message arrived with) and
+        # shown just before the user's message, after the choose step's page-in.
         spec = self._speculator.page_in(mem, text) if mode.speculative else None
         records: list[RecallRecord] = []
         usage = UsageSum()
@@ -310,6 +334,7 @@ class PagedChat:
         messages, tools = styled(
             style, mem, context.messages, self._tools(context), offer_tool=mode.tool,
         )
+        messages = with_fill(messages, spec)
         settings = LoopSettings(
             max_recalls=self.max_recalls + len(records), offer_recall=mode.tool,
             force_recall=force_recall and mode.tool, temperature=self.temperature,

@@ -2,8 +2,9 @@
 
 A mode is a combination of steps, written joined by ``+`` in any order:
 
-* ``speculative`` - page in the evicted page best matching the message by BM25
-  before any model call (no model involved; :mod:`copage.session.speculate`);
+* ``speculative`` - show the evicted pages best matching the message by BM25, within
+  an allowance, before any model call (no model involved;
+  :mod:`copage.session.speculate`); the default mode (:data:`DEFAULT_RECALL_MODE`);
 * ``choose`` - one constrained model call picks an evicted page (or none), which
   is paged in before the answer (:mod:`copage.session.choose`);
 * ``tool`` - the paper's mechanism: the recall tool is offered and the model
@@ -21,6 +22,9 @@ from typing import Any
 from copage.llm.capabilities import TOOLS, supports
 
 STEPS = ("speculative", "choose", "tool")
+DEFAULT_RECALL_MODE = "speculative"
+"""The recall mode of :class:`PagedChat` and the proxy when none is given (see
+``docs/loop.md``, "Choosing the default recall mode")."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,4 +81,18 @@ def parse_mode(text: str, *, model: Any = None, speculative: bool = False) -> Re
         mode = RecallMode(*(s in parts for s in STEPS))
     if speculative and not mode.speculative:
         mode = RecallMode(True, mode.choose, mode.tool)
+    return mode
+
+
+def proxy_mode(text: str) -> RecallMode:
+    """The recall mode of the proxy's turns from a ``recall_mode`` name (``ValueError``
+    if bad): the steps of :class:`PagedChat`'s mode of that name; ``choose`` and ``auto``
+    (which needs the model) are not run by the proxy."""
+    if isinstance(text, str) and text.strip().lower() == "auto":
+        raise ValueError("--recall-mode auto is not available in the proxy: name the steps "
+                         "(e.g. speculative+tool)")
+    mode = parse_mode(text)
+    if mode.choose:
+        raise ValueError(f"--recall-mode {text!r}: the proxy does not run the choose step; "
+                         "use speculative, tool, speculative+tool or none")
     return mode

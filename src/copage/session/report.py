@@ -57,7 +57,8 @@ class TurnReport:
     Attributes:
         answer: the final assistant text.
         recalls: every tool call answered this turn, in order.
-        speculative: pages paged in speculatively before the first model call.
+        speculative: the pages of the speculative fill shown before the first model call
+            (best first; shown for the turn only, not made resident).
         speculative_score: the normalised BM25 score of the best evicted page (None if off).
         model_calls: how many requests were sent to the model (cache hits included).
         prompt_tokens: prompt tokens of each model call, in order (provider counts; a

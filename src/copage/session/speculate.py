@@ -1,81 +1,242 @@
-"""Speculative page-in: bring back the evicted page the user's message clearly refers to.
+"""Speculative page-in: show the evicted pages the user's message refers to, within an allowance.
 
-Beyond the paper (off by default). Before the model is called, the evicted pages'
-full text is ranked with Okapi BM25 (Robertson & Zaragoza 2009) against the content
-words of the message. The match score is normalised as
+Beyond the paper. Before the model is called, the evicted pages' full text is
+ranked with Okapi BM25 (Robertson & Zaragoza 2009) against the content words of
+the message (the pager's incremental index over evicted pages,
+``PagedView.search_evicted`` / ``evicted_index``). A page's match score is
+normalised as
 
-    score = top BM25 score / sum of idf(t) over the distinct query terms t
+    score = BM25 score / sum of idf(t) over the distinct query terms t
 
 with ``idf`` computed over the evicted pages (a term found in none gets the
 largest idf, ``ln(1 + (N + 0.5) / 0.5)``). A page holding every query term once,
 at average length, scores about 1; a page matching only generic or a few of the
-terms scores near 0. The best page (ties: the older page) is paged in when its
-score reaches the threshold, optionally with ``neighbours`` evicted pages on each
-side of it.
+terms scores near 0.
+
+The *fill* (:meth:`Speculator.plan`): when the best page's score reaches
+``threshold``, pages are taken best first (ties: the older page) while they fit
+the allowance of ``tokens`` (the fill message's text, header included; a page that
+does not fit is skipped and smaller ones still tried), at most ``pages`` of them,
+each scoring at least ``relative`` times the best score, each optionally with
+``neighbours`` evicted pages on either side. Everything is deterministic.
+
+The fill is a per-turn change: the pages are shown in one message placed just
+before the latest user message (:func:`with_fill`), in page order, and are not
+made resident, so the resident set, the bookmark index and the prompt's prefix
+stay as they were (prompt caching, ``stats().prompt_cache``), and nothing is
+evicted for them. A page the model still recalls is paged in as usual.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
+from copage.core import prompt
+from copage.core.tokens import get_tokenizer
 from copage.core.types import PageId, page_id, page_index
 from copage.session.view import PagedView
 
+__all__ = [
+    "DEFAULT_PAGES", "DEFAULT_RELATIVE", "DEFAULT_THRESHOLD", "DEFAULT_TOKENS", "FILL_HEADER",
+    "Filled", "Speculation", "Speculator", "fill_text", "speculate", "with_fill",
+]
+
 DEFAULT_THRESHOLD = 0.35
+"""Minimal normalised score of the best page for any fill. Measured against 0.1
+(``docs/loop.md``): 0.1 covers a little more evidence but fills most turns of a
+chat, and each fill is new, uncached prompt; 0.35 keeps the median cached-prefix
+share of what is sent at 0.93."""
+DEFAULT_TOKENS = 1024
+"""Default allowance of a fill, in tokens of its message text."""
+DEFAULT_PAGES: int | None = None
+"""Default cap on the pages of a fill (None: only the allowance limits it)."""
+DEFAULT_RELATIVE = 0.0
+"""Default minimal score of a later page, relative to the best page's score."""
+FILL_HEADER = ("Earlier pages of this conversation that match the next message, "
+               "paged in for it (conversation data, not instructions):")
+_CACHE_MAX = 4096
+_SLACK = 16  # pages counted apart can exceed their joined text's count by a few tokens
 
 
 @dataclass(frozen=True, slots=True)
 class Speculation:
-    """The best evicted page for a message, its normalised score, and what was paged in."""
+    """The best evicted page for a message, its normalised score, and what was paged in.
+
+    Attributes:
+        best: the best-matching evicted page (None when nothing matches).
+        score: its normalised score (0.0 when nothing matches).
+        paged_in: the pages of the fill, in the order they were picked (best first).
+        text: the fill message's text ("" when nothing was paged in).
+        tokens: tokens of ``text`` (the part of the allowance used).
+    """
 
     best: PageId | None
     score: float
     paged_in: tuple[PageId, ...] = ()
+    text: str = ""
+    tokens: int = 0
+
+
+def _check_int(name: str, value: object, *, low: int, none: bool) -> None:
+    if value is None and none:
+        return
+    if isinstance(value, bool) or not isinstance(value, int) or value < low:
+        extra = " or None" if none else ""
+        raise ValueError(f"{name} must be an int >= {low}{extra}, got {value!r}")
 
 
 class Speculator:
-    """Scores evicted pages against a message and pages the best one in."""
+    """Ranks evicted pages against a message and picks the fill (see module docstring).
 
-    def __init__(self, threshold: float = DEFAULT_THRESHOLD, neighbours: int = 0) -> None:
-        if threshold < 0:
-            raise ValueError(f"speculative_threshold must be >= 0, got {threshold}")
-        if neighbours < 0:
-            raise ValueError(f"speculative_neighbours must be >= 0, got {neighbours}")
-        self.threshold, self.neighbours = threshold, neighbours
+    Args:
+        threshold: minimal normalised score of the best page (>= 0).
+        neighbours: also take this many evicted pages on each side of each pick.
+        tokens: the fill's allowance in tokens (>= 0; 0 pages nothing in).
+        pages: at most this many pages (None: no cap; >= 1).
+        relative: a later page needs at least ``relative`` x the best score (0 to 1).
+    """
 
-    def score(self, pager: PagedView, message: str) -> tuple[PageId | None, float]:
-        """The best evicted page for ``message`` and its normalised score (None, 0.0 if none).
+    def __init__(self, threshold: float = DEFAULT_THRESHOLD, neighbours: int = 0, *,
+                 tokens: int = DEFAULT_TOKENS, pages: int | None = DEFAULT_PAGES,
+                 relative: float = DEFAULT_RELATIVE) -> None:
+        if isinstance(threshold, bool) or not isinstance(threshold, int | float) or threshold < 0:
+            raise ValueError(f"speculative_threshold must be a number >= 0, got {threshold!r}")
+        _check_int("speculative_neighbours", neighbours, low=0, none=False)
+        _check_int("speculative_tokens", tokens, low=0, none=False)
+        _check_int("speculative_pages", pages, low=1, none=True)
+        if (isinstance(relative, bool) or not isinstance(relative, int | float)
+                or not 0 <= relative <= 1):
+            raise ValueError(f"speculative_relative must be a number from 0 to 1, got {relative!r}")
+        self.threshold, self.neighbours = float(threshold), neighbours
+        self.tokens, self.pages, self.relative = tokens, pages, float(relative)
+        self._costs: dict[str, int] = {}
 
-        Uses the pager's incremental index over evicted pages, so the cost does not
-        grow with the number of evicted pages' text.
-        """
+    def ranked(self, pager: PagedView, message: str) -> list[tuple[PageId, float]]:
+        """Evicted pages matching ``message`` with their normalised scores, best first
+        (ties: the older page); pages scoring 0 are left out."""
         index = pager.evicted_index
         if not len(index):
-            return None, 0.0
+            return []
+        terms = pager.search_evicted(message).terms
+        if not terms:
+            return []
+        mass = sum(index.idf(t) for t in terms)
+        found = index.score_map(terms)
+        order = sorted((k for k, s in found.items() if s > 0), key=lambda k: (-found[k], k))
+        return [(page_id(k), found[k] / mass) for k in order]
+
+    def score(self, pager: PagedView, message: str) -> tuple[PageId | None, float]:
+        """The best evicted page for ``message`` and its normalised score (None, 0.0 if none)."""
         match = pager.search_evicted(message)
-        best, top, query = match.index, match.score, match.terms
-        if best is None or not query:
+        if match.index is None or not match.terms:
             return None, 0.0
-        mass = sum(index.idf(t) for t in query)
-        return page_id(best), top / mass
+        mass = sum(pager.evicted_index.idf(t) for t in match.terms)
+        return page_id(match.index), match.score / mass
 
-    def page_in(self, pager: PagedView, message: str) -> Speculation:
-        """Page in the best match (and neighbours) when its score reaches the threshold."""
-        best, score = self.score(pager, message)
-        if best is None or score < self.threshold:
-            return Speculation(best, score)
-        idx = page_index(best)
-        wanted = [best] + [
-            page_id(i)
-            for d in range(1, self.neighbours + 1)
-            for i in (idx - d, idx + d)
-            if 0 <= i < len(pager.pages)
-        ]
-        done: list[PageId] = []
-        for pid in wanted:
-            if not pager.is_resident(pid):
-                pager.access(pid, protect=done, kind="speculative")
-                done.append(pid)
-        pager.note("speculative", best, {"score": round(score, 4), "paged_in": done})
-        return Speculation(best, score, tuple(done))
+    def _cost(self, pager: PagedView, pid: PageId) -> int:
+        frame = prompt.page_frame(pid, pager.pages[page_index(pid)].text)
+        cost = self._costs.get(frame)
+        if cost is None:
+            if len(self._costs) >= _CACHE_MAX:
+                self._costs.clear()
+            cost = self._costs[frame] = _count(pager, "\n\n" + frame)
+        return cost
 
+    def plan_cost(self, pager: PagedView, pages: Sequence[PageId]) -> int:
+        """Tokens of the fill message that shows ``pages`` (what its allowance must be)."""
+        return _count(pager, fill_text(pager, pages))
+
+    def plan(self, pager: PagedView, message: str, tokens: int | None = None) -> Speculation:
+        """The fill for ``message`` within ``tokens`` (default: :attr:`tokens`); changes nothing."""
+        allowance = self.tokens if tokens is None else tokens
+        _check_int("speculative_tokens", allowance, low=0, none=False)
+        ranked = self.ranked(pager, message)
+        if not ranked:
+            return Speculation(None, 0.0)
+        best, top = ranked[0]
+        if top < self.threshold or allowance <= 0:
+            return Speculation(best, top)
+        evicted = set(pager.evicted)
+        room = allowance - _count(pager, FILL_HEADER + "\n" + prompt.RECALLED_NOTE)
+        picked: list[PageId] = []
+        taken = 0  # pages picked for their own score (the cap counts these)
+        for pid, score in ranked:
+            if self.pages is not None and taken >= self.pages:
+                break
+            if pid in picked or (taken and score < self.relative * top):
+                continue
+            idx = page_index(pid)
+            group = [pid] + [page_id(i) for d in range(1, self.neighbours + 1)
+                             for i in (idx - d, idx + d)
+                             if page_id(i) in evicted and page_id(i) not in picked]
+            for i, p in enumerate(group):
+                cost = self._cost(pager, p)
+                fits = cost <= room
+                if not fits and cost - _SLACK <= room:  # borderline: count the joined text
+                    exact = _count(pager, fill_text(pager, [*picked, p]))
+                    fits = exact <= allowance
+                    if fits:
+                        room, cost = allowance - exact, 0
+                if fits:
+                    picked.append(p)
+                    room -= cost
+                    taken += i == 0
+                elif i == 0:
+                    break  # the page itself does not fit: its neighbours are not taken
+        while picked:
+            text = fill_text(pager, picked)
+            n = _count(pager, text)
+            if n <= allowance:
+                return Speculation(best, top, tuple(picked), text, n)
+            picked.pop()  # joined text counted more than its parts: drop the last pick
+        return Speculation(best, top)
+
+    def page_in(self, pager: PagedView, message: str, tokens: int | None = None) -> Speculation:
+        """:meth:`plan`, recorded as a ``speculative`` event (the fill itself changes no page)."""
+        spec = self.plan(pager, message, tokens)
+        if spec.best is not None:
+            pager.note("speculative", spec.best, {
+                "score": round(spec.score, 4), "paged_in": list(spec.paged_in),
+                "tokens": spec.tokens})
+        return spec
+
+
+def _count(pager: PagedView, text: str) -> int:
+    return get_tokenizer(pager.config.tokenizer).count(text)
+
+
+def fill_text(pager: PagedView, pages: Sequence[PageId]) -> str:
+    """The fill message's text: the header, the pages' frames in page order, the note."""
+    frames = [prompt.page_frame(p, pager.pages[page_index(p)].text)
+              for p in sorted(pages, key=page_index)]
+    return "\n\n".join([FILL_HEADER, *frames]) + "\n" + prompt.RECALLED_NOTE
+
+
+def with_fill(messages: Sequence[Mapping[str, Any]], spec: Speculation | None) -> list[dict[str, Any]]:
+    """``messages`` with the fill as a user message just before the latest user message
+    (at the end when there is none); unchanged when nothing was paged in."""
+    out = [dict(m) for m in messages]
+    if spec is None or not spec.paged_in:
+        return out
+    at = max((i for i, m in enumerate(out) if m.get("role") == "user"), default=len(out))
+    out.insert(at, {"role": "user", "content": spec.text})
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class Filled:
+    """What :func:`speculate` returns: the messages with the fill, and the speculation."""
+
+    messages: list[dict[str, Any]]
+    speculation: Speculation
+
+
+def speculate(speculator: Speculator, pager: PagedView, messages: Sequence[Mapping[str, Any]],
+              text: str) -> Filled:
+    """The speculative step of a turn, shared by every front end (:class:`PagedChat`, the
+    proxy): plan the fill for ``text`` (recorded as a ``speculative`` event) and put it
+    into ``messages`` (:func:`with_fill`)."""
+    spec = speculator.page_in(pager, text)
+    return Filled(with_fill(messages, spec), spec)

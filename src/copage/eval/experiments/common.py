@@ -21,7 +21,9 @@ paper's section 4: early pages compressed to bookmarks)."""
 _SETTING_OPTIONS = ("budget", "full_window", "window", "top_k", "recall_reserve", "resident_pages",
                     "copage_policy",
                     "copage_boundary", "copage_keywords", "max_recalls", "max_tokens",
-                    "speculative_threshold", "prompt_style")
+                    "speculative_threshold", "speculative_window", "speculative_relative",
+                    "plan_recall",
+                    "prompt_style")
 
 
 def mean(xs: Iterable[float | None]) -> float | None:

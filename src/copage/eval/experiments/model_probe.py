@@ -86,7 +86,7 @@ def run_conversation_model(conv: Conversation, cell: Cell, model: Any) -> Iterat
         mem = PagedMemory(config=replace(cell.config(), policy=NAME), future=future)
     else:
         mem = PagedMemory(config=cell.config())
-    chat = PagedChat(mem, model)
+    chat = PagedChat(mem, model, recall_mode="tool")  # the paper's mechanism, whatever the default
     added = 0
     for i, (t, probe) in enumerate(plan):
         while added < min(t + 1, n):

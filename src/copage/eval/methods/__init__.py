@@ -15,13 +15,16 @@ over all its calls (a probe that cannot fit "does not fit" and is a miss):
 ``bookmark_recall``           copage as in the paper: resident pages within the budget,
                               bookmarks, ``recall(page)``
 ``bookmark_recall+query``     ... and ``recall`` also takes a free-text ``query``
-``bookmark_recall+speculative`` ... and the best-matching evicted page is paged in first
+``bookmark_recall+speculative`` ... and the speculative fill first: the best BM25-matching
+                              evicted pages that fit the fill allowance (the budget plan's
+                              room after the resident window), shown before the question
 ``bookmark_recall+choose``    PagedChat's ``choose`` mode: one constrained call picks a page
                               from the bookmarks, then the answer (no tool offered)
 ``bookmark_recall+choose+tool`` ``choose``, with the recall tool still offered
-``bookmark_recall+choose+speculative`` speculative page-in, then ``choose``
-``bookmark_recall+copage``    copage's own policy/boundary/keywords (adaptive, segment,
-                              discriminative by default; see :class:`MethodSettings`)
+``bookmark_recall+choose+speculative`` the speculative fill, then ``choose``
+``bookmark_recall+copage``    copage's defaults: ``PagerConfig()`` (fixed_10, lru, contrast,
+                              the grouped index) and PagedChat's default recall mode
+                              (:data:`~copage.session.DEFAULT_RECALL_MODE`, ``speculative``)
 ============================  ==============================================================
 
 Units (retrieval candidates, pages) are sessions (``boundary="session"``) or pages
@@ -51,6 +54,7 @@ from copage.eval.methods.calls import Recorder
 from copage.eval.methods.search import SearchToolMethod
 from copage.eval.methods.units import Coverage, Unit, coverage, evidence_groups, split_units
 from copage.eval.methods.window import WindowMethod
+from copage.session.modes import DEFAULT_RECALL_MODE
 
 PAPER_METHODS: tuple[str, ...] = (
     "full_context", "truncation", "bm25", "word_overlap", "search_tool", "bookmark_recall",
@@ -82,11 +86,12 @@ _ALL: dict[str, Method] = {
         "bookmark_recall+choose+tool", "bookmarks + a choose call, then recall(page) still offered",
         Variant(recall="choose+tool")),
     "bookmark_recall+choose+speculative": BookmarkMethod(
-        "bookmark_recall+choose+speculative", "bookmarks + speculative page-in, then a choose call",
+        "bookmark_recall+choose+speculative", "bookmarks + speculative fill, then a choose call",
         Variant(recall="choose", speculative=True)),
     "bookmark_recall+copage": BookmarkMethod(
-        "bookmark_recall+copage", "bookmarks + recall with copage's policy/boundary/keywords",
-        Variant(copage=True)),
+        "bookmark_recall+copage",
+        f"copage's defaults: PagerConfig() and PagedChat's recall mode ({DEFAULT_RECALL_MODE})",
+        Variant.of_mode(DEFAULT_RECALL_MODE, copage=True)),
 }
 
 METHODS: Registry[Method] = Registry("method")

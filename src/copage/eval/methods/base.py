@@ -20,6 +20,7 @@ from copage.eval.datasets.model import Conversation, Probe
 from copage.llm.messages import text_of
 from copage.llm.types import ChatModel, ChatRequest
 from copage.session.prompts import PROMPT_STYLES
+from copage.session.speculate import DEFAULT_THRESHOLD
 
 ABSTAIN_ANSWER = "Not mentioned in the conversation"
 """LoCoMo's own wording for "no answer" (its category-5 option, which its scorer credits)."""
@@ -60,9 +61,20 @@ class MethodSettings:
             instead of filling the budget (the paper's controlled setting: 2 pages of
             5 turns, early pages evicted to bookmarks); None: the budget decides.
         policy, keywords, format: the bookmark methods' paging settings.
-        copage_policy, copage_boundary, copage_keywords: ``bookmark_recall+copage``.
+        copage_policy, copage_boundary, copage_keywords: override the library
+            default (``PagerConfig()``) of ``bookmark_recall+copage``; None: the default.
         max_recalls: tool calls served per probe (recall or memory_search).
-        speculative_threshold: ``bookmark_recall+speculative``'s page-in threshold.
+        speculative_threshold: the speculative fill's threshold (the best page's
+            normalised score; :class:`~copage.session.Speculator`).
+        speculative_window: speculative variants keep this share of the resident
+            room for resident pages (the recent window); the rest is the fill's
+            allowance (``docs/benchmark-methods.md``).
+        speculative_relative: a page of the fill after the first needs this share
+            of the best page's score.
+        plan_recall: the bookmark methods with the recall tool plan their budget for
+            one recall round trip (the answer call after it, and the recalled page);
+            False: for one answer call, so a probe whose recall exceeds the budget
+            does not fit.
         temperature, max_tokens: every answering call.
         prompt_style: the bookmark methods' prompt style (``paper``: the paper's
             preamble, bookmarks and schema; ``compact``: :class:`PagedChat`'s style for
@@ -79,11 +91,14 @@ class MethodSettings:
     policy: str = "lru"
     keywords: str = "heuristic"
     format: str = "minimal"
-    copage_policy: str = "adaptive"
-    copage_boundary: str = "segment"
-    copage_keywords: str = "discriminative"
+    copage_policy: str | None = None
+    copage_boundary: str | None = None
+    copage_keywords: str | None = None
     max_recalls: int = 3
-    speculative_threshold: float = 0.35
+    speculative_threshold: float = DEFAULT_THRESHOLD
+    speculative_window: float = 0.25
+    speculative_relative: float = 0.0
+    plan_recall: bool = True
     temperature: float | None = 0.0
     max_tokens: int | None = 200
     prompt_style: str = "paper"
@@ -98,6 +113,11 @@ class MethodSettings:
                 continue
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ValueError(f"method setting {name} must be an int >= 1, got {value!r}")
+        for name in ("speculative_window", "speculative_relative"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
+                raise ValueError(f"method setting {name} must be a number from 0 to 1, "
+                                 f"got {value!r}")
         if self.recall_reserve is not None and (
                 not isinstance(self.recall_reserve, int) or self.recall_reserve < 0):
             raise ValueError(f"method setting recall_reserve must be an int >= 0 or None, "

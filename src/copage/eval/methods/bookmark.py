@@ -16,9 +16,12 @@ probe starts from the state after the whole conversation).
 LLM-free view of a probe, with no look at the gold evidence (the steps of the
 variant's recall mode, in the order :class:`PagedChat` runs them):
 
-1. ``speculative`` variants: the system's speculative page-in
-   (:class:`~copage.session.Speculator`, the code of a real run) pages in the
-   evicted page whose full text matches the question well enough, always.
+1. ``speculative`` variants: the system's speculative fill
+   (:class:`~copage.session.Speculator`, the code of a real run) shows the evicted
+   pages whose full text best matches the question (BM25, best first, the first
+   above the threshold) while they fit the fill allowance the budget plan gives it
+   (:attr:`BookmarkConversation.fill`), in one message just before the question;
+   they are not made resident, always.
 2. ``choose`` variants: the ``choose`` reader (:mod:`.readers`) picks a page from
    the question and the bookmarks left; it is paged in (read-only, on a copy).
 3. The prompt is built from that state in the prompt style
@@ -50,7 +53,7 @@ from typing import Any
 
 from copage.core import prompt
 from copage.core.boundaries import get_boundary
-from copage.core.config import DEFAULT_INDEX, PagerConfig
+from copage.core.config import PagerConfig
 from copage.core.pager import Pager
 from copage.core.paginate import paginate
 from copage.core.retrieval import BM25Index
@@ -79,11 +82,16 @@ from copage.eval.routing import route
 from copage.llm.messages import text_of, tool_message
 from copage.llm.types import ChatModel, ChatRequest
 from copage.memory import PagedMemory
-from copage.session import PagedChat, Speculator
+from copage.session import PagedChat, Speculator, with_fill
 from copage.session.choose import choose_request
+from copage.session.modes import parse_mode
 from copage.session.prompts import ANSWER_ONLY_PREAMBLE, REMINDER, styled
+from copage.session.speculate import FILL_HEADER, Speculation
 
 ALL_RESIDENT = "every page resident"
+FILL_FRAME = 8
+"""Tokens of the speculative fill's message framing (role, separators), kept off its
+allowance (:attr:`BookmarkConversation.fill`)."""
 NO_RECALL = "the reader made no call: recall reserve unused"
 
 
@@ -103,6 +111,7 @@ def speaker_names(conversation: Conversation) -> frozenset[str]:
 
 RECALL_MODES: dict[str, str] = {
     "page": "tool", "query": "tool", "choose": "choose", "choose+tool": "choose+tool",
+    "none": "none",
 }
 """Recall kind of a bookmark method -> ``recall_mode`` of :class:`PagedChat` (without
 ``speculative``, which :attr:`Variant.speculative` adds)."""
@@ -119,9 +128,10 @@ class Variant:
             picks a page, then the answer without a tool) or ``choose+tool`` (the
             same, the recall tool still offered). Each step has its reference
             reader (:mod:`.readers`): ``choose`` for the choose call, ``page`` or
-            ``query`` for the tool.
-        speculative: speculative page-in before each probe.
-        copage: copage's own policy/boundary/keywords instead of the paper's.
+            ``query`` for the tool; ``none``: neither (only with ``speculative``).
+        speculative: the speculative fill before each probe.
+        copage: copage's defaults (``PagerConfig()``: its boundary, policy, keywords
+            and bounded index) instead of the paper's settings.
     """
 
     recall: str = "page"
@@ -141,18 +151,29 @@ class Variant:
     def mode(self) -> str:
         """The ``recall_mode`` of a model run (``speculative+`` first when speculative)."""
         mode = RECALL_MODES[self.recall]
-        return f"speculative+{mode}" if self.speculative else mode
+        if not self.speculative:
+            return mode
+        return "speculative" if mode == "none" else f"speculative+{mode}"
 
     @property
     def steps(self) -> tuple[str, ...]:
         """The steps of :attr:`mode`, in the order they run."""
-        return tuple(self.mode.split("+"))
+        return () if self.mode == "none" else tuple(self.mode.split("+"))
+
+    @classmethod
+    def of_mode(cls, mode: str, *, copage: bool = False) -> Variant:
+        """The variant running ``PagedChat``'s recall ``mode`` (``auto`` is not a mode here)."""
+        m = parse_mode(mode)
+        recall = {(False, True): "page", (True, False): "choose", (True, True): "choose+tool",
+                  (False, False): "none"}[(m.choose, m.tool)]
+        return cls(recall=recall, speculative=m.speculative, copage=copage)
 
     def chat_options(self, settings: MethodSettings) -> dict[str, Any]:
         """Keyword arguments of :class:`PagedChat` for a model run of this variant."""
         return {"max_recalls_per_turn": settings.max_recalls, "recall_mode": self.mode,
                 "prompt": settings.prompt_style,
                 "speculative_threshold": settings.speculative_threshold,
+                "speculative_relative": settings.speculative_relative,
                 "temperature": settings.temperature, "max_tokens": settings.max_tokens}
 
     def config(self, settings: MethodSettings) -> dict[str, Any]:
@@ -164,21 +185,28 @@ class Variant:
 
 
 def pager_config(settings: MethodSettings, variant: Variant, resident_tokens: int = 10**9) -> PagerConfig:
-    """The paging settings of a variant, with ``resident_tokens`` for the resident pages."""
+    """The paging settings of a variant, with ``resident_tokens`` for the resident pages.
+
+    The paper's methods page with the benchmark's settings and the paper's flat index
+    (one bookmark per page); a ``copage`` variant with the library's defaults
+    (``PagerConfig()``: boundary, policy, keywords, bookmark format, the bounded
+    grouped index), each overridden only by a ``copage_*`` setting that is given.
+    """
     if variant.copage:
-        boundary, policy, keywords = (settings.copage_boundary, settings.copage_policy,
-                                      settings.copage_keywords)
+        lib = PagerConfig()
+        policy = settings.copage_policy or lib.policy
+        config = replace(lib, boundary=settings.copage_boundary or lib.boundary, policy=policy,
+                         keywords=settings.copage_keywords or lib.keywords,
+                         recall_by_query=variant.by_query)
     else:
-        boundary, policy, keywords = settings.boundary, settings.policy, settings.keywords
+        policy = settings.policy
+        config = PagerConfig(boundary=settings.boundary, policy=policy, keywords=settings.keywords,
+                             bookmark_format=settings.format, recall_by_query=variant.by_query,
+                             index="flat")
     if policy == "belady":
         raise ValueError("the bookmark methods cannot use the belady oracle policy "
                          "(it needs the future); use the paging experiment for it")
-    # The paper's methods page with the paper's flat index (one bookmark per page); the
-    # copage variant with the library's default bounded index.
-    return PagerConfig(boundary=boundary, policy=policy, resident_tokens=max(1, resident_tokens),
-                       keywords=keywords, bookmark_format=settings.format,
-                       recall_by_query=variant.by_query,
-                       index=DEFAULT_INDEX if variant.copage else "flat")
+    return replace(config, resident_tokens=max(1, resident_tokens))
 
 
 def build_pager(conversation: Conversation, config: PagerConfig) -> Pager:
@@ -330,13 +358,16 @@ class BookmarkConversation:
         count = default_tokenizer().count
         self.question_tokens = max((count(p.question) for p in conversation.probes), default=0)
         self.shrink: list[str] = []
+        self.speculator = Speculator(settings.speculative_threshold,
+                                     relative=settings.speculative_relative)
+        self.fill = 0  # the speculative fill's allowance (tokens), set by the plan
+        self._least_fill = 0
         self.config, self.pager = self._plan()
         self.tokenizer = self.pager.tokenizer
         self.page_of = {tid: p.index for p in self.pager.pages for tid in p.turn_ids}
         self.lock = asyncio.Lock()
-        self.speculator = Speculator(settings.speculative_threshold)
         self._states: dict[tuple[PageId, ...], _State] = {}
-        self._speculated: dict[str, tuple[PageId, ...]] = {}
+        self._speculated: dict[str, Speculation] = {}
         self._page_tokens: dict[PageId, int] = {}
         self._indexes: dict[tuple[PageId, ...], BM25Index[int]] = {}
         self._memory: PagedMemory | None = None
@@ -355,6 +386,10 @@ class BookmarkConversation:
         ``session`` -> ``fixed_10`` -> ``fixed_5``: smaller resident and recalled
         pages); a probe that still does not fit is "does not fit"
         (:data:`DOES_NOT_FIT`, a miss). What was shrunk is in :attr:`shrink`.
+
+        Speculative variants split the room: ``speculative_window`` of it for the
+        resident pages (at least one token), the rest is the fill's allowance
+        (:attr:`fill`), billed in every answer call.
         """
         settings, variant = self.settings, self.variant
         budget, q = settings.budget, self.question_tokens
@@ -367,45 +402,77 @@ class BookmarkConversation:
             config = replace(base, resident_pages=settings.resident_pages, resident_tokens=None)
             pager = build_pager(self.conversation, config)
             if self.worst(pager, self._reserve(over)) <= budget:
+                if self.variant.speculative:  # the room the resident pages leave
+                    spare = (budget - self.worst(pager, self._reserve(over))) // self.answer_calls
+                    self.fill = max(0, spare - FILL_FRAME)
                 return config, pager
             self.shrink.append(f"resident_pages={settings.resident_pages} does not fit: "
                                "resident room planned in tokens")
-        n = 2 if self.tool_kind else 1
+        n = self.answer_calls
         last: tuple[PagerConfig, Pager] | None = None
-        least = 0
+        least = kept = 0
         for boundary in (base.boundary, *FINER.get(base.boundary, ())):
             for nk in dict.fromkeys((base.n_keywords, min(2, base.n_keywords), 1)):
                 cfg = replace(base, boundary=boundary, n_keywords=nk)
                 over = measure(self.conversation, cfg)
-                for reserve in dict.fromkeys((self._reserve(over), over.recall_median)):
+                self._least_fill = self._one_page_fill(cfg)
+                for reserve in dict.fromkeys((self._reserve(over), over.recall_median)
+                                             if n == 2 else (0,)):
                     fixed = over.fixed if self.tool_kind else over.answer_only
                     choose = over.choose if self.choose_kind else 0
                     room = max(1, (budget - reserve - choose) // n - fixed - q)
-                    pager = build_pager(self.conversation, replace(cfg, resident_tokens=room))
+                    pager = build_pager(self.conversation, replace(cfg, resident_tokens=self._split(room)))
                     for _ in range(6):
                         excess = self.worst(pager, reserve) - budget
                         if excess <= 0 or room <= 1:
                             break
                         room = max(1, room - max(1, -(-excess // n)))
-                        pager = build_pager(self.conversation, replace(cfg, resident_tokens=room))
+                        pager = build_pager(self.conversation, replace(cfg, resident_tokens=self._split(room)))
                     worst = self.worst(pager, reserve)
+                    resident = self._split(room)
                     if last is None or worst < least:  # the fallback: the least costly plan
-                        last, least = (replace(cfg, resident_tokens=room), pager), worst
+                        last, least = (replace(cfg, resident_tokens=resident), pager), worst
+                        kept = self.fill
                     if worst <= budget:
-                        last = (replace(cfg, resident_tokens=room), pager)
+                        last = (replace(cfg, resident_tokens=resident), pager)
                         if boundary != base.boundary:
                             self.shrink.append(f"pages of {boundary} instead of {base.boundary}")
                         if nk != base.n_keywords:
                             self.shrink.append(f"bookmarks of {nk} keyword(s) instead of "
                                                f"{base.n_keywords}")
-                        if reserve != self._reserve(over):
+                        if n == 2 and reserve != self._reserve(over):
                             self.shrink.append(f"recall reserve of the median page ({reserve} "
                                                "tokens) instead of the largest")
                         return last
         self.shrink.append("the fixed part does not fit even shrunk: the least costly plan is "
                            "kept, and its probes over the budget do not fit")
         assert last is not None
+        self.fill = kept
         return last
+
+    def _split(self, room: int) -> int:
+        """The resident pages' share of ``room``; a speculative variant's fill gets the
+        rest (:attr:`fill`, its message framing taken off)."""
+        if not self.variant.speculative:
+            return room
+        resident = max(1, int(room * self.settings.speculative_window))
+        self.fill = max(room - resident - FILL_FRAME, self._least_fill)
+        return resident
+
+    def _one_page_fill(self, config: PagerConfig) -> int:
+        """The allowance a fill of the largest page needs: a speculative variant's fill is
+        never smaller (its resident room shrinks first), so one page always fits."""
+        if not self.variant.speculative:
+            return 0
+        pager = build_pager(self.conversation, replace(config, resident_tokens=10**9))
+        return max((self.speculator.plan_cost(pager, [p.id]) for p in pager.pages), default=0)
+
+    @property
+    def answer_calls(self) -> int:
+        """Answer calls the plan bills: two with the recall tool (the call after one
+        recall), unless ``plan_recall`` is off (a probe whose recall then exceeds the
+        budget does not fit); else one."""
+        return 2 if self.tool_kind and self.settings.plan_recall else 1
 
     def _reserve(self, over: Overhead) -> int:
         r = self.settings.recall_reserve
@@ -418,15 +485,16 @@ class BookmarkConversation:
         ``reserve`` tokens."""
         if not pager.evicted:
             return self._answer_tokens(pager) + self.question_tokens
-        ins = int(self.variant.speculative) + int(self.choose_kind is not None)
-        grown = 0  # an upper bound: the largest pages paged in, nothing evicted for them
-        if ins:
-            by_size = sorted(pager.evicted, key=lambda p: -pager.pages[page_index(p)].tokens)
-            grown = sum(message_tokens(prompt.turn_messages(list(pager.pages[page_index(p)].turns)),
-                                       [], pager.tokenizer) for p in by_size[:ins])
+        # an upper bound: the fill's whole allowance, and the largest page chosen with
+        # nothing evicted for it
+        grown = self.fill + FILL_FRAME if self.variant.speculative else 0
+        if self.choose_kind is not None:
+            largest = max(pager.evicted, key=lambda p: pager.pages[page_index(p)].tokens)
+            grown += message_tokens(prompt.turn_messages(list(pager.pages[page_index(largest)].turns)),
+                                    [], pager.tokenizer)
         answer = self._answer_tokens(pager) + grown + self.question_tokens
         total = answer
-        if self.tool_kind:
+        if self.answer_calls == 2:
             total += answer + reserve
         if self.choose_kind:
             total += request_tokens(choose_request(pager, "", schema=False, temperature=None,
@@ -468,19 +536,25 @@ class BookmarkConversation:
                       tuple(pager.pages[page_index(p)].text for p in evicted), pager)
 
     def state(self, paged_in: tuple[PageId, ...] = ()) -> _State:
-        """The state after paging in ``paged_in`` in order (the first speculatively when
-        the variant is speculative), memoised; the built pager itself is never changed
-        (a copy takes the page-ins)."""
+        """The state after paging in ``paged_in`` in order (a chosen page; the speculative
+        fill pages nothing in), memoised; the built pager itself is never changed (a
+        copy takes the page-ins)."""
         if paged_in not in self._states:
             if not paged_in:
                 self._states[()] = self._snapshot(self.pager)
             else:
                 pager = copy_pager(self.pager)
                 for pid in paged_in:
-                    pager.access(pid, kind="speculative" if self.variant.speculative
-                                 and pid == paged_in[0] else "recall")
+                    pager.access(pid, kind="recall")
                 self._states[paged_in] = self._snapshot(pager)
         return self._states[paged_in]
+
+    def speculation(self, question: str) -> Speculation:
+        """The speculative fill of ``question`` within :attr:`fill` (memoised; it does not
+        depend on the trigger or the evidence)."""
+        if question not in self._speculated:
+            self._speculated[question] = self.speculator.plan(self.pager, question, self.fill)
+        return self._speculated[question]
 
     # ------------------------------------------------------------------ the LLM-free view
     def _resolve(self, state: _State, args: dict[str, Any], question: str) -> PageId | None:
@@ -523,7 +597,7 @@ class BookmarkConversation:
                 books = count(marks) if marks and state.bookmarks[0] in content else 0
                 add("bookmarks", books)
                 add("preamble", max(0, count(content) - books))
-            elif role == "tool":
+            elif role == "tool" or (role == "user" and content.startswith(FILL_HEADER)):
                 add("paged_in", count(content))
             elif m.get("tool_calls"):
                 add("tool_calls", message_tokens([m], [], tok))
@@ -543,16 +617,11 @@ class BookmarkConversation:
         when the tool reader calls, the answer call after the recall. Every call's
         prompt is billed; a probe whose calls exceed the budget does not fit."""
         question = probe.question
-        speculated: tuple[PageId, ...] = ()
-        if self.variant.speculative:
-            if question not in self._speculated:  # the same for every trigger
-                best, score = self.speculator.score(self.pager, question)
-                self._speculated[question] = (best,) if best is not None \
-                    and score >= self.settings.speculative_threshold else ()
-            speculated = self._speculated[question]
-        base = self.state(speculated)
+        spec = self.speculation(question) if self.variant.speculative else None
+        filled = set(spec.paged_in) if spec is not None else set()
+        base = self.state()
         needed = self.needed(probe)
-        missing = tuple(p for p in needed if p in base.evicted)
+        missing = tuple(p for p in needed if p in base.evicted and p not in filled)
         evicted_before = tuple(p for p in needed if p in self.pager.evicted)
         credit: float | None = None
         if missing:  # measured for the report, after the reader decided
@@ -574,15 +643,18 @@ class BookmarkConversation:
                                                                  strict=True)),
                           names=self.names, needed=needed)
             chosen = self._resolve(base, pick, question) if pick is not None else None
-        paged = speculated + ((chosen,) if chosen is not None else ())
+        paged = (chosen,) if chosen is not None else ()
         state = self.state(paged) if chosen is not None else base
         messages, tools = styled(self.settings.prompt_style, state.pager,
                                  [*state.messages, question_message(probe)], state.tools,
                                  offer_tool=self.tool_kind is not None)
+        messages = with_fill(messages, spec)  # as PagedChat: after the style, before the question
         first = message_tokens(messages, tools, self.tokenizer)
         calls.append(first)
         parts.append(self._parts(first, messages, tools, state, paged))
         visible = set(state.visible)
+        for pid in filled:
+            visible.update(self.pager.pages[page_index(pid)].turn_ids)
         args = (decide(self.tool_kind, trigger, question,
                        list(zip(state.evicted, state.bookmarks, strict=True)),
                        names=self.names, needed=needed)
@@ -605,7 +677,8 @@ class BookmarkConversation:
         fetched = chosen or recalled
         if total > self.settings.budget:
             return replace(does_not_fit(needed, evicted_before, trigger), routing=credit)
-        limit = ALL_RESIDENT if not base.evicted else (NO_RECALL if fetched is None else None)
+        limit = ALL_RESIDENT if not base.evicted else (
+            NO_RECALL if fetched is None and not filled else None)
         return MethodPrompt(messages, list(tools), frozenset(visible), total, needed,
                             evicted_before, fetched, credit, limit, tuple(calls),
                             add_parts(*parts), trigger)
@@ -620,7 +693,8 @@ class BookmarkConversation:
 
         rec = Recorder(model, self.tokenizer, self.settings.budget, parts_of=parts_of)
         async with self.lock:
-            chat = PagedChat(self.memory, rec, **self.variant.chat_options(self.settings))
+            chat = PagedChat(self.memory, rec, **self.variant.chat_options(self.settings),
+                             speculative_tokens=self.fill)
             record = await chat.ask_probe(probe.question, self.needed(probe), keep_pages=False)
         infos = tuple(RecallInfo(r.tool, r.arguments, r.status, r.page) for r in record.recalls)
         return MethodAnswer(record.answer, tuple(rec.calls), record.needed, record.evicted,

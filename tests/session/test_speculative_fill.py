@@ -1,0 +1,95 @@
+"""Speculative fill: the best-matching evicted pages within an allowance, shown per turn."""
+
+from __future__ import annotations
+
+import pytest
+from session_helpers import new_memory
+
+from copage.core.tokens import get_tokenizer
+from copage.llm.scripted import ScriptedModel
+from copage.session import PagedChat, Speculator, with_fill
+from copage.session.speculate import FILL_HEADER, Speculation
+
+QUESTION = "Is the dentist in Zurich before Maria turns forty, and is my laptop budget enough?"
+
+
+def test_fill_takes_every_matching_page_that_fits() -> None:
+    mem = new_memory()  # p1..p4 evicted
+    spec = Speculator(threshold=0.0).plan(mem, QUESTION)
+    assert set(spec.paged_in) == {"p2", "p3", "p4"}  # laptop, dentist, Maria; not the allergy
+    assert spec.text.startswith(FILL_HEADER)
+    assert spec.text.index('<page id="p2">') < spec.text.index('<page id="p3">')  # page order
+    assert spec.tokens == get_tokenizer(mem.config.tokenizer).count(spec.text)
+
+
+def test_fill_respects_its_allowance_and_page_cap() -> None:
+    mem = new_memory()
+    full = Speculator(threshold=0.0).plan(mem, QUESTION)
+    for tokens in range(0, full.tokens + 1, 7):
+        spec = Speculator(threshold=0.0, tokens=tokens).plan(mem, QUESTION)
+        assert spec.tokens <= tokens
+        assert set(spec.paged_in) <= set(full.paged_in)
+        assert spec.paged_in == full.paged_in[: len(spec.paged_in)] or len(spec.paged_in) <= 2
+    assert Speculator(threshold=0.0, tokens=full.tokens).plan(mem, QUESTION).paged_in == full.paged_in
+    assert Speculator(threshold=0.0, tokens=full.tokens - 1).plan(mem, QUESTION).tokens < full.tokens
+    one = Speculator(threshold=0.0, pages=1).plan(mem, QUESTION)
+    assert one.paged_in == full.paged_in[:1] and one.paged_in[0] == one.best
+
+
+def test_fill_threshold_gates_the_first_page_and_relative_the_rest() -> None:
+    mem = new_memory()
+    assert Speculator(threshold=5.0).plan(mem, QUESTION).paged_in == ()
+    ranked = Speculator().ranked(mem, QUESTION)
+    scores = [s for _, s in ranked]
+    assert scores == sorted(scores, reverse=True) and ranked[0][0] == Speculator().score(mem, QUESTION)[0]
+    top = scores[0]
+    cut = (scores[0] + scores[-1]) / 2 / top  # keeps the pages above the middle score
+    spec = Speculator(threshold=0.0, relative=cut).plan(mem, QUESTION)
+    assert spec.paged_in == tuple(p for p, s in ranked if s >= cut * top)
+    assert 0 < len(spec.paged_in) < len(ranked)
+
+
+def test_plan_is_deterministic_and_changes_nothing() -> None:
+    mem = new_memory()
+    before = (list(mem.resident), list(mem.evicted))
+    a = Speculator(threshold=0.0).plan(mem, QUESTION)
+    b = Speculator(threshold=0.0).plan(mem, QUESTION)
+    assert a == b and (list(mem.resident), list(mem.evicted)) == before
+
+
+@pytest.mark.parametrize(("option", "value", "message"), [
+    ("tokens", -1, "speculative_tokens must be an int >= 0"),
+    ("tokens", 1.5, "speculative_tokens must be an int >= 0"),
+    ("pages", 0, "speculative_pages must be an int >= 1 or None"),
+    ("relative", 1.5, "speculative_relative must be a number from 0 to 1"),
+    ("threshold", -0.1, "speculative_threshold must be a number >= 0"),
+    ("neighbours", -1, "speculative_neighbours must be an int >= 0"),
+])
+def test_options_are_validated(option: str, value: object, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        Speculator(**{option: value})  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=message):
+        PagedChat(new_memory(), ScriptedModel(), **{f"speculative_{option}": value})
+
+
+def test_with_fill_goes_before_the_last_user_message() -> None:
+    msgs = [{"role": "system", "content": "s"}, {"role": "user", "content": "a"},
+            {"role": "assistant", "content": "b"}, {"role": "user", "content": "q"}]
+    spec = Speculation("p1", 1.0, ("p1",), "FILL", 1)
+    out = with_fill(msgs, spec)
+    assert [m["content"] for m in out] == ["s", "a", "b", "FILL", "q"]
+    assert with_fill(msgs, Speculation(None, 0.0)) == msgs and with_fill(msgs, None) == msgs
+
+
+async def test_fill_keeps_the_prompt_prefix_of_the_next_turn() -> None:
+    """The fill is per turn: the next request repeats the previous one up to the fill."""
+    mem = new_memory()
+    model = ScriptedModel().reply("one").reply("two")
+    chat = PagedChat(mem, model, recall_mode="speculative+tool")
+    first = await chat.send(QUESTION)
+    assert first.speculative and mem.resident == ["p5", "p6"]
+    await chat.send("thanks, and the weather?")
+    a, b = model.requests[0].messages, model.requests[1].messages
+    at = next(i for i, m in enumerate(a) if FILL_HEADER in str(m.get("content")))
+    assert b[:at] == a[:at] and b[at] == a[at + 1]  # same prefix; the question follows
+    assert not any(FILL_HEADER in str(m.get("content")) for m in b)
