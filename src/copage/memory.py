@@ -147,7 +147,8 @@ class PagedMemory:
                 f"conversation {self.conversation_id!r} exists with other settings "
                 f"({_diff(stored, expect)}); reopen it without settings"
             )
-        self.pager = Pager.restore(stored, conv.turns, conv.pages, conv.bookmarks, conv.state)
+        self.pager = Pager.restore(stored, conv.turns, conv.pages, conv.bookmarks, conv.state,
+                                   page_state=conv.page_state)
         self.version = conv.version
         self._idset = None
         self._broken = None
@@ -190,7 +191,7 @@ class PagedMemory:
             return
         try:
             self.pager = Pager.restore(config, [*base.turns, *new[1:]], pages, conv.bookmarks,
-                                       conv.state, base=base)
+                                       conv.state, base=base, page_state=conv.page_state)
         except Exception:  # noqa: BLE001 - any mismatch: the full load is always right
             self._load()
             return

@@ -38,6 +38,7 @@ class _Conv:
     pages: list[PageRecord] = field(default_factory=list)
     bookmarks: dict[int, str] = field(default_factory=dict)
     events: dict[int, tuple[int, str, int | None, str]] = field(default_factory=dict)
+    page_state: dict[int, str] = field(default_factory=dict)
 
 
 class MemoryStore:
@@ -74,24 +75,7 @@ class MemoryStore:
 
     def load(self, conversation_id: str, *, tenant: str = "default") -> StoredConversation:
         """Load a deep copy; raise ConversationNotFound if absent."""
-        name = where(conversation_id, tenant)
-        with self._mutex:
-            c = self._get(conversation_id, tenant)
-            turns, pages, bms = list(c.turns), list(c.pages), dict(c.bookmarks)
-            config, state, version = c.config, c.state, c.version
-        return StoredConversation(
-            id=conversation_id,
-            tenant=tenant,
-            config=codec.object_from_json(config, f"{name} (config)"),
-            turns=[codec.turn_from_json(t, f"{name}, turn seq={i}") for i, t in enumerate(turns)],
-            pages=pages,
-            bookmarks={
-                i: codec.bookmark_from_json(b, f"{name}, bookmark {i}")
-                for i, b in sorted(bms.items())
-            },
-            state=codec.object_from_json(state, f"{name} (state)"),
-            version=version,
-        )
+        return self.load_since(conversation_id, tenant=tenant)
 
     def load_since(self, conversation_id: str, *, tenant: str = "default", turns_from: int = 0,
                    pages_from: int = 0) -> StoredConversation:
@@ -101,7 +85,7 @@ class MemoryStore:
         with self._mutex:
             c = self._get(conversation_id, tenant)
             turns, pages, bms = c.turns[turns_from:], c.pages[pages_from:], dict(c.bookmarks)
-            config, state, version = c.config, c.state, c.version
+            config, state, version, rows = c.config, c.state, c.version, dict(c.page_state)
         return StoredConversation(
             id=conversation_id,
             tenant=tenant,
@@ -115,6 +99,8 @@ class MemoryStore:
             },
             state=codec.object_from_json(state, f"{name} (state)"),
             version=version,
+            page_state={i: codec.object_from_json(d, f"{name}, page state {i}")
+                        for i, d in sorted(rows.items())},
         )
 
     def exists(self, conversation_id: str, *, tenant: str = "default") -> bool:
@@ -168,6 +154,7 @@ class MemoryStore:
             c.turns.extend(turns)
             c.pages.extend(change.pages)
             c.bookmarks.update(bms)
+            c.page_state.update(enc.page_state)
             c.events.update(events)
             if state is not None:
                 c.state = state

@@ -74,7 +74,18 @@ def m002_conversations_by_created(run: Execute, d: Dialect) -> None:
     run("CREATE INDEX conversations_by_created ON conversations (tenant, created_at, id)")
 
 
-MIGRATIONS: list[Migration] = [m001_initial, m002_conversations_by_created]
+def m003_page_state(run: Execute, d: Dialect) -> None:
+    """Each page's own pager state (``ChangeSet.page_state``), upserted like bookmarks,
+    with the version that wrote it; the conversation's snapshot no longer holds it.
+    Conversations stored before have no rows here: their snapshot holds it."""
+    run(
+        f"CREATE TABLE page_state (tenant {d.text} NOT NULL, conversation_id {d.text} NOT NULL, "
+        f"page_index {d.int} NOT NULL, data {d.text} NOT NULL, version {d.int} NOT NULL, "
+        "PRIMARY KEY (tenant, conversation_id, page_index))"
+    )
+
+
+MIGRATIONS: list[Migration] = [m001_initial, m002_conversations_by_created, m003_page_state]
 """Every migration, in order. Append only; never rename or reorder."""
 
 MIGRATION_NAMES: list[str] = [m.__name__ for m in MIGRATIONS]

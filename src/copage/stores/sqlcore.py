@@ -145,6 +145,10 @@ class SqlStore(ABC):
                 self._q(_SELECT_CHILD.format("page_index, data", "bookmarks", "page_index")), key
             )
             bm_rows = cur.fetchall()
+            cur.execute(
+                self._q(_SELECT_CHILD.format("page_index, data", "page_state", "page_index")), key
+            )
+            ps_rows = cur.fetchall()
         turns = []
         for pos, (seq, data) in enumerate(turn_rows, turns_from):
             if seq != pos:
@@ -162,6 +166,10 @@ class SqlStore(ABC):
             },
             state=codec.object_from_json(row[1], f"{name}, conversations row (state)"),
             version=int(row[2]),
+            page_state={
+                int(i): codec.object_from_json(d, f"{name}, page_state row page_index={i}")
+                for i, d in ps_rows
+            },
         )
 
     def commit(
@@ -228,6 +236,16 @@ class SqlStore(ABC):
                 )
             if events:
                 self._insert_events(cur, events, name)
+            if enc.page_state:
+                cur.executemany(
+                    self._q(
+                        "INSERT INTO page_state (tenant, conversation_id, page_index, data, "
+                        "version) VALUES (?, ?, ?, ?, ?) ON CONFLICT (tenant, conversation_id, "
+                        "page_index) DO UPDATE SET data = excluded.data, "
+                        "version = excluded.version"
+                    ),
+                    [(*key, i, d, version + 1) for i, d in enc.page_state],
+                )
             cur.execute(
                 self._q(
                     "UPDATE conversations SET version=?, n_turns=?, n_pages=?, updated_at=?, "
@@ -312,7 +330,7 @@ class SqlStore(ABC):
             )
             if cur.rowcount == 0:
                 raise ConversationNotFound(f"{where(conversation_id, tenant)} not found")
-            for table in ("turns", "pages", "bookmarks", "events"):
+            for table in ("turns", "pages", "bookmarks", "events", "page_state"):
                 cur.execute(
                     self._q(f"DELETE FROM {table} WHERE tenant=? AND conversation_id=?"),
                     (tenant, conversation_id),
