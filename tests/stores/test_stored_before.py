@@ -85,6 +85,7 @@ def test_an_older_sqlite_database_is_migrated_and_its_conversations_reopen(
             write_old(store, CONVERSATIONS[policy]["stored"], cid=policy)
     with sqlite3.connect(path) as db:
         db.execute("DROP TABLE page_state")
+        db.execute("ALTER TABLE bookmarks DROP COLUMN version")
         db.execute("DELETE FROM _migrations WHERE name = 'm003_page_state'")
     with SQLiteStore(path) as store:
         with sqlite3.connect(path) as db:

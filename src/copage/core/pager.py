@@ -37,7 +37,7 @@ from copage.core.groups import (
 from copage.core.keywords import Corpus, get_extractor, refreshes_with_corpus, uses_corpus
 from copage.core.keywords.calls import call_labels
 from copage.core.paginate import Paginator, ReplayPaginator, Span
-from copage.core.policies import get_policy
+from copage.core.policies import EvictionPolicy, get_policy
 from copage.core.promptcache import PromptMeter
 from copage.core.retrieval import BM25Index, bm25_scores
 from copage.core.text import content_words
@@ -852,6 +852,9 @@ class Pager:
         then holds only the pages after them. Its counted turns, pages and corpus are
         reused, so the cost is that of what was added since, and ``base`` must not be
         used afterwards. ``ValueError`` if ``pages`` do not follow ``base``'s.
+        With ``base``, ``bookmarks`` and ``page_state`` need hold only those written
+        after ``base``'s version (the others are ``base``'s); a page that has neither
+        a stored state nor one in ``base`` is a ``ValueError``.
         """
         pager = cls(config)
         pager.turns = list(turns)
@@ -880,7 +883,12 @@ class Pager:
         legacy = "page_rows" not in state  # stored before per-page states were apart
         epochs = ({int(i): int(e) for i, e in state.get("epochs", {}).items()} if legacy
                   else {i: int(r["epoch"]) for i, r in rows.items()})
+        if base is not None:  # its bookmarks, then those written since (an epoch changes
+            pager.books, pager.taken = dict(base.books), dict(base.taken)  # with its bookmark)
         for idx, bm in bookmarks.items():
+            old = pager.books.get(idx)
+            for k in old.lowered if old else ():
+                pager.taken[k] -= 1
             lowered = tuple(k.lower() for k in bm.keywords)
             for k in lowered:
                 pager.taken[k] = pager.taken.get(k, 0) + 1
@@ -892,15 +900,41 @@ class Pager:
                                             batch=config.evict_batch)
             history = pager.cache.history
             if not legacy:
-                for page in pager.pages:
-                    row = rows.get(page.index)
-                    if row is None:
-                        raise ValueError(f"no stored state for page {page.id}")
-                    history.set_page(page.id, int(row["first"]), int(row["last"]),
+                known = base.cache.history if base is not None else None
+                if known is not None:
+                    history.first, history.last = dict(known.first), dict(known.last)
+                    history.count = dict(known.count)
+                for idx, row in rows.items():
+                    history.set_page(page_id(idx), int(row["first"]), int(row["last"]),
                                      int(row["count"]))
+                missing = next((p.id for p in pager.pages if p.id not in history.first), None)
+                if missing is not None:
+                    raise ValueError(f"no stored state for page {missing}")
         res = set(pager.cache.resident)
-        for page in pager.pages:
-            pager.cache.set_page_text(page.id, page.text)
+        if type(pager.cache.policy).set_page_text is not EvictionPolicy.set_page_text:
+            for page in pager.pages:  # a policy that reads page texts (``query``)
+                pager.cache.set_page_text(page.id, page.text)
+        redo: Collection[int] = range(len(pager.pages))
+        if base is not None:
+            # base's sums, with only the pages whose residency or bookmark changed (and
+            # the new pages) done again: catching up does not walk every page.
+            was = set(base.cache.resident)
+            redo = sorted({*range(len(base.pages), len(pager.pages)), *bookmarks,
+                           *(page_index(p) for p in was ^ res)})
+            pager._evicted_set = set(base._evicted_set)
+            pager._stale_heap = list(base._stale_heap)  # cleaned lazily: extra entries are fine
+            pager._resident_tokens = base._resident_tokens
+            pager._bookmark_tokens = base._bookmark_tokens
+            for idx in redo:
+                if idx >= len(base.pages):
+                    continue
+                if page_id(idx) in was:
+                    pager._resident_tokens -= base.pages[idx].tokens
+                else:
+                    pager._evicted_set.discard(idx)
+                    pager._bookmark_tokens -= base.books[idx].bookmark.tokens
+        for idx in redo:
+            page = pager.pages[idx]
             if page.id in res:
                 pager._resident_tokens += page.tokens
             else:
@@ -909,10 +943,17 @@ class Pager:
                 pager._bookmark_tokens += book.bookmark.tokens
                 heapq.heappush(pager._stale_heap, (book.epoch, page.index))
         groups = []
+        # A group of ``base`` that is stored unchanged is reused: its line is made from
+        # the text of all its pages, which would make catching up O(pages).
+        same = {(g.start, g.end, g.bookmark.keywords): g for g in base.groups} if base else {}
         for start, end, keywords in state.get("groups") or ():
-            gpage = group_page(pager.pages, int(start), int(end))
-            groups.append(Group(int(start), int(end), make_bookmark(
-                gpage, [str(k) for k in keywords], pager.format, pager.tokenizer)))
+            kws = tuple(str(k) for k in keywords)
+            group = same.get((int(start), int(end), kws))
+            if group is None:
+                gpage = group_page(pager.pages, int(start), int(end))
+                group = Group(int(start), int(end), make_bookmark(
+                    gpage, kws, pager.format, pager.tokenizer))
+            groups.append(group)
         pager._set_groups(groups)
         pager._refresh_owed = int(state.get("refresh_owed", 0))
         pager.counters = Counters.from_json(state.get("counters", state.get("stats")))
