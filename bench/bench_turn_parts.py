@@ -7,7 +7,9 @@ One conversation per point of ``--at`` (turns, as in ``bench_proxy.py --shape fu
 grown to its point first; then their turns are timed in rotation (one turn of each in
 turn, ``--window`` times), so a load change of the shared machine hits every point
 alike and the ratios come from one run. Paging as the proxy bench's (``fixed_4``,
-``k=2``, the library's other defaults). Also printed per point: the bytes each commit
+``k=2``, the library's other defaults). The turn's wall time and its CPU time (this
+thread's, ``time.thread_time``: the SQLite work runs in it; less sensitive to other
+processes than the wall time). Also printed per point: the bytes each commit
 writes for the pager's state (snapshot plus per-page rows) and the time of
 ``stats()`` (called four times per proxied turn) and of re-joining the bookmark index.
 
@@ -80,23 +82,28 @@ def main() -> int:
         for n in range(1, t):
             turn(mem, n)
     times: dict[int, list[float]] = {t: [] for t in at}
+    cpu: dict[int, list[float]] = {t: [] for t in at}
     stats_t: dict[int, list[float]] = {t: [] for t in at}
     join_t: dict[int, list[float]] = {t: [] for t in at}
     gc.collect()
     for k in range(args.window):
         for t in (at if k % 2 else at[::-1]):
             mem = mems[t]
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.thread_time()
             turn(mem, t + k)
             times[t].append(time.perf_counter() - t0)
+            cpu[t].append(time.thread_time() - c0)
             stats_t[t].append(timed(mem.stats, 5))
             join_t[t].append(timed(lambda p=mem.pager: rejoin(p), 5))
     first = statistics.median(times[at[0]])
-    print("| turn | pages | turn p50 | vs first | stats() | bookmark re-join | state bytes |")
-    print("|---|---|---|---|---|---|---|")
+    first_cpu = statistics.median(cpu[at[0]])
+    print("| turn | pages | turn p50 | vs first | CPU p50 | vs first | stats() | "
+          "bookmark re-join | state bytes |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for t in at:
-        p50 = statistics.median(times[t])
+        p50, c50 = statistics.median(times[t]), statistics.median(cpu[t])
         print(f"| {t} | {len(mems[t].pager.pages)} | {p50 * 1e3:.2f} ms | {p50 / first:.2f}x | "
+              f"{c50 * 1e3:.2f} ms | {c50 / first_cpu:.2f}x | "
               f"{statistics.median(stats_t[t]) * 1e6:.0f} us | "
               f"{statistics.median(join_t[t]) * 1e6:.0f} us | {state_bytes(mems[t])} |")
     return 0
