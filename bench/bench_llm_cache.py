@@ -34,7 +34,7 @@ async def main(n: int) -> None:
     messages = tuple({"role": "user", "content": f"turn {i} " * 20} for i in range(40))
     request = ChatRequest(messages, temperature=0.0)
     with FakeServer(default=FakeReply(REPLY)) as srv, tempfile.TemporaryDirectory() as tmp:
-        model = get_model(f"openai:bench@{srv.url}/v1")
+        model = get_model(f"openai:bench@{srv.url}")
         cached = CachedModel(model, ResponseCache(Path(tmp) / "bench.sqlite"))
         await cached.complete(request)  # warm: fills the cache, imports the SDK
         calls, hits = [], []

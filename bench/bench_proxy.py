@@ -20,6 +20,14 @@ proxy (``PATH`` is its ``litellm`` executable, installed in its own venv; no
 database, no callbacks) in front of the same upstream with the same client.
 Every system runs once per round, ``--repeat`` rounds; each reported figure is
 the median over the rounds (the machine is shared: load changes hit all systems).
+With ``--shape full`` each copage row also reports the proxy process's own CPU time
+per turn in each window (``cpu_ms``: the sum over its threads of the time on a CPU,
+from Linux's ``/proc/PID/task/*/schedstat``, so it counts the proxy's work and not
+its waiting; far less sensitive to a loaded machine than the latencies).
+``--interleave`` drives instead one conversation per point of ``--at`` in the same
+proxy, each grown to its point first, then their measured turns alternating (turn
+10 of one, turn 800 of the other, ...): a load change of the shared machine then hits
+every point alike and the ratio of two points comes from one run.
 
 ``--stream`` measures time to first token: one client sends streamed requests
 (``"stream": true``), alternately straight to the upstream and through the proxy
@@ -34,6 +42,7 @@ does not stream from its upstream shows its first token at the whole answer's ti
     python bench/bench_proxy.py --shape full [--at 10,200,800] [--window 20]
         [--modes header,transparent] [--stores sqlite,postgres]
         [--litellm /opt/litellm-venv/bin/litellm] [--server-impl auto|asyncio] [--repeat 3]
+        [--interleave]
     python bench/bench_proxy.py --stream [--sequential 200] [--chunk-delay 0.01] [--words 16]
 """
 
@@ -282,9 +291,26 @@ def run_stream(args: argparse.Namespace, upstream: str, tmp: str) -> dict[str, A
     return res
 
 
+def cpu_seconds(pid: int) -> float | None:
+    """CPU time so far of every thread of process ``pid`` (Linux schedstat), or None."""
+    total = 0
+    try:
+        for task in os.listdir(f"/proc/{pid}/task"):
+            try:
+                with open(f"/proc/{pid}/task/{task}/schedstat") as f:
+                    total += int(f.read().split()[0])
+            except (FileNotFoundError, ProcessLookupError):
+                continue  # a thread that just ended
+    except FileNotFoundError:
+        return None
+    return total / 1e9
+
+
 def full_history(proxy: str, upstream: str, *, header: bool, at: list[int], window: int,
-                 model: str = "fake", auth: str | None = None) -> dict[str, Any]:
-    """One client, one conversation resending its whole history (see module docstring)."""
+                 model: str = "fake", auth: str | None = None,
+                 pid: int | None = None) -> dict[str, Any]:
+    """One client, one conversation resending its whole history (see module docstring);
+    ``pid``: the proxy's process, whose CPU time per turn is measured in each window."""
     cid = f"full-{uuid.uuid4().hex[:8]}"
     headers = {"X-Copage-Conversation": cid} if header else {}
     if auth:
@@ -293,12 +319,15 @@ def full_history(proxy: str, upstream: str, *, header: bool, at: list[int], wind
     rows: dict[int, dict[str, list[float]]] = {t: {"direct": [], "proxied": []} for t in at}
     last = max(at) + window
     bodies = 0
+    cpu: dict[int, list[float]] = {t: [] for t in at}
     with httpx.Client(timeout=60) as http:
         for t in range(1, last):
             hist.append({"role": "user", "content": f"turn {t}: tell me about item {t} "
                          f"(the code word is w{t}) and how it relates to the earlier ones"})
             body = {"model": model, "messages": hist}
             target = next((a for a in at if a <= t < a + window), None)
+            if pid is not None and target is not None and t == target:
+                cpu[target].append(cpu_seconds(pid) or 0.0)  # before the window's first turn
             # direct and proxied in alternating order, so a load change hits both alike
             for side in ("direct", "proxied") if t % 2 else ("proxied", "direct"):
                 t0 = time.perf_counter()
@@ -315,6 +344,8 @@ def full_history(proxy: str, upstream: str, *, header: bool, at: list[int], wind
                 rows[target]["proxied"].append(p)
                 bodies = len(json.dumps(body))
             hist.append(r2.json()["choices"][0]["message"])
+            if pid is not None and target is not None and t == target + window - 1:
+                cpu[target][-1] = (cpu_seconds(pid) or 0.0) - cpu[target][-1]  # after its last
     out: dict[str, Any] = {}
     for t, xs in rows.items():
         added = sorted(p - d for p, d in zip(xs["proxied"], xs["direct"], strict=True))
@@ -322,7 +353,63 @@ def full_history(proxy: str, upstream: str, *, header: bool, at: list[int], wind
                        "paired_added_p50_ms": added[len(added) // 2] * 1000,
                        "paired_added_p99_ms": added[min(len(added) - 1,
                                                         int(0.99 * len(added)))] * 1000}
+        if pid is not None and cpu[t]:
+            out[str(t)]["cpu_ms"] = cpu[t][-1] / window * 1000
     out["last_body_bytes"] = bodies
+    return out
+
+
+def full_interleaved(proxy: str, upstream: str, *, header: bool, at: list[int],
+                     window: int) -> dict[str, Any]:
+    """As :func:`full_history`, with one conversation per point of ``at`` in the same
+    proxy, driven turn by turn in rotation once each has reached its point: the turns
+    measured at 10 and at 800 alternate, so a change of the machine's load hits both
+    alike, and their ratio comes from one run (``--interleave``)."""
+    headers_of = {t: {"X-Copage-Conversation": f"il-{t}-{uuid.uuid4().hex[:6]}"} if header
+                  else {} for t in at}
+    hist: dict[int, list[dict[str, Any]]] = {t: [] for t in at}
+    added: dict[int, list[float]] = {t: [] for t in at}
+    direct: dict[int, list[float]] = {t: [] for t in at}
+    tag = uuid.uuid4().hex[:6]
+
+    def turn(http: httpx.Client, point: int, n: int, timed: bool) -> None:
+        h = hist[point]
+        h.append({"role": "user", "content": f"[{tag}-{point}] turn {n}: tell me about item "
+                  f"{n} (the code word is w{n}) and how it relates to the earlier ones"})
+        body = {"model": "fake", "messages": h}
+        d = p = 0.0
+        for side in ("direct", "proxied") if n % 2 else ("proxied", "direct"):
+            if side == "direct" and not timed:
+                continue
+            t0 = time.perf_counter()
+            if side == "direct":
+                r = http.post(f"{upstream}/chat/completions", json=body)
+                d = time.perf_counter() - t0
+            else:
+                r2 = http.post(f"{proxy}/v1/chat/completions", json=body,
+                               headers=headers_of[point])
+                p = time.perf_counter() - t0
+            if (r if side == "direct" else r2).status_code != 200:
+                raise RuntimeError(f"turn {n}: {side} failed")
+        if timed:
+            added[point].append(p - d)
+            direct[point].append(d)
+        h.append(r2.json()["choices"][0]["message"])
+
+    with httpx.Client(timeout=60) as http:
+        for point in at:  # grow each conversation to its point (not timed)
+            for n in range(1, point):
+                turn(http, point, n, False)
+        for k in range(window):
+            order = at if k % 2 else at[::-1]
+            for point in order:
+                turn(http, point, point + k, True)
+    out: dict[str, Any] = {}
+    for t in at:
+        xs = sorted(added[t])
+        out[str(t)] = {"direct_p50_ms": pct(direct[t], 0.5),
+                       "paired_added_p50_ms": xs[len(xs) // 2] * 1000,
+                       "paired_added_p99_ms": xs[min(len(xs) - 1, int(0.99 * len(xs)))] * 1000}
     return out
 
 
@@ -371,9 +458,13 @@ def run_full(args: argparse.Namespace, upstream: str, tmp: str) -> list[dict[str
             health = f"http://127.0.0.1:{port}/healthz"
         try:
             wait_up(health, proc, timeout=120)
-            res = full_history(f"http://127.0.0.1:{port}", upstream, header=mode == "header",
+            run = full_interleaved if args.interleave and system == "copage" else None
+            res = run(f"http://127.0.0.1:{port}", upstream, header=mode == "header", at=at,
+                      window=args.window) if run else full_history(
+                               f"http://127.0.0.1:{port}", upstream, header=mode == "header",
                                at=at, window=args.window,
-                               auth=LITELLM_KEY if system == "litellm" else None)
+                               auth=LITELLM_KEY if system == "litellm" else None,
+                               pid=proc.pid if system == "copage" else None)
         finally:
             stop_proxy(proc, args.postgres if store_kind == "postgres" else None, schema)
         row = {"system": system, "store": store_kind, "mode": mode, "round": rep,
@@ -382,24 +473,25 @@ def run_full(args: argparse.Namespace, upstream: str, tmp: str) -> list[dict[str
         print(json.dumps(row), flush=True)
     table = _median_rounds(results, at)
     lite = next((r for r in table if r["system"] == "litellm"), None)
-    print(f"\n| system | store | mode | turn | direct p50 | added p50 | added p99 | "
-          f"{'ratio to LiteLLM (p50) |' if lite else ''}")
-    print("|---|---|---|---|---|---|---|" + ("---|" if lite else ""))
+    print(f"\n| system | store | mode | turn | direct p50 | added p50 | added p99 | proxy CPU "
+          f"per turn | {'ratio to LiteLLM (p50) |' if lite else ''}")
+    print("|---|---|---|---|---|---|---|---|" + ("---|" if lite else ""))
     for r in table:
         for t in at:
             x = r["turns"][str(t)]
             ratio = (f" {x['paired_added_p50_ms'] / lite['turns'][str(t)]['paired_added_p50_ms']:.2f} |"
                      if lite else "")
+            cpu = f"{x['cpu_ms']:.2f} ms" if "cpu_ms" in x else "-"
             print(f"| {r['system']} | {r['store']} | {r['mode']} | {t} | "
                   f"{x['direct_p50_ms']:.1f} ms | {x['paired_added_p50_ms']:.1f} ms | "
-                  f"{x['paired_added_p99_ms']:.1f} ms |{ratio}")
+                  f"{x['paired_added_p99_ms']:.1f} ms | {cpu} |{ratio}")
     return results
 
 
 def _median_rounds(results: list[dict[str, Any]], at: list[int]) -> list[dict[str, Any]]:
     """One row per system: each figure the median over the rounds."""
     out: list[dict[str, Any]] = []
-    keys = ("direct_p50_ms", "paired_added_p50_ms", "paired_added_p99_ms")
+    keys = ("direct_p50_ms", "paired_added_p50_ms", "paired_added_p99_ms", "cpu_ms")
     for row in results:
         if any((o["system"], o["store"], o["mode"]) == (row["system"], row["store"], row["mode"])
                for o in out):
@@ -407,7 +499,7 @@ def _median_rounds(results: list[dict[str, Any]], at: list[int]) -> list[dict[st
         same = [r for r in results if (r["system"], r["store"], r["mode"])
                 == (row["system"], row["store"], row["mode"])]
         turns = {str(t): {k: statistics.median(r["turns"][str(t)][k] for r in same)
-                          for k in keys} for t in at}
+                          for k in keys if k in row["turns"][str(t)]} for t in at}
         out.append({**row, "rounds": len(same), "turns": turns})
     return out
 
@@ -433,6 +525,9 @@ def main() -> int:
     ap.add_argument("--litellm", help="--shape full: LiteLLM's litellm executable")
     ap.add_argument("--repeat", type=int, default=3,
                     help="--shape full: rounds over every system (figures: median of rounds)")
+    ap.add_argument("--interleave", action="store_true",
+                    help="--shape full: one conversation per point of --at, their measured "
+                         "turns alternating in one proxy (ratios from one run)")
     ap.add_argument("--server-impl", choices=["auto", "asyncio"], default="auto",
                     help="uvicorn loop/parser: auto (uvloop+httptools if installed) or asyncio")
     ap.add_argument("--stream", action="store_true",

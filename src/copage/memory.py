@@ -164,7 +164,8 @@ class PagedMemory:
                 f"conversation {self.conversation_id!r} exists with other settings "
                 f"({_diff(stored, expect)}); reopen it without settings"
             )
-        self.pager = Pager.restore(stored, conv.turns, conv.pages, conv.bookmarks, conv.state)
+        self.pager = Pager.restore(stored, conv.turns, conv.pages, conv.bookmarks, conv.state,
+                                   page_state=conv.page_state)
         self.version = conv.version
         self._idset = None
         self._broken = None
@@ -184,8 +185,9 @@ class PagedMemory:
         """Catch up with the store after another writer committed.
 
         Reads and processes only what was added since this object's version (the
-        turns and pages after its own, with the store's ``load_since`` when it has
-        one), so the cost does not grow with the conversation; a stored conversation
+        turns and pages after its own, and the bookmarks and page states rewritten
+        since, with the store's ``load_since`` when it has one), so the cost does not
+        grow with the conversation; a stored conversation
         that is not this one grown (other settings, fewer turns, another latest turn
         than ours) is reloaded in full, as is a refused object. Errors as :meth:`reload`.
         """
@@ -196,8 +198,10 @@ class PagedMemory:
         n_turns, n_pages = len(base.turns), len(base.pages)
         since = getattr(self.store, "load_since", None)
         if since is not None:
+            # Only what was added or rewritten after our version: the bookmarks and page
+            # states written since complete those this object holds (see Pager.restore).
             conv = since(self.conversation_id, tenant=self.tenant, turns_from=n_turns - 1,
-                         pages_from=n_pages)
+                         pages_from=n_pages, since_version=self.version)
             new, pages = conv.turns, conv.pages
         else:
             conv = self.store.load(self.conversation_id, tenant=self.tenant)
@@ -208,7 +212,7 @@ class PagedMemory:
             return
         try:
             self.pager = Pager.restore(config, [*base.turns, *new[1:]], pages, conv.bookmarks,
-                                       conv.state, base=base)
+                                       conv.state, base=base, page_state=conv.page_state)
         except Exception:  # noqa: BLE001 - any mismatch: the full load is always right
             self._load()
             return

@@ -15,6 +15,9 @@ from copage.stores import open_store
 SETTINGS: list[dict[str, Any]] = [
     {"boundary": "fixed_4", "policy": "lru", "resident_pages": 2, "keywords": "discriminative"},
     {"boundary": "fixed_3", "policy": "query", "resident_pages": 2, "keywords": "tfidf"},
+    # groups form and merge, bookmarks go stale and are refreshed, counts matter (LFU)
+    {"boundary": "fixed_2", "policy": "lfu", "resident_pages": 2, "keywords": "contrast",
+     "index_tokens": 64},
 ]
 WORDS = ["locker", "Lisbon", "dentist", "Marta", "tram", "insurance", "Biscuit", "sencha",
          "espresso", "4471", "Okafor"]
@@ -29,11 +32,14 @@ def _view(mem: PagedMemory) -> Any:
     return (ctx.messages, ctx.tools, mem.resident, mem.evicted,
             {k: v.text for k, v in mem.bookmarks().items()}, stats,
             [(h.bookmark.page_id, round(h.score, 6)) for h in mem.search("Lisbon dentist 4471")],
-            mem.version, [t.id for t in mem.visible_turns()])
+            mem.version, [t.id for t in mem.visible_turns()],
+            # what decides the next evictions: every page's access history, the epochs
+            mem.pager.cache.snapshot(), [mem.pager.page_state(p.index) for p in mem.pager.pages])
 
 
 @pytest.mark.parametrize("url", ["memory://", "sqlite"])
-@pytest.mark.parametrize("settings", SETTINGS, ids=["lru-discriminative", "query-tfidf"])
+@pytest.mark.parametrize("settings", SETTINGS,
+                         ids=["lru-discriminative", "query-tfidf", "lfu-contrast-groups"])
 def test_refresh_equals_a_full_load(url: str, settings: dict[str, Any], tmp_path: Path) -> None:
     store = open_store(f"sqlite://{tmp_path / 'r.db'}" if url == "sqlite" else url)
     rng = random.Random(7)
@@ -71,14 +77,20 @@ def test_refresh_reads_only_what_was_added(tmp_path: Path) -> None:
     asked: list[tuple[int, int]] = []
     real = store.load_since  # type: ignore[attr-defined]
 
+    got: list[Any] = []
+
     def spy(cid: str, **kw: Any) -> Any:
-        asked.append((kw["turns_from"], kw["pages_from"]))
-        return real(cid, **kw)
+        asked.append((kw["turns_from"], kw["pages_from"], kw["since_version"]))
+        got.append(real(cid, **kw))
+        return got[-1]
 
     store.load_since = spy  # type: ignore[attr-defined]
     store.load = None  # type: ignore[assignment,method-assign]  # a full load would fail
+    version = reader.version
     reader.refresh()
-    assert asked == [(19, 10)] and len(reader.turns) == 21
+    assert asked == [(19, 10, version)] and len(reader.turns) == 21
+    # Only the rows the writer's last commit wrote: no bookmark, no page state changed.
+    assert (got[0].bookmarks, got[0].page_state) == ({}, {})
 
 
 def test_a_conversation_recreated_under_the_same_id_is_loaded_in_full() -> None:

@@ -16,7 +16,7 @@ from .conftest import RECALL_TOOL, SECRET, Sleeps, fixture
 
 
 def model(server: FakeServer, sleeps: Sleeps | None = None, **kw: object):  # type: ignore[no-untyped-def]
-    return get_model(f"anthropic:claude-haiku-4-5@{server.url}", api_key=SECRET, sleep=sleeps, **kw)
+    return get_model(f"anthropic:claude-haiku-4-5@{server.root}", api_key=SECRET, sleep=sleeps, **kw)
 
 
 async def test_plain_reply_system_separate() -> None:
@@ -29,7 +29,7 @@ async def test_plain_reply_system_separate() -> None:
     assert resp.text == "Avoid the satay: it is made with peanuts."
     assert resp.finish_reason == "stop" and resp.logprobs is None
     assert resp.cost_usd == pytest.approx((2000 * 1.0 + 100 * 5.0) / 1e6)
-    got = srv.received[0]
+    got = srv.requests[0]
     assert got.path == "/v1/messages"
     # the SDK sends the key as x-api-key (1.x) or a bearer token (2.x)
     assert SECRET in (got.headers.get("x-api-key"), got.headers.get("authorization", "")[7:])
@@ -65,7 +65,7 @@ async def test_tool_use_roundtrip_and_merged_tool_results() -> None:
         ToolCall("toolu_01A09q90qw90lq917835lq9", "recall", '{"page": "p3"}'),
         ToolCall("toolu_01B77rr1", "recall", '{"page": "p5"}'),
     )
-    body = srv.received[0].body
+    body = srv.received[0]
     assert body["tools"] == [
         {
             "name": "recall",
@@ -204,7 +204,7 @@ async def test_stream_passes_text_and_tool_input_deltas_on() -> None:
     req = ChatRequest(({"role": "user", "content": "weather?"},))
     with FakeServer(FakeReply(sse=list(_stream_events()))) as srv:
         events = [e async for e in stream(model(srv), req)]
-    assert srv.received[0].body["stream"] is True
+    assert srv.received[0]["stream"] is True
     assert [e.text for e in events if e.kind == "text"] == ["Let me ", "check."]
     deltas = [e.tool_call for e in events if e.kind == "tool_call"]
     assert [(d.index, d.id, d.name, d.arguments) for d in deltas if d is not None] == [

@@ -152,25 +152,25 @@ class Client:
 
 
 def _openai(srv: FakeServer, sleeps: Sleeps, retries: int) -> ChatModel:
-    return get_model(f"openai:gpt-4o-mini@{srv.url}/v1", api_key=SECRET, sleep=sleeps,
+    return get_model(f"openai:gpt-4o-mini@{srv.url}", api_key=SECRET, sleep=sleeps,
                      max_retries=retries)
 
 
 def _http(srv: FakeServer, sleeps: Sleeps, retries: int) -> ChatModel:
-    t = transport_for(f"{srv.url}/v1", 10.0)
-    m = HttpChatModel("gpt-4o-mini", base_url=f"{srv.url}/v1", transport=lambda: t,
+    t = transport_for(srv.url, 10.0)
+    m = HttpChatModel("gpt-4o-mini", base_url=srv.url, transport=lambda: t,
                       api_key=SECRET, retries=retries)
     m.retry = dataclasses.replace(m.retry, sleep=sleeps)
     return m
 
 
 def _anthropic_model(srv: FakeServer, sleeps: Sleeps, retries: int) -> ChatModel:
-    return get_model(f"anthropic:claude-haiku-4-5@{srv.url}", api_key=SECRET, sleep=sleeps,
+    return get_model(f"anthropic:claude-haiku-4-5@{srv.root}", api_key=SECRET, sleep=sleeps,
                      max_retries=retries)
 
 
 def _responses(srv: FakeServer, sleeps: Sleeps, retries: int) -> ChatModel:
-    return ResponsesModel("gpt-4o-mini", base_url=f"{srv.url}/v1", api_key=SECRET,
+    return ResponsesModel("gpt-4o-mini", base_url=srv.url, api_key=SECRET,
                           sleep=sleeps, max_retries=retries)
 
 
@@ -210,7 +210,7 @@ async def test_text_reply(client: Client, sleeps: Sleeps) -> None:
         resp = await client.make(srv, sleeps, 0).complete(ChatRequest(USER, max_tokens=50))
     assert resp.text == TEXT and resp.tool_calls == () and resp.finish_reason == "stop"
     assert resp.usage.prompt_tokens == 10 and resp.usage.completion_tokens == 5
-    assert [r.path for r in srv.received] == [client.path]
+    assert srv.paths == [client.path]
 
 
 async def test_tool_call_reply(client: Client, sleeps: Sleeps) -> None:
@@ -220,7 +220,7 @@ async def test_tool_call_reply(client: Client, sleeps: Sleeps) -> None:
     assert resp.finish_reason == "tool_calls" and len(resp.tool_calls) == 1
     call = resp.tool_calls[0]
     assert (call.id, call.name, json.loads(call.arguments)) == (CALL_ID, "recall", ARGS)
-    sent = json.dumps(srv.received[0].body)
+    sent = json.dumps(srv.received[0])
     assert '"recall"' in sent  # the tool was offered
 
 
@@ -275,7 +275,7 @@ async def test_stream_text_deltas(client: Client, sleeps: Sleeps) -> None:
     assert "".join(texts) == TEXT
     final = events[-1].response
     assert events[-1].kind == "done" and final is not None and final.text == TEXT
-    body = srv.received[0].body
+    body = srv.received[0]
     if client.native_stream:
         assert texts == PIECES and body.get("stream") is True
     else:  # not supported: one chunk from a whole (non-streamed) reply
@@ -297,7 +297,7 @@ async def test_stream_tool_call_deltas(client: Client, sleeps: Sleeps) -> None:
         assert json.loads("".join(d.arguments or "" for d in deltas)) == ARGS
         assert deltas[0].id == CALL_ID and deltas[0].name == "recall"
     else:  # not supported: the whole call arrives with the fallback's done event
-        assert "stream" not in srv.received[0].body
+        assert "stream" not in srv.received[0]
 
 
 async def test_stream_error_before_first_event(client: Client, sleeps: Sleeps) -> None:

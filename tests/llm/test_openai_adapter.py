@@ -26,7 +26,7 @@ USER = ({"role": "user", "content": "Where should I eat?"},)
 
 
 def model(server: FakeServer, sleeps: Sleeps | None = None, **kw: object):  # type: ignore[no-untyped-def]
-    return get_model(f"openai:gpt-4o-mini@{server.url}/v1", api_key=SECRET, sleep=sleeps, **kw)
+    return get_model(f"openai:gpt-4o-mini@{server.url}", api_key=SECRET, sleep=sleeps, **kw)
 
 
 async def test_plain_reply_and_cost() -> None:
@@ -36,7 +36,7 @@ async def test_plain_reply_and_cost() -> None:
     assert resp.finish_reason == "stop" and resp.tool_calls == ()
     assert (resp.usage.prompt_tokens, resp.usage.completion_tokens) == (1200, 300)
     assert resp.cost_usd == pytest.approx((1200 * 0.15 + 300 * 0.60) / 1e6)
-    got = srv.received[0]
+    got = srv.requests[0]
     assert got.path == "/v1/chat/completions"
     assert got.headers["authorization"] == f"Bearer {SECRET}"
     assert got.body == {
@@ -59,7 +59,7 @@ async def test_tool_calls_and_history_shapes() -> None:
     assert [c.arguments for c in resp.tool_calls] == ['{"page": "p3"}', '{"page": "p7"}']
     assert resp.tool_calls[0] == ToolCall("call_Wd3kQ1", "recall", '{"page": "p3"}')
     assert resp.text == "" and resp.finish_reason == "tool_calls"
-    body = srv.received[0].body
+    body = srv.received[0]
     assert body["tools"] == [RECALL_TOOL] and body["tool_choice"] == "auto"
     # custom base_url => local-server shape: "" rather than null content
     assert body["messages"][1] == {
@@ -88,14 +88,14 @@ async def test_null_content_when_asked() -> None:
     )
     with FakeServer(FakeReply(fixture("openai_chat_text.json"))) as srv:
         await model(srv, null_content=True).complete(ChatRequest(history))
-    assert srv.received[0].body["messages"][1]["content"] is None
+    assert srv.received[0]["messages"][1]["content"] is None
 
 
 async def test_logprobs() -> None:
     with FakeServer(FakeReply(fixture("openai_chat_logprobs.json"))) as srv:
         resp = await model(srv).complete(ChatRequest(USER, logprobs=True))
     assert resp.logprobs == [-0.0012, -0.25, -1.5, -0.01]
-    assert srv.received[0].body["logprobs"] is True
+    assert srv.received[0]["logprobs"] is True
 
 
 async def test_500_then_success_is_retried(sleeps: Sleeps) -> None:
@@ -175,7 +175,7 @@ async def test_streaming_text_and_tool_call_deltas() -> None:
     assert final.text == "Let me check." and final.finish_reason == "tool_calls"
     assert final.tool_calls == (ToolCall("call_Str1", "recall", '{"page": "p3"}'),)
     assert final.usage.prompt_tokens == 500
-    body = srv.received[0].body
+    body = srv.received[0]
     assert body["stream"] is True and body["stream_options"] == {"include_usage": True}
 
 

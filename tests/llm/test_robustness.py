@@ -25,7 +25,7 @@ USER = ({"role": "user", "content": "Where should I eat?"},)
 
 
 def openai_model(server: FakeServer, name: str = "gpt-4o-mini", **kw: object) -> Any:
-    return get_model(f"openai:{name}@{server.url}/v1", api_key=SECRET, max_retries=0, **kw)
+    return get_model(f"openai:{name}@{server.url}", api_key=SECRET, max_retries=0, **kw)
 
 
 # ---------------------------------------------------------------- malformed 200s
@@ -49,7 +49,7 @@ async def test_malformed_200_is_bad_response(reply: FakeReply) -> None:
 
 async def test_anthropic_malformed_200_is_bad_response() -> None:
     with FakeServer(FakeReply({"content": ["oops"], "stop_reason": "end_turn"})) as srv:
-        model = get_model(f"anthropic:claude-haiku-4-5@{srv.url}", api_key=SECRET, max_retries=0)
+        model = get_model(f"anthropic:claude-haiku-4-5@{srv.root}", api_key=SECRET, max_retries=0)
         with pytest.raises(BadResponse):
             await model.complete(ChatRequest(USER))
 
@@ -67,7 +67,7 @@ async def test_reasoning_model_gets_max_completion_tokens_and_no_temperature() -
         await openai_model(srv, "gpt-5-mini").complete(
             ChatRequest(USER, temperature=0.0, max_tokens=50)
         )
-    body = srv.received[0].body
+    body = srv.received[0]
     assert body["max_completion_tokens"] == 50
     assert "max_tokens" not in body and "temperature" not in body
 
@@ -89,7 +89,7 @@ async def test_rule_is_learned_from_the_servers_400_and_the_call_retried() -> No
         req = ChatRequest(USER, temperature=0.0, max_tokens=50)
         assert (await model.complete(req)).text
         assert (await model.complete(req)).text  # the learned rule is kept
-    bodies = [r.body for r in srv.received]
+    bodies = srv.received
     assert "max_tokens" in bodies[0]
     assert bodies[2]["max_completion_tokens"] == 50 and "temperature" not in bodies[2]
     assert bodies[3] == bodies[2]
@@ -132,10 +132,10 @@ async def test_anthropic_after_cap_request_without_tools_is_valid() -> None:
         tool_message("toolu_b", "error: the limit of 1 recall calls per turn is reached"),
     )
     with FakeServer(default=FakeReply(fixture("anthropic_text.json"))) as srv:
-        model = get_model(f"anthropic:claude-haiku-4-5@{srv.url}", api_key=SECRET)
+        model = get_model(f"anthropic:claude-haiku-4-5@{srv.root}", api_key=SECRET)
         await model.complete(ChatRequest(history))  # the loop's last request: no tools
         await model.complete(ChatRequest(history, tools=(RECALL_TOOL,), tool_choice="none"))
-    no_tools, with_tools = (r.body for r in srv.received)
+    no_tools, with_tools = srv.received
     assert anthropic_errors(no_tools) == []
     assert "peanut allergy" in str(no_tools["messages"])  # the recalled page still reaches it
     assert anthropic_errors(with_tools) == []
@@ -149,9 +149,9 @@ async def test_anthropic_assistant_first_conversation_starts_with_user() -> None
         {"role": "user", "content": "Thai food ok?"},
     )
     with FakeServer(FakeReply(fixture("anthropic_text.json"))) as srv:
-        model = get_model(f"anthropic:claude-haiku-4-5@{srv.url}", api_key=SECRET)
+        model = get_model(f"anthropic:claude-haiku-4-5@{srv.root}", api_key=SECRET)
         await model.complete(ChatRequest(msgs))
-    body = srv.received[0].body
+    body = srv.received[0]
     assert anthropic_errors(body) == []
     assert body["messages"][1]["content"] == [{"type": "text", "text": "Hi! How can I help?"}]
 
@@ -205,7 +205,7 @@ def test_fd_exhaustion_is_reported_as_itself() -> None:
     # The server runs here, not in the child: the child's fd limit must only hit its client.
     with FakeServer(default=reply) as srv:
         out = subprocess.run(
-            [sys.executable, "-c", FD_SCRIPT, srv.url], check=False, capture_output=True,
+            [sys.executable, "-c", FD_SCRIPT, srv.root], check=False, capture_output=True,
             text=True, timeout=60, env={**os.environ, "COPAGE_FORBID_NETWORK_MODELS": "1"},
         )
     assert "ERROR OutOfFileDescriptors" in out.stdout, out.stdout + out.stderr

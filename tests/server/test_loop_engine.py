@@ -48,7 +48,7 @@ async def test_recall_held_client_call_streamed_through_with_its_own_index() -> 
     mem = memory()
     call = ChatCall(model="up", raw=(), tools=(WEATHER,))
     with FakeServer(first) as srv:
-        model = get_model(f"openai:up@{srv.url}/v1", max_retries=0)
+        model = get_model(f"openai:up@{srv.url}", max_retries=0)
 
         def upstream(m: ChatModel, request: ChatRequest) -> AsyncIterator[StreamEvent]:
             return stream(m, request)
@@ -63,7 +63,7 @@ async def test_recall_held_client_call_streamed_through_with_its_own_index() -> 
     assert [c.name for c in end.outcome.tool_calls] == ["get_weather"]
     assert end.outcome.finish_reason == "tool_calls"
     assert "p1" in mem.resident
-    body = srv.received[0].body
+    body = srv.received[0]
     assert [t["function"]["name"] for t in body["tools"]] == ["recall", "get_weather"]
     assert body["tool_choice"] == "auto"
 
@@ -77,7 +77,7 @@ async def test_loop_serves_a_text_written_recall_and_returns_the_answer() -> Non
     call = ChatCall(model="up", raw=())
     with FakeServer(reply("<tool_call>\n{\"name\": \"recall\", \"arguments\": {\"page\": \"p1\"}}"
                           "\n</tool_call>"), reply("You live in Lisbon.")) as srv:
-        model = get_model(f"openai:up@{srv.url}/v1", max_retries=0)
+        model = get_model(f"openai:up@{srv.url}", max_retries=0)
 
         def whole(m: ChatModel, request: ChatRequest) -> AsyncIterator[StreamEvent]:
             return fallback_stream(m, request)

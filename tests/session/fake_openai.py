@@ -20,7 +20,7 @@ class FakeOpenAI:
 
     def __init__(self, server: FakeServer) -> None:
         self.server = server
-        self.url = f"{server.url}/v1"
+        self.url = server.url
 
     def add(self, status: int, body: dict[str, Any], delay: float = 0.0) -> FakeOpenAI:
         self.server.add(FakeReply(body, status=status, delay=delay))
@@ -28,7 +28,7 @@ class FakeOpenAI:
 
     @property
     def requests(self) -> list[Any]:
-        return [r.body for r in self.server.received]
+        return self.server.received
 
 
 @contextmanager

@@ -101,9 +101,9 @@ async def test_doubled_brace_call_is_never_streamed() -> None:
 # ------------------------------------------------------------- tool_choice and forcing
 async def test_tool_choice_auto_is_sent_explicitly() -> None:
     with FakeServer(FakeReply(COMPLETION)) as srv:
-        model = get_model(f"openai:m@{srv.url}/v1", max_retries=0)
+        model = get_model(f"openai:m@{srv.url}", max_retries=0)
         await PagedChat(new_memory(), model, recall_mode="tool").send("hello")
-    body = srv.received[0].body
+    body = srv.received[0]
     assert body["tools"][0]["function"]["name"] == "recall"
     assert body["tool_choice"] == "auto"
 
@@ -157,7 +157,7 @@ async def test_cached_replies_are_not_paid(tmp_path: Path) -> None:
 @pytest.mark.skipif(not Path("/proc/self/fd").exists(), reason="needs /proc")
 def test_300_sync_turns_leave_a_bounded_number_of_descriptors() -> None:
     with FakeServer(default=FakeReply(COMPLETION)) as srv:
-        model = get_model(f"openai:m@{srv.url}/v1", max_retries=0)
+        model = get_model(f"openai:m@{srv.url}", max_retries=0)
         chat = PagedChat(new_memory(), model, recall_mode="tool")
         chat.send_sync("warm up")
         before = len(os.listdir("/proc/self/fd"))

@@ -98,14 +98,14 @@ async def test_choose_plus_tool_offers_the_tool_afterwards() -> None:
 
 async def test_choose_sends_a_json_schema_to_openai_compatible_servers() -> None:
     with FakeServer(FakeReply(completion('{"page": "p4"}')), FakeReply(completion("Rust."))) as srv:
-        model = get_model(f"openai:m@{srv.url}/v1", max_retries=0)
+        model = get_model(f"openai:m@{srv.url}", max_retries=0)
         report = await PagedChat(new_memory(), model, recall_mode="choose").send(
             "Which language for the side project?")
-    fmt = srv.received[0].body["response_format"]
+    fmt = srv.received[0]["response_format"]
     assert fmt["type"] == "json_schema"
     assert fmt["json_schema"]["schema"]["properties"]["page"]["enum"] == [
         "p1", "p2", "p3", "p4", "none"]
-    assert "response_format" not in srv.received[1].body and "tools" not in srv.received[1].body
+    assert "response_format" not in srv.received[1] and "tools" not in srv.received[1]
     assert report.recalls[0].page == "p4" and report.answer == "Rust."
 
 
@@ -113,9 +113,9 @@ async def test_choose_falls_back_to_strict_parsing_when_the_schema_is_rejected()
     bad = {"error": {"message": "response_format is not supported"}}
     with FakeServer(FakeReply(bad, status=400), FakeReply(completion('{"page": "p4"}')),
                     FakeReply(completion("Rust."))) as srv:
-        model = get_model(f"openai:m@{srv.url}/v1", max_retries=0)
+        model = get_model(f"openai:m@{srv.url}", max_retries=0)
         report = await PagedChat(new_memory(), model, recall_mode="choose").send("language?")
-    assert "response_format" not in srv.received[1].body
+    assert "response_format" not in srv.received[1]
     assert report.recalls[0].page == "p4"
 
 

@@ -43,7 +43,7 @@ def text_stream(*pieces: str, delay: float = 0.0) -> FakeReply:
 async def test_first_delta_arrives_before_the_upstream_has_finished() -> None:
     pieces = ["Peanuts ", "are ", "the ", "problem."]
     with FakeServer(text_stream(*pieces, delay=0.4)) as srv:
-        model = get_model(f"openai:m@{srv.url}/v1", max_retries=0)
+        model = get_model(f"openai:m@{srv.url}", max_retries=0)
         chat = PagedChat(new_memory(), model, recall_mode="tool")
         events = []
         done_when_first = None
@@ -55,14 +55,14 @@ async def test_first_delta_arrives_before_the_upstream_has_finished() -> None:
     assert [e.text for e in events if isinstance(e, TextDelta)] == pieces
     report = events[-1].report
     assert isinstance(events[-1], TurnDone) and report.answer == "Peanuts are the problem."
-    assert srv.received[0].body["stream"] is True
+    assert srv.received[0]["stream"] is True
     assert chat.memory.turns[-1].text == "Peanuts are the problem."
 
 
 async def test_recall_tool_call_is_held_served_and_the_next_reply_streamed() -> None:
     with FakeServer(FakeReply(sse=[*fixture("openai_stream_tool_call.json"), "[DONE]"]),
                     text_stream("Tuesday ", "at 9.")) as srv:
-        model = get_model(f"openai:gpt-4o-mini@{srv.url}/v1", max_retries=0)
+        model = get_model(f"openai:gpt-4o-mini@{srv.url}", max_retries=0)
         mem = new_memory()
         events = [ev async for ev in PagedChat(mem, model, recall_mode="tool").stream("When is the dentist?")]
     texts = [e.text for e in events if isinstance(e, TextDelta)]
@@ -72,7 +72,7 @@ async def test_recall_tool_call_is_held_served_and_the_next_reply_streamed() -> 
     assert [(r.page, r.status) for r in served] == [("p3", "paged_in")]
     assert isinstance(events[-1], TurnDone)
     assert events[-1].report.answer == "Let me check.\n\nTuesday at 9."
-    second = srv.received[1].body["messages"]
+    second = srv.received[1]["messages"]
     assert second[-2]["tool_calls"][0]["function"]["name"] == "recall"
     assert TOPICS[2] in second[-1]["content"]
     assert mem.turns[-1].text == "Let me check.\n\nTuesday at 9."
@@ -80,7 +80,7 @@ async def test_recall_tool_call_is_held_served_and_the_next_reply_streamed() -> 
 
 async def test_a_recall_written_as_text_is_never_streamed() -> None:
     with FakeServer(text_stream("REC", "ALL p", "3\n"), text_stream("Tuesday ", "at 9.")) as srv:
-        model = get_model(f"openai:m@{srv.url}/v1", max_retries=0)
+        model = get_model(f"openai:m@{srv.url}", max_retries=0)
         events = [ev async for ev in PagedChat(new_memory(), model, recall_mode="tool").stream("dentist?")]
     texts = [e.text for e in events if isinstance(e, TextDelta)]
     assert "".join(texts) == "Tuesday at 9."
@@ -90,7 +90,7 @@ async def test_a_recall_written_as_text_is_never_streamed() -> None:
 async def test_prose_mentioning_recall_streams_once_its_line_is_complete() -> None:
     reply = text_stream("I recall ", "you like tea.\n", "Anything else?")
     with FakeServer(reply) as srv:
-        model = get_model(f"openai:m@{srv.url}/v1", max_retries=0)
+        model = get_model(f"openai:m@{srv.url}", max_retries=0)
         events = [ev async for ev in PagedChat(new_memory(), model, recall_mode="tool").stream("hi")]
     texts = [e.text for e in events if isinstance(e, TextDelta)]
     assert "".join(texts) == "I recall you like tea.\nAnything else?"
@@ -101,7 +101,7 @@ async def test_leaving_a_stream_early_stores_nothing() -> None:
     mem = new_memory()
     n = len(mem.turns)
     with FakeServer(text_stream("a ", "b ", "c", delay=0.05)) as srv:
-        model = get_model(f"openai:m@{srv.url}/v1", max_retries=0)
+        model = get_model(f"openai:m@{srv.url}", max_retries=0)
         async with PagedChat(mem, model, recall_mode="tool").stream("q") as stream:
             async for _ev in stream:
                 break
@@ -143,7 +143,7 @@ async def test_text_released_at_the_end_of_a_later_reply_is_set_apart() -> None:
 
 async def test_a_bare_page_id_reply_is_never_streamed() -> None:
     with FakeServer(text_stream("p", "3"), text_stream("Peanuts", ".")) as srv:
-        model = get_model(f"openai:m@{srv.url}/v1", max_retries=0)
+        model = get_model(f"openai:m@{srv.url}", max_retries=0)
         events = [ev async for ev in PagedChat(new_memory(), model, recall_mode="tool").stream("allergy?")]
     assert [e.text for e in events if isinstance(e, TextDelta)] == ["Peanuts", "."]
     assert [e.record.page for e in events if isinstance(e, RecallServed)] == ["p3"]

@@ -168,8 +168,11 @@ class PageCache:
         self._tokens -= self._resident.pop(pid)
         del self.history.entered[pid]
 
-    def snapshot(self) -> dict[str, Any]:
-        """JSON-able state (``json.dumps`` round-trips it exactly); see :meth:`restore`."""
+    def snapshot(self, *, pages: bool = True) -> dict[str, Any]:
+        """JSON-able state (``json.dumps`` round-trips it exactly); see :meth:`restore`.
+
+        ``pages=False``: without the history's per-page part (see :meth:`History.to_json`),
+        which the caller then stores and restores itself (``History.set_page``)."""
         return {
             "version": _SNAPSHOT_VERSION,
             "policy": self.policy.name,
@@ -181,7 +184,7 @@ class PageCache:
             "misses": self.misses,
             "evictions": self.evictions,
             "resident": [[p, s] for p, s in self._resident.items()],
-            "history": self.history.to_json(),
+            "history": self.history.to_json(pages=pages),
         }
 
     @classmethod

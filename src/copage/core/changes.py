@@ -51,6 +51,9 @@ class ChangeSet:
     bookmarks: list[tuple[int, Bookmark]] = field(default_factory=list)  # (page index, bm) upserts
     events: list[Event] = field(default_factory=list)
     state: Mapping[str, Any] | None = None  # replaces the snapshot when not None
+    #: (page index, state) upserts: the pager's per-page state (access history, bookmark
+    #: epoch), kept apart from the snapshot so that a commit writes only changed pages.
+    page_state: list[tuple[int, Mapping[str, Any]]] = field(default_factory=list)
     #: When not None, the stored turns from this seq on are removed first (turns of the
     #: open page only: no stored page may hold one); ``turns`` then continue from it.
     truncate: int | None = None
@@ -64,5 +67,5 @@ class ChangeSet:
     def empty(self) -> bool:
         """True when the change writes nothing."""
         return not (self.turns or self.pages or self.bookmarks or self.events or self.state
-                    or self.truncate is not None or self.drop_pages is not None
+                    or self.page_state or self.truncate is not None or self.drop_pages is not None
                     or self.drop_events is not None)

@@ -37,7 +37,7 @@ from copage.core.groups import (
 from copage.core.keywords import Corpus, get_extractor, refreshes_with_corpus, uses_corpus
 from copage.core.keywords.calls import call_labels
 from copage.core.paginate import Paginator, ReplayPaginator, Span
-from copage.core.policies import get_policy
+from copage.core.policies import EvictionPolicy, get_policy
 from copage.core.promptcache import PromptMeter
 from copage.core.retrieval import BM25Index, bm25_scores
 from copage.core.text import content_words
@@ -248,11 +248,13 @@ class Pager:
         self._refresh_owed = 0  # stale-bookmark refreshes due (refresh_per_page per close)
         self._resident_tokens = 0  # tokens of resident closed pages
         self._bookmark_tokens = 0  # tokens of the bookmarks of evicted pages
+        self._tail_tokens = 0  # ... of those after the last group (shown as their own lines)
         self._index_lines: str | None = None
         self.groups: list[Group] = []  # grouped index: folded page ranges, oldest first
         self._group_tokens = 0  # their lines' tokens plus the grouped header's
         self._pending = ChangeSet()
         self._state_dirty = True  # the first drain stores a snapshot
+        self._epochs_changed: set[int] = set()  # pages whose bookmark epoch changed
         self._event_seq = 0
         # Pages paged in (or recalled) since the turn began: a later page-in of the same
         # turn evicts them only when nothing else can go, so a speculative page-in is not
@@ -333,6 +335,7 @@ class Pager:
         if self.defer_bookmarks:
             # Simulation of placement "end": bookmarks are made once, at the end.
             self.books[idx] = _Book(Bookmark(page.id, (), "", 0, self.format.name), 0)
+            self._epochs_changed.add(idx)
         else:
             if self._uses_corpus:
                 self.corpus.add(page.id, text)
@@ -376,8 +379,12 @@ class Pager:
         for k in lowered:
             self.taken[k] = self.taken.get(k, 0) + 1
         self.books[idx] = _Book(bm, len(self.pages), lowered)
+        self._epochs_changed.add(idx)
         if idx in self._evicted_set:
-            self._bookmark_tokens += bm.tokens - (old.bookmark.tokens if old else 0)
+            delta = bm.tokens - (old.bookmark.tokens if old else 0)
+            self._bookmark_tokens += delta
+            if idx >= self.grouped_end:
+                self._tail_tokens += delta
             heapq.heappush(self._stale_heap, (len(self.pages), idx))
         self._pending.bookmarks.append((idx, bm))
         self._index_lines = None
@@ -407,7 +414,7 @@ class Pager:
         kws = keywords if keywords is not None else self.batch_keywords()
         self.taken.clear()
         self.books.clear()
-        self._bookmark_tokens = 0
+        self._bookmark_tokens = self._tail_tokens = 0
         for page in self.pages:
             self._set_bookmark(page.index, kws[page.id])
         if self.groups:  # the groups' keywords too, with the whole conversation known
@@ -493,6 +500,8 @@ class Pager:
                 self._evicted_index.remove(idx)
             self._resident_tokens += self.pages[idx].tokens
             self._bookmark_tokens -= self.books[idx].bookmark.tokens
+            if idx >= self.grouped_end:
+                self._tail_tokens -= self.books[idx].bookmark.tokens
         for victim in result.evicted:
             self._evicted(victim)
         self._index_lines = None
@@ -506,6 +515,8 @@ class Pager:
             self._evicted_index.add(idx, content_words(self.pages[idx].text))
         self._resident_tokens -= self.pages[idx].tokens
         self._bookmark_tokens += self.books[idx].bookmark.tokens
+        if idx >= self.grouped_end:
+            self._tail_tokens += self.books[idx].bookmark.tokens
         heapq.heappush(self._stale_heap, (self.books[idx].epoch, idx))
         self._event("evict", idx)
 
@@ -613,9 +624,19 @@ class Pager:
         With the grouped index, the groups' lines come first, then the lines of
         evicted pages after the last group."""
         if self._index_lines is None:
-            lines = [text for text, _ in self.index_entries()]
+            # The groups' lines, then the evicted pages after them: bounded by the index
+            # cap, not by the conversation (index_entries also lists each group's pages).
+            lines = [g.bookmark.text for g in self.groups]
+            lines += [self.books[i].bookmark.text for i in self._tail_evicted()]
             self._index_lines = prompt.bookmarks_block(lines, grouped=bool(self.groups))
         return self._index_lines
+
+    def _tail_evicted(self) -> list[int]:
+        """Evicted pages after the last group, in page order."""
+        end, ev = self.grouped_end, self._evicted_set
+        if len(self.pages) - end > 2 * len(ev):  # few evicted pages (flat index: all pages)
+            return sorted(i for i in ev if i >= end)
+        return [i for i in range(end, len(self.pages)) if i in ev]
 
     def index_entries(self) -> list[tuple[str, tuple[int, ...]]]:
         """Each line of the bookmark index and the evicted pages (indexes) it stands for:
@@ -638,14 +659,13 @@ class Pager:
         groups' lines, the lines after them and the longer header)."""
         if not self.groups:
             return self._bookmark_tokens
-        end = self.grouped_end
-        return self._group_tokens + sum(
-            self.books[i].bookmark.tokens for i in self._evicted_set if i >= end)
+        return self._group_tokens + self._tail_tokens
 
     def _set_groups(self, groups: list[Group]) -> None:
         self.groups = groups
         self._group_tokens = sum(g.bookmark.tokens for g in groups) + (
             self.tokenizer.count(prompt.GROUP_NOTE) if groups else 0)
+        self._tail_tokens = sum(self.books[i].bookmark.tokens for i in self._tail_evicted())
         self._index_lines = None
 
     def _make_group(self, start: int, end: int, halves: tuple[Group, Group] | None = None
@@ -755,14 +775,21 @@ class Pager:
     def drain(self) -> ChangeSet:
         """Return and reset the changes made since the last drain.
 
-        The state snapshot (O(pages)) is included only when it changed: a turn that
-        closes no page and touches no page leaves it as stored, so the usual turn
-        costs O(1) to persist.
+        The state snapshot is included only when it changed: a turn that closes no
+        page and touches no page leaves it as stored. It is bounded by the resident
+        set and the index, not by the conversation: each page's own state (its access
+        history and bookmark epoch, :meth:`page_state`) goes apart, in
+        ``change.page_state``, for the pages that changed only.
         """
         change, self._pending = self._pending, ChangeSet()
-        if change.pages or change.events or change.bookmarks or self._state_dirty:
+        touched = self.cache.history.touched
+        changed = self._epochs_changed | {page_index(p) for p in touched}
+        if change.pages or change.events or change.bookmarks or self._state_dirty or changed:
             change.state = self.snapshot()
+            change.page_state = [(i, self.page_state(i)) for i in sorted(changed)]
             self._state_dirty = False
+        touched.clear()
+        self._epochs_changed = set()
         return change
 
     def set_system(self, text: str | None) -> None:
@@ -773,10 +800,24 @@ class Pager:
     def discard(self) -> None:
         """Forget pending changes (the caller will reload from its store)."""
         self._pending = ChangeSet()
+        self._epochs_changed = set()
+        self.cache.history.touched.clear()
+
+    def page_state(self, idx: int) -> dict[str, Any]:
+        """JSON-able state of page ``idx`` that the stored page and bookmark don't hold:
+        its access history (``first``, ``last``, ``count``: cache clocks and accesses)
+        and the corpus size its bookmark was made at (``epoch``)."""
+        first, last, count = self.cache.history.page(page_id(idx))
+        return {"epoch": self.books[idx].epoch, "first": first, "last": last, "count": count}
 
     def snapshot(self) -> dict[str, Any]:
-        """JSON-able pager state that the stored turns, pages and bookmarks don't hold."""
-        cache = self.cache.snapshot()
+        """JSON-able pager state that the stored turns, pages, bookmarks and per-page
+        states (:meth:`page_state`) don't hold; its size does not grow with the pages.
+
+        Conversations stored before per-page states (``page_rows`` absent) kept every
+        page's history in ``cache`` and the bookmark epochs in ``epochs``;
+        :meth:`restore` reads both forms."""
+        cache = self.cache.snapshot(pages=False)
         policy_state = cache.get("policy_state")
         if isinstance(policy_state, dict):
             # The query policy's page texts are the pages' own text: restore() sets
@@ -787,7 +828,7 @@ class Pager:
             "cache": cache,
             "counters": self.counters.to_json(),
             "event_seq": self._event_seq,
-            "epochs": {str(i): b.epoch for i, b in self.books.items()},
+            "page_rows": 1,
             "system": self.system,
             "pins": {"user": self._pins_user, "pages": list(self._pins)},
             "groups": [[g.start, g.end, list(g.bookmark.keywords)] for g in self.groups],
@@ -831,14 +872,22 @@ class Pager:
     def restore(
         cls, config: PagerConfig, turns: Sequence[Turn], pages: Sequence[PageRecord],
         bookmarks: dict[int, Bookmark], state: dict[str, Any], *, base: Pager | None = None,
+        page_state: Mapping[int, Mapping[str, Any]] | None = None,
     ) -> Pager:
         """Rebuild a pager from stored rows so that it continues exactly where it was.
+
+        ``page_state``: the stored :meth:`page_state` of every page. A conversation
+        stored before they were kept apart has them inside ``state`` instead; its
+        pager then writes them all, once, with its next change.
 
         ``base``: this conversation's pager at an earlier version (same config), whose
         turns are the first of ``turns`` and whose pages the first stored ones; ``pages``
         then holds only the pages after them. Its counted turns, pages and corpus are
         reused, so the cost is that of what was added since, and ``base`` must not be
         used afterwards. ``ValueError`` if ``pages`` do not follow ``base``'s.
+        With ``base``, ``bookmarks`` and ``page_state`` need hold only those written
+        after ``base``'s version (the others are ``base``'s); a page that has neither
+        a stored state nor one in ``base`` is a ``ValueError``.
         """
         pager = cls(config)
         pager.turns = list(turns)
@@ -863,20 +912,62 @@ class Pager:
             pager._closed_tokens += sum(pager._turn_tokens[rec.first_seq : rec.last_seq + 1])
             if pager._uses_corpus:
                 pager.corpus.add(page.id, text)
-        epochs = state.get("epochs", {})
+        rows = dict(page_state or {})
+        legacy = "page_rows" not in state  # stored before per-page states were apart
+        epochs = ({int(i): int(e) for i, e in state.get("epochs", {}).items()} if legacy
+                  else {i: int(r["epoch"]) for i, r in rows.items()})
+        if base is not None:  # its bookmarks, then those written since (an epoch changes
+            pager.books, pager.taken = dict(base.books), dict(base.taken)  # with its bookmark)
         for idx, bm in bookmarks.items():
+            old = pager.books.get(idx)
+            for k in old.lowered if old else ():
+                pager.taken[k] -= 1
             lowered = tuple(k.lower() for k in bm.keywords)
             for k in lowered:
                 pager.taken[k] = pager.taken.get(k, 0) + 1
-            pager.books[idx] = _Book(bm, int(epochs.get(str(idx), len(pager.pages))), lowered)
+            pager.books[idx] = _Book(bm, epochs.get(idx, len(pager.pages)), lowered)
         pager.paginator.start = int(state.get("open_start", 0))
         if "cache" in state:
             policy = get_policy(config.policy, **dict(config.policy_options))
             pager.cache = PageCache.restore(policy, state["cache"], size_of=pager._page_tokens,
                                             batch=config.evict_batch)
+            history = pager.cache.history
+            if not legacy:
+                known = base.cache.history if base is not None else None
+                if known is not None:
+                    history.first, history.last = dict(known.first), dict(known.last)
+                    history.count = dict(known.count)
+                for idx, row in rows.items():
+                    history.set_page(page_id(idx), int(row["first"]), int(row["last"]),
+                                     int(row["count"]))
+                missing = next((p.id for p in pager.pages if p.id not in history.first), None)
+                if missing is not None:
+                    raise ValueError(f"no stored state for page {missing}")
         res = set(pager.cache.resident)
-        for page in pager.pages:
-            pager.cache.set_page_text(page.id, page.text)
+        if type(pager.cache.policy).set_page_text is not EvictionPolicy.set_page_text:
+            for page in pager.pages:  # a policy that reads page texts (``query``)
+                pager.cache.set_page_text(page.id, page.text)
+        redo: Collection[int] = range(len(pager.pages))
+        if base is not None:
+            # base's sums, with only the pages whose residency or bookmark changed (and
+            # the new pages) done again: catching up does not walk every page.
+            was = set(base.cache.resident)
+            redo = sorted({*range(len(base.pages), len(pager.pages)), *bookmarks,
+                           *(page_index(p) for p in was ^ res)})
+            pager._evicted_set = set(base._evicted_set)
+            pager._stale_heap = list(base._stale_heap)  # cleaned lazily: extra entries are fine
+            pager._resident_tokens = base._resident_tokens
+            pager._bookmark_tokens = base._bookmark_tokens
+            for idx in redo:
+                if idx >= len(base.pages):
+                    continue
+                if page_id(idx) in was:
+                    pager._resident_tokens -= base.pages[idx].tokens
+                else:
+                    pager._evicted_set.discard(idx)
+                    pager._bookmark_tokens -= base.books[idx].bookmark.tokens
+        for idx in redo:
+            page = pager.pages[idx]
             if page.id in res:
                 pager._resident_tokens += page.tokens
             else:
@@ -885,16 +976,16 @@ class Pager:
                 pager._bookmark_tokens += book.bookmark.tokens
                 heapq.heappush(pager._stale_heap, (book.epoch, page.index))
         groups = []
-        # a group of ``base`` with the same pages and keywords has the same bookmark
-        known = {} if base is None else {
-            (g.start, g.end, g.bookmark.keywords): g for g in base.groups}
+        # A group of ``base`` that is stored unchanged is reused: its line is made from
+        # the text of all its pages, which would make catching up O(pages).
+        same = {(g.start, g.end, g.bookmark.keywords): g for g in base.groups} if base else {}
         for start, end, keywords in state.get("groups") or ():
             kws = tuple(str(k) for k in keywords)
-            group = known.get((int(start), int(end), kws))
+            group = same.get((int(start), int(end), kws))
             if group is None:
                 gpage = group_page(pager.pages, int(start), int(end))
                 group = Group(int(start), int(end), make_bookmark(
-                    gpage, list(kws), pager.format, pager.tokenizer))
+                    gpage, kws, pager.format, pager.tokenizer))
             groups.append(group)
         pager._set_groups(groups)
         pager._refresh_owed = int(state.get("refresh_owed", 0))
@@ -913,5 +1004,9 @@ class Pager:
         # snapshot (which is written only when pages change), so take it from the turns.
         last_user = next((t.text for t in reversed(pager.turns) if t.role == "user"), None)
         pager.cache.set_query(last_user)
-        pager._state_dirty = False
+        # An older snapshot: the next change writes every page's state, and the snapshot
+        # without them (one O(pages) commit); from then on only changed pages.
+        pager._state_dirty = legacy and bool(pager.pages)
+        pager._epochs_changed = set(range(len(pager.pages))) if pager._state_dirty else set()
+        pager.cache.history.touched.clear()
         return pager

@@ -24,8 +24,8 @@ The meter lives in memory only (a reopened conversation starts a new count).
 
 from __future__ import annotations
 
+import bisect
 import json
-import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -114,7 +114,8 @@ class PromptMeter:
     def __init__(self, tokenizer: Tokenizer) -> None:
         self.tokenizer = tokenizer
         self.requests = 0
-        self.shares: list[float] = []
+        self.shares: list[float] = []  # the latest MAX_SHARES, in request order
+        self._ordered: list[float] = []  # the same, sorted (the median without a sort)
         self.prompt_tokens = 0
         self.prefix_tokens = 0
         self.full_tokens = 0
@@ -147,8 +148,12 @@ class PromptMeter:
         full_prefix = min(self._last_history, full)
         self._last_history = full - question
         self.requests += 1
-        self.shares.append(prefix / tokens if tokens else 1.0)
-        del self.shares[:-MAX_SHARES]
+        share = prefix / tokens if tokens else 1.0
+        self.shares.append(share)
+        bisect.insort(self._ordered, share)
+        if len(self.shares) > MAX_SHARES:
+            old = self.shares.pop(0)
+            del self._ordered[bisect.bisect_left(self._ordered, old)]
         self.prompt_tokens += tokens
         self.prefix_tokens += prefix
         self.full_tokens += full
@@ -163,10 +168,18 @@ class PromptMeter:
         """JSON-able figures: requests, median and last prefix share, tokens, costs (USD)."""
         return {
             "requests": self.requests,
-            "prefix_share_median": statistics.median(self.shares) if self.shares else None,
+            "prefix_share_median": _median(self._ordered),
             "prefix_share_last": self.shares[-1] if self.shares else None,
             "prompt_tokens": self.prompt_tokens,
             "prefix_tokens": self.prefix_tokens,
             "full_tokens": self.full_tokens,
             "cost_usd": {m: {k: round(v, 8) for k, v in c.items()} for m, c in self.cost.items()},
         }
+
+
+def _median(ordered: Sequence[float]) -> float | None:
+    """The median of sorted values, as :func:`statistics.median` gives it (None if empty)."""
+    n = len(ordered)
+    if not n:
+        return None
+    return ordered[n // 2] if n % 2 else (ordered[n // 2 - 1] + ordered[n // 2]) / 2

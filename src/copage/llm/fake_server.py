@@ -1,27 +1,25 @@
 """The one loopback fake OpenAI-compatible server, for offline tests and benchmarks.
 
-Two ways to script it, on the same standard-library HTTP plumbing:
+:class:`FakeServer` (standard library only, one thread per connection) is scripted
+two ways, mixed freely: a queue of raw :class:`FakeReply` (JSON, raw bytes, SSE
+events or an error, optionally after a delay) answered to any POST, so tests
+drive the real vendor SDKs (OpenAI, Anthropic, Responses) and the HTTP client
+against exact wire bytes; and a ``responder`` callable (default :func:`echo`)
+answering ``/v1/chat/completions`` with a :class:`Reply` (text, tool calls, usage,
+errors, delays; for ``"stream": true`` chunked server-sent events with text and
+tool-call deltas and an optional mid-stream failure, as OpenAI and llama.cpp
+stream). ``/v1/models`` lists its models. It records every request (:class:`Received`:
+body, headers, path, client port) and when each stream ended, so tests assert
+exactly what was sent. ``FakeUpstream`` is the same class under the name the
+proxy's tests use.
 
-* :class:`FakeServer` answers any POST from a queue of raw :class:`FakeReply`
-  (JSON, raw bytes, SSE events or an error, optionally after a delay) and records
-  each :class:`Received` request, so tests drive the real vendor SDKs (OpenAI,
-  Anthropic, Responses) and the HTTP client against exact wire bytes.
-* :class:`FakeUpstream` is an OpenAI ``/v1/chat/completions`` + ``/v1/models``
-  upstream answering through a ``responder`` callable (default :func:`echo`) with
-  a :class:`Reply` (text, tool calls, usage, errors, delays); a ``"stream": true``
-  request gets chunked server-sent events (text and tool-call deltas, optional
-  mid-stream failure), as OpenAI and llama.cpp stream. It records bodies, headers,
-  paths, client ports and when each stream ended, so proxy tests assert exactly
-  what was sent upstream.
-
-:func:`completion` builds a ``chat.completion`` body for a :class:`FakeReply`.
-Standard library only; one thread per connection.
+:func:`completion` builds a ``chat.completion`` body for a :class:`FakeReply`,
+:func:`completion_body` the one a :class:`Reply` gets.
 """
 
 from __future__ import annotations
 
 import json
-import socket
 import threading
 import time
 from collections import deque
@@ -52,117 +50,14 @@ class FakeReply:
 
 @dataclass(frozen=True)
 class Received:
-    """One request the server received."""
+    """One request the server received (``peer``: the client's port; a reused
+    connection repeats it)."""
 
     method: str
     path: str
     headers: dict[str, str]
     body: Any
-
-
-class FakeServer:
-    """Serves queued replies on ``http://127.0.0.1:PORT``; use as a context manager."""
-
-    def __init__(self, *replies: FakeReply, default: FakeReply | None = None) -> None:
-        self.queue: deque[FakeReply] = deque(replies)
-        self.default = default
-        self.received: list[Received] = []
-        self.completed = 0  # replies fully sent (an SSE reply counts once its last event is out)
-        self._lock = threading.Lock()
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
-        self._httpd.daemon_threads = True
-        self._thread = threading.Thread(
-            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
-        )
-
-    @property
-    def url(self) -> str:
-        """Base URL, e.g. ``http://127.0.0.1:51234``."""
-        return f"http://127.0.0.1:{self._httpd.server_address[1]}"
-
-    def add(self, *replies: FakeReply) -> FakeServer:
-        """Queue more replies."""
-        with self._lock:
-            self.queue.extend(replies)
-        return self
-
-    def next_reply(self, received: Received) -> FakeReply:
-        with self._lock:
-            self.received.append(received)
-            if self.queue:
-                return self.queue.popleft()
-        if self.default is not None:
-            return self.default
-        return FakeReply({"error": {"message": "fake server: script exhausted"}}, status=599)
-
-    def __enter__(self) -> Self:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._httpd.shutdown()
-        self._httpd.server_close()
-
-
-def _handler(server: FakeServer) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-
-        def log_message(self, format: str, *args: Any) -> None:  # quiet
-            return
-
-        def setup(self) -> None:
-            super().setup()
-            # headers and body go out in separate writes: avoid Nagle + delayed-ACK stalls
-            self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-
-        def do_POST(self) -> None:
-            size = int(self.headers.get("content-length") or 0)
-            raw = self.rfile.read(size) if size else b""
-            try:
-                body: Any = json.loads(raw) if raw else None
-            except ValueError:
-                body = raw.decode("utf-8", "replace")
-            got = Received("POST", self.path, {k.lower(): v for k, v in self.headers.items()}, body)
-            reply = server.next_reply(got)
-            if reply.delay:
-                time.sleep(reply.delay)
-            try:
-                self._send(reply)
-            except (BrokenPipeError, ConnectionResetError):
-                pass  # the client gave up (timeout tests)
-            with server._lock:
-                server.completed += 1
-
-        def _send(self, reply: FakeReply) -> None:
-            self.send_response(reply.status)
-            for k, v in reply.headers.items():
-                self.send_header(k, v)
-            if reply.sse is not None:
-                self.send_header("content-type", "text/event-stream")
-                self.send_header("connection", "close")
-                self.end_headers()
-                for i, event in enumerate(reply.sse):
-                    if i and reply.chunk_delay:
-                        time.sleep(reply.chunk_delay)
-                    name = ""
-                    if isinstance(event, tuple):  # (event name, data): a named event
-                        name, event = f"event: {event[0]}\n", event[1]
-                    data = event if isinstance(event, str) else json.dumps(event)
-                    self.wfile.write(f"{name}data: {data}\n\n".encode())
-                    self.wfile.flush()
-                self.close_connection = True
-                return
-            if reply.raw is not None:
-                payload = reply.raw
-            else:
-                payload = json.dumps(reply.body).encode() if reply.body is not None else b""
-            self.send_header("content-type", reply.content_type)
-            self.send_header("content-length", str(len(payload)))
-            self.end_headers()
-            self.wfile.write(payload)
-
-    return Handler
+    peer: int = 0
 
 
 def completion(text: str = "", calls: list[tuple[str, str, str]] | None = None) -> dict[str, Any]:
@@ -230,70 +125,6 @@ def completion_body(body: dict[str, Any], reply: Reply, n: int) -> dict[str, Any
     }
 
 
-class _Server(ThreadingHTTPServer):
-    request_queue_size = 1024  # listen backlog: many clients connect at once in load runs
-    daemon_threads = True
-
-
-class FakeUpstream:
-    """Serves ``/v1/chat/completions`` and ``/v1/models`` on ``http://127.0.0.1:PORT/v1``."""
-
-    def __init__(self, responder: Responder = echo, *, record: bool = True,
-                 models: tuple[str, ...] = ("fake-model",), port: int = 0) -> None:
-        self.responder = responder
-        self.record = record
-        self.models = models
-        self.received: list[dict[str, Any]] = []
-        self.headers: list[dict[str, str]] = []
-        self.paths: list[str] = []
-        #: The client port of each request's connection (a reused connection repeats it).
-        self.peers: list[int] = []
-        #: Numbers of the requests whose streamed reply has been sent to its end (recorded
-        #: just before the last chunk goes out, so a client that read it all sees it here).
-        self.streamed: list[int] = []
-        #: ``time.monotonic()`` just before each streamed reply's last chunk, by number.
-        self.ended: dict[int, float] = {}
-        self._n = 0
-        self._lock = threading.Lock()
-        self._httpd = _Server(("127.0.0.1", port), _upstream_handler(self))
-        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
-
-    @property
-    def url(self) -> str:
-        """Base URL with ``/v1``."""
-        return f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
-
-    def start(self) -> Self:
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._httpd.shutdown()
-        self._httpd.server_close()
-
-    def __enter__(self) -> Self:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-    def handle(self, body: dict[str, Any], headers: dict[str, str], path: str = "",
-               peer: int = 0) -> tuple[int, Any, float, Reply, int]:
-        with self._lock:
-            self._n += 1
-            n = self._n
-            if self.record:
-                self.received.append(body)
-                self.headers.append(headers)
-                self.paths.append(path)
-                self.peers.append(peer)
-        reply = self.responder(body)
-        if reply.status != 200:
-            err = {"error": {"message": reply.error or "fake error", "type": "fake"}}
-            return reply.status, err, reply.delay, reply, n
-        return 200, completion_body(body, reply, n), reply.delay, reply, n
-
-
 def stream_events(body: dict[str, Any], reply: Reply, n: int) -> list[dict[str, Any]]:
     """The ``chat.completion.chunk`` payloads of a streamed reply (no ``[DONE]``)."""
     base = {"id": f"fake-{n}", "object": "chat.completion.chunk", "created": 0,
@@ -321,18 +152,146 @@ def stream_events(body: dict[str, Any], reply: Reply, n: int) -> list[dict[str, 
     return out
 
 
-def _upstream_handler(server: FakeUpstream) -> type[BaseHTTPRequestHandler]:
+class _Server(ThreadingHTTPServer):
+    request_queue_size = 1024  # listen backlog: many clients connect at once in load runs
+    daemon_threads = True
+
+
+class FakeServer:
+    """The loopback fake OpenAI-compatible server: ``http://127.0.0.1:PORT/v1`` (``url``).
+
+    Two ways to script it, mixed freely:
+
+    * queued raw :class:`FakeReply` (``FakeServer(reply, ...)``, :meth:`add`), answered
+      in order to any POST whatever its path (Chat Completions, Responses, Anthropic
+      Messages), then ``default`` if given;
+    * a ``responder`` (``FakeServer(responder)`` or ``responder=``; :func:`echo` when
+      nothing else is scripted) answering ``/chat/completions`` with a :class:`Reply`:
+      a ``chat.completion``, or chunked server-sent events for ``"stream": true``.
+
+    With neither a queued reply, a responder nor a default, a POST gets status 599
+    ("script exhausted"). ``GET .../models`` lists ``models``. Every request is
+    recorded (unless ``record=False``, for load runs): :attr:`requests`, and the
+    views :attr:`received` (bodies), :attr:`headers`, :attr:`paths`, :attr:`peers`.
+    Start it with ``with`` (or :meth:`start`, then :meth:`stop`).
+    """
+
+    def __init__(self, *script: FakeReply | Responder, default: FakeReply | None = None,
+                 responder: Responder | None = None, record: bool = True,
+                 models: tuple[str, ...] = ("fake-model",), port: int = 0) -> None:
+        replies = [r for r in script if isinstance(r, FakeReply)]
+        calls = [r for r in script if not isinstance(r, FakeReply)]
+        if len(calls) > 1 or (calls and responder is not None):
+            raise TypeError("FakeServer takes at most one responder")
+        if calls:
+            responder = calls[0]
+        elif responder is None and not replies and default is None:
+            responder = echo
+        self.responder = responder
+        self.queue: deque[FakeReply] = deque(replies)
+        self.default = default
+        self.record = record
+        self.models = models
+        self.requests: list[Received] = []
+        self.completed = 0  # replies fully sent (an SSE reply counts once its last event is out)
+        #: Numbers of the requests whose streamed reply has been sent to its end (recorded
+        #: just before the last chunk goes out, so a client that read it all sees it here).
+        self.streamed: list[int] = []
+        #: ``time.monotonic()`` just before each streamed reply's last chunk, by number.
+        self.ended: dict[int, float] = {}
+        self._n = 0
+        self._lock = threading.Lock()
+        self._httpd = _Server(("127.0.0.1", port), _handler(self))
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
+
+    @property
+    def root(self) -> str:
+        """``http://127.0.0.1:PORT`` (Anthropic's base URL: its client adds ``/v1``)."""
+        return f"http://127.0.0.1:{self._httpd.server_address[1]}"
+
+    @property
+    def url(self) -> str:
+        """``http://127.0.0.1:PORT/v1``: an OpenAI client's base URL."""
+        return f"{self.root}/v1"
+
+    @property
+    def received(self) -> list[Any]:
+        """The JSON bodies received, in order."""
+        return [r.body for r in self.requests]
+
+    @property
+    def headers(self) -> list[dict[str, str]]:
+        """Each request's headers (lower-case names)."""
+        return [r.headers for r in self.requests]
+
+    @property
+    def paths(self) -> list[str]:
+        """Each request's path."""
+        return [r.path for r in self.requests]
+
+    @property
+    def peers(self) -> list[int]:
+        """The client port of each request's connection (a reused connection repeats it)."""
+        return [r.peer for r in self.requests]
+
+    def add(self, *replies: FakeReply) -> FakeServer:
+        """Queue more raw replies (answered before the responder)."""
+        with self._lock:
+            self.queue.extend(replies)
+        return self
+
+    def next_reply(self, got: Received) -> tuple[int, FakeReply | None]:
+        """Record ``got``; its number and what answers it: the next queued reply, else
+        the responder's (None: the responder is for ``got``), else the default."""
+        with self._lock:
+            self._n += 1
+            if self.record:
+                self.requests.append(got)
+            if self.queue:
+                return self._n, self.queue.popleft()
+            n = self._n
+        if self.responder is not None:
+            return n, None
+        if self.default is not None:
+            return n, self.default
+        return n, FakeReply({"error": {"message": "fake server: script exhausted"}}, status=599)
+
+    def start(self) -> Self:
+        if not self._thread.is_alive():
+            self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._httpd.shutdown()
+        self._httpd.server_close()
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+FakeUpstream = FakeServer
+"""The same class under the name the proxy's tests use (``FakeUpstream(responder)``)."""
+
+
+def _handler(server: FakeServer) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
-        disable_nagle_algorithm = True  # streamed chunks go out at once, as real servers do
+        disable_nagle_algorithm = True  # chunks and split writes go out at once
 
-        def log_message(self, format: str, *args: Any) -> None:
+        def log_message(self, format: str, *args: Any) -> None:  # quiet
             return
 
-        def _send(self, status: int, payload: Any) -> None:
-            data = json.dumps(payload).encode()
+        def _json(self, status: int, payload: Any, headers: dict[str, str] | None = None,
+                  content_type: str = "application/json", raw: bytes | None = None) -> None:
+            data = raw if raw is not None else (
+                b"" if payload is None else json.dumps(payload).encode())
             reason = self.responses.get(status, ("",))[0]
-            head = (f"HTTP/1.1 {status} {reason}\r\ncontent-type: application/json\r\n"
+            extra = "".join(f"{k}: {v}\r\n" for k, v in (headers or {}).items())
+            head = (f"HTTP/1.1 {status} {reason}\r\ncontent-type: {content_type}\r\n{extra}"
                     f"content-length: {len(data)}\r\n\r\n").encode()
             self.wfile.write(head + data)  # one write: no Nagle/delayed-ACK stall
 
@@ -340,43 +299,86 @@ def _upstream_handler(server: FakeUpstream) -> type[BaseHTTPRequestHandler]:
             if self.path.split("?")[0].rstrip("/").endswith("/models"):
                 data = [{"id": m, "object": "model", "created": 0, "owned_by": "fake"}
                         for m in server.models]
-                self._send(200, {"object": "list", "data": data})
+                self._json(200, {"object": "list", "data": data})
             else:
-                self._send(404, {"error": {"message": "not found"}})
+                self._json(404, {"error": {"message": "not found"}})
 
         def do_POST(self) -> None:
             size = int(self.headers.get("content-length") or 0)
-            raw = self.rfile.read(size) if size else b"{}"
+            raw = self.rfile.read(size) if size else b""
             try:
-                body = json.loads(raw)
+                body: Any = json.loads(raw) if raw else None
             except ValueError:
-                self._send(400, {"error": {"message": "bad json"}})
+                body = raw.decode("utf-8", "replace")
+            got = Received("POST", self.path, {k.lower(): v for k, v in self.headers.items()},
+                           body, self.client_address[1])
+            n, reply = server.next_reply(got)
+            try:
+                if reply is None:
+                    self._respond(n, body if raw else {})
+                else:
+                    if reply.delay:
+                        time.sleep(reply.delay)
+                    self._raw(reply)
+            except (BrokenPipeError, ConnectionResetError):
+                pass  # the client gave up (timeout tests)
+            with server._lock:
+                server.completed += 1
+
+        def _raw(self, reply: FakeReply) -> None:
+            """A queued reply, sent as scripted."""
+            if reply.sse is None:
+                self._json(reply.status, reply.body, reply.headers, reply.content_type,
+                           reply.raw)
+                return
+            self.send_response(reply.status)
+            for k, v in reply.headers.items():
+                self.send_header(k, v)
+            self.send_header("content-type", "text/event-stream")
+            self.send_header("connection", "close")
+            self.end_headers()
+            for i, event in enumerate(reply.sse):
+                if i and reply.chunk_delay:
+                    time.sleep(reply.chunk_delay)
+                name = ""
+                if isinstance(event, tuple):  # (event name, data): a named event
+                    name, event = f"event: {event[0]}\n", event[1]
+                data = event if isinstance(event, str) else json.dumps(event)
+                self.wfile.write(f"{name}data: {data}\n\n".encode())
+                self.wfile.flush()
+            self.close_connection = True
+
+        def _respond(self, n: int, body: Any) -> None:
+            """The responder's answer to an OpenAI Chat Completions request."""
+            if not isinstance(body, dict):
+                self._json(400, {"error": {"message": "bad json"}})
                 return
             if not self.path.split("?")[0].endswith("/chat/completions"):
-                self._send(404, {"error": {"message": f"no route {self.path}"}})
+                self._json(404, {"error": {"message": f"no route {self.path}"}})
                 return
-            headers = {k.lower(): v for k, v in self.headers.items()}
-            status, payload, delay, reply, n = server.handle(body, headers, self.path,
-                                                             self.client_address[1])
-            if delay:
-                time.sleep(delay)
-            try:
-                if status == 200 and body.get("stream"):
-                    events = stream_events(body, reply, n)
-                    if reply.fail_after is not None:
-                        events = events[:reply.fail_after + 1] + [
-                            {"error": {"message": reply.error or "fake failure mid-stream",
-                                       "type": "server_error"}}]
-                    def last_chunk() -> None:  # recorded before the client can see the end
-                        server.ended[n] = time.monotonic()
-                        server.streamed.append(n)
+            assert server.responder is not None
+            reply = server.responder(body)
+            if reply.delay:
+                time.sleep(reply.delay)
+            if reply.status != 200:
+                self._json(reply.status, {"error": {"message": reply.error or "fake error",
+                                                    "type": "fake"}})
+                return
+            if not body.get("stream"):
+                self._json(200, completion_body(body, reply, n))
+                return
+            events = stream_events(body, reply, n)
+            if reply.fail_after is not None:
+                events = events[:reply.fail_after + 1] + [
+                    {"error": {"message": reply.error or "fake failure mid-stream",
+                               "type": "server_error"}}]
 
-                    self._stream(events, reply.chunk_delay, done=reply.fail_after is None,
-                                 before_last=last_chunk)
-                else:
-                    self._send(status, payload)
-            except (BrokenPipeError, ConnectionResetError):
-                pass
+            def last_chunk() -> None:  # recorded before the client can see the end
+                server.ended[n] = time.monotonic()
+                server.streamed.append(n)
+
+            self._stream(events, reply.chunk_delay, done=reply.fail_after is None,
+                         before_last=last_chunk)
 
         def _stream(self, events: list[dict[str, Any]], pause: float, done: bool = True,
                     before_last: Callable[[], None] | None = None) -> None:

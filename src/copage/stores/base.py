@@ -3,8 +3,9 @@
 A store keeps many conversations. Each conversation has its configuration, its
 turns (append-only, ordered by ``seq``), its closed pages (by turn range), the
 current bookmark of each page, an append-only event log (admits, hits, faults,
-evictions, recalls) and one JSON snapshot of the pager's state (resident set,
-policy state, counters). Every change made by one pager operation is written
+evictions, recalls), one JSON snapshot of the pager's state (resident set,
+policy state, counters) and one JSON state per page (its access history), upserted
+like bookmarks so that a commit writes only the pages that changed. Every change made by one pager operation is written
 by one :meth:`PageStore.commit` call, atomically: after it returns, the change
 survives a crash of the process.
 
@@ -16,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from copage.core.changes import ChangeSet, Event, PageRecord
@@ -88,6 +89,9 @@ class StoredConversation:
     bookmarks: dict[int, Bookmark]
     state: dict[str, Any]
     version: int
+    #: The per-page states (``ChangeSet.page_state``), by page index; empty for a
+    #: conversation stored before they were kept apart (its ``state`` holds them).
+    page_state: dict[int, dict[str, Any]] = field(default_factory=dict)
 
 
 @runtime_checkable

@@ -125,6 +125,7 @@ class EncodedChange:
     bookmarks: list[tuple[int, str]]  # (page index, bookmark JSON)
     events: list[tuple[int, int, str, int | None, str]]  # (seq, turn seq, kind, page, detail)
     state: str | None
+    page_state: list[tuple[int, str]]  # (page index, state JSON)
 
 
 def encode_change(change: ChangeSet, name: str) -> EncodedChange:
@@ -138,4 +139,6 @@ def encode_change(change: ChangeSet, name: str) -> EncodedChange:
             for e in change.events
         ],
         state=None if change.state is None else dumps(dict(change.state), f"state of {name}"),
+        page_state=[(i, dumps(dict(d), f"state of page {i} of {name}"))
+                    for i, d in change.page_state],
     )

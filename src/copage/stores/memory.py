@@ -38,6 +38,9 @@ class _Conv:
     pages: list[PageRecord] = field(default_factory=list)
     bookmarks: dict[int, str] = field(default_factory=dict)
     events: dict[int, tuple[int, str, int | None, str]] = field(default_factory=dict)
+    page_state: dict[int, str] = field(default_factory=dict)
+    #: The version that wrote each bookmark and page state (``load_since``).
+    written: dict[tuple[str, int], int] = field(default_factory=dict)
 
 
 class MemoryStore:
@@ -74,33 +77,21 @@ class MemoryStore:
 
     def load(self, conversation_id: str, *, tenant: str = "default") -> StoredConversation:
         """Load a deep copy; raise ConversationNotFound if absent."""
-        name = where(conversation_id, tenant)
-        with self._mutex:
-            c = self._get(conversation_id, tenant)
-            turns, pages, bms = list(c.turns), list(c.pages), dict(c.bookmarks)
-            config, state, version = c.config, c.state, c.version
-        return StoredConversation(
-            id=conversation_id,
-            tenant=tenant,
-            config=codec.object_from_json(config, f"{name} (config)"),
-            turns=[codec.turn_from_json(t, f"{name}, turn seq={i}") for i, t in enumerate(turns)],
-            pages=pages,
-            bookmarks={
-                i: codec.bookmark_from_json(b, f"{name}, bookmark {i}")
-                for i, b in sorted(bms.items())
-            },
-            state=codec.object_from_json(state, f"{name} (state)"),
-            version=version,
-        )
+        return self.load_since(conversation_id, tenant=tenant)
 
     def load_since(self, conversation_id: str, *, tenant: str = "default", turns_from: int = 0,
-                   pages_from: int = 0) -> StoredConversation:
+                   pages_from: int = 0, since_version: int | None = None
+                   ) -> StoredConversation:
         """As :meth:`load`, with only the turns from seq ``turns_from`` and the pages
-        from index ``pages_from`` (for catching up with another writer)."""
+        from index ``pages_from`` (for catching up with another writer); with
+        ``since_version``, only the bookmarks and page states written by later commits."""
         name = where(conversation_id, tenant)
+        after = -1 if since_version is None else since_version
         with self._mutex:
             c = self._get(conversation_id, tenant)
-            turns, pages, bms = c.turns[turns_from:], c.pages[pages_from:], dict(c.bookmarks)
+            turns, pages = c.turns[turns_from:], c.pages[pages_from:]
+            bms = {i: b for i, b in c.bookmarks.items() if c.written.get(("b", i), 0) > after}
+            rows = {i: d for i, d in c.page_state.items() if c.written.get(("s", i), 0) > after}
             config, state, version = c.config, c.state, c.version
         return StoredConversation(
             id=conversation_id,
@@ -115,6 +106,8 @@ class MemoryStore:
             },
             state=codec.object_from_json(state, f"{name} (state)"),
             version=version,
+            page_state={i: codec.object_from_json(d, f"{name}, page state {i}")
+                        for i, d in sorted(rows.items())},
         )
 
     def exists(self, conversation_id: str, *, tenant: str = "default") -> bool:
@@ -179,6 +172,9 @@ class MemoryStore:
             c.turns.extend(turns)
             c.pages.extend(change.pages)
             c.bookmarks.update(bms)
+            c.page_state.update(enc.page_state)
+            c.written.update({("b", i): c.version + 1 for i, _ in bms})
+            c.written.update({("s", i): c.version + 1 for i, _ in enc.page_state})
             c.events.update(events)
             if state is not None:
                 c.state = state

@@ -74,7 +74,21 @@ def m002_conversations_by_created(run: Execute, d: Dialect) -> None:
     run("CREATE INDEX conversations_by_created ON conversations (tenant, created_at, id)")
 
 
-MIGRATIONS: list[Migration] = [m001_initial, m002_conversations_by_created]
+def m003_page_state(run: Execute, d: Dialect) -> None:
+    """Each page's own pager state (``ChangeSet.page_state``), upserted like bookmarks;
+    the conversation's snapshot no longer holds it (conversations stored before have
+    no rows here: their snapshot holds it). Both tables record the version that wrote
+    each row, so a process catching up reads only the rows changed since its version
+    (bookmark rows written before say 0)."""
+    run(
+        f"CREATE TABLE page_state (tenant {d.text} NOT NULL, conversation_id {d.text} NOT NULL, "
+        f"page_index {d.int} NOT NULL, data {d.text} NOT NULL, version {d.int} NOT NULL, "
+        "PRIMARY KEY (tenant, conversation_id, page_index))"
+    )
+    run(f"ALTER TABLE bookmarks ADD COLUMN version {d.int} NOT NULL DEFAULT 0")
+
+
+MIGRATIONS: list[Migration] = [m001_initial, m002_conversations_by_created, m003_page_state]
 """Every migration, in order. Append only; never rename or reorder."""
 
 MIGRATION_NAMES: list[str] = [m.__name__ for m in MIGRATIONS]

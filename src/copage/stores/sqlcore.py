@@ -116,9 +116,11 @@ class SqlStore(ABC):
         return self.load_since(conversation_id, tenant=tenant)
 
     def load_since(self, conversation_id: str, *, tenant: str = "default", turns_from: int = 0,
-                   pages_from: int = 0) -> StoredConversation:
+                   pages_from: int = 0, since_version: int | None = None
+                   ) -> StoredConversation:
         """As :meth:`load`, with only the turns from seq ``turns_from`` and the pages
-        from index ``pages_from`` (for catching up with another writer)."""
+        from index ``pages_from`` (for catching up with another writer); with
+        ``since_version``, only the bookmarks and page states written by later commits."""
         name = where(conversation_id, tenant)
         key = (tenant, conversation_id)
         with self._tx(False) as cur:
@@ -141,10 +143,11 @@ class SqlStore(ABC):
                 (*key, pages_from),
             )
             page_rows = cur.fetchall()
-            cur.execute(
-                self._q(_SELECT_CHILD.format("page_index, data", "bookmarks", "page_index")), key
-            )
+            after = -1 if since_version is None else since_version
+            cur.execute(self._q(_SELECT_CHANGED.format("bookmarks")), (*key, after))
             bm_rows = cur.fetchall()
+            cur.execute(self._q(_SELECT_CHANGED.format("page_state")), (*key, after))
+            ps_rows = cur.fetchall()
         turns = []
         for pos, (seq, data) in enumerate(turn_rows, turns_from):
             if seq != pos:
@@ -162,6 +165,10 @@ class SqlStore(ABC):
             },
             state=codec.object_from_json(row[1], f"{name}, conversations row (state)"),
             version=int(row[2]),
+            page_state={
+                int(i): codec.object_from_json(d, f"{name}, page_state row page_index={i}")
+                for i, d in ps_rows
+            },
         )
 
     def commit(
@@ -230,14 +237,24 @@ class SqlStore(ABC):
             if bms:
                 cur.executemany(
                     self._q(
-                        "INSERT INTO bookmarks (tenant, conversation_id, page_index, data) "
-                        "VALUES (?, ?, ?, ?) ON CONFLICT (tenant, conversation_id, page_index) "
-                        "DO UPDATE SET data = excluded.data"
+                        "INSERT INTO bookmarks (tenant, conversation_id, page_index, data, version) "
+                        "VALUES (?, ?, ?, ?, ?) ON CONFLICT (tenant, conversation_id, page_index) "
+                        "DO UPDATE SET data = excluded.data, version = excluded.version"
                     ),
-                    bms,
+                    [(*row, version + 1) for row in bms],
                 )
             if events:
                 self._insert_events(cur, events, name)
+            if enc.page_state:
+                cur.executemany(
+                    self._q(
+                        "INSERT INTO page_state (tenant, conversation_id, page_index, data, "
+                        "version) VALUES (?, ?, ?, ?, ?) ON CONFLICT (tenant, conversation_id, "
+                        "page_index) DO UPDATE SET data = excluded.data, "
+                        "version = excluded.version"
+                    ),
+                    [(*key, i, d, version + 1) for i, d in enc.page_state],
+                )
             cur.execute(
                 self._q(
                     "UPDATE conversations SET version=?, n_turns=?, n_pages=?, updated_at=?, "
@@ -322,7 +339,7 @@ class SqlStore(ABC):
             )
             if cur.rowcount == 0:
                 raise ConversationNotFound(f"{where(conversation_id, tenant)} not found")
-            for table in ("turns", "pages", "bookmarks", "events"):
+            for table in ("turns", "pages", "bookmarks", "events", "page_state"):
                 cur.execute(
                     self._q(f"DELETE FROM {table} WHERE tenant=? AND conversation_id=?"),
                     (tenant, conversation_id),
@@ -345,7 +362,8 @@ class SqlStore(ABC):
         self.close()
 
 
-_SELECT_CHILD = "SELECT {0} FROM {1} WHERE tenant=? AND conversation_id=? ORDER BY {2}"
+_SELECT_CHANGED = ("SELECT page_index, data FROM {0} WHERE tenant=? AND conversation_id=? "
+                   "AND version > ? ORDER BY page_index")
 _SELECT_FROM = ("SELECT {0} FROM {1} WHERE tenant=? AND conversation_id=? AND {2} >= ? "
                 "ORDER BY {2}")
 

@@ -25,32 +25,46 @@ class History:
         last: clock of each page's latest access.
         count: number of accesses of each page, kept across evictions.
         entered: clock at which each *resident* page last entered the resident set.
+        touched: pages accessed since the owner last cleared it (so that a store
+            writes only the changed pages' ``first``/``last``/``count``).
     """
 
-    __slots__ = ("count", "entered", "first", "last")
+    __slots__ = ("count", "entered", "first", "last", "touched")
 
     def __init__(self) -> None:
         self.first: dict[PageId, int] = {}
         self.last: dict[PageId, int] = {}
         self.count: dict[PageId, int] = {}
         self.entered: dict[PageId, int] = {}
+        self.touched: set[PageId] = set()
 
     def touch(self, pid: PageId, now: int) -> None:
         """Record one access of ``pid`` at clock ``now``."""
         self.first.setdefault(pid, now)
         self.last[pid] = now
         self.count[pid] = self.count.get(pid, 0) + 1
+        self.touched.add(pid)
 
-    def to_json(self) -> JSON:
-        """A JSON-able copy."""
-        return {k: dict(getattr(self, k)) for k in ("first", "last", "count", "entered")}
+    def page(self, pid: PageId) -> tuple[int, int, int]:
+        """``(first, last, count)`` of an admitted page."""
+        return self.first[pid], self.last[pid], self.count[pid]
+
+    def set_page(self, pid: PageId, first: int, last: int, count: int) -> None:
+        """Restore one page's ``first``/``last``/``count`` (stored apart, see :meth:`to_json`)."""
+        self.first[pid], self.last[pid], self.count[pid] = first, last, count
+
+    def to_json(self, *, pages: bool = True) -> JSON:
+        """A JSON-able copy; ``pages=False`` leaves out the per-page ``first``, ``last``
+        and ``count`` (O(pages); the pager stores them per page, see :meth:`page`)."""
+        keys = ("first", "last", "count", "entered") if pages else ("entered",)
+        return {k: dict(getattr(self, k)) for k in keys}
 
     @classmethod
     def from_json(cls, data: JSON) -> History:
-        """Rebuild from :meth:`to_json` output."""
+        """Rebuild from :meth:`to_json` output (keys left out stay empty)."""
         h = cls()
         for k in ("first", "last", "count", "entered"):
-            getattr(h, k).update({str(p): int(v) for p, v in data[k].items()})
+            getattr(h, k).update({str(p): int(v) for p, v in data.get(k, {}).items()})
         return h
 
 
