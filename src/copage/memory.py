@@ -54,6 +54,7 @@ class _Undo:
     pages: int
     events: int | None  # the commit's first event seq (None: it stored none)
     state: Mapping[str, Any]
+    rows: Mapping[int, Mapping[str, Any]]  # stored page states of older pages it rewrote
 
 
 _OPEN_ATTEMPTS = 5  # open-or-create retries when another process creates or deletes meanwhile
@@ -122,6 +123,8 @@ class PagedMemory:
         self._idset: set[str] | None = None
         self._undo: _Undo | None = None  # the latest commit, if it can be taken back
         self._stored_state: Mapping[str, Any] | None = None  # the snapshot as stored
+        #: the page states (Pager.page_state) as stored, for taking back a commit
+        self._rows: dict[int, Mapping[str, Any]] = {}
         self._plain = True  # only turns were added since the latest commit
         self._open(config, create)
 
@@ -150,6 +153,7 @@ class PagedMemory:
                 continue  # another opener created it first: load theirs
             self.pager, self.version, self._idset = pager, 0, None
             self._undo, self._stored_state = None, {}  # as a load of it would restore
+            self._rows = {}
             return
         raise StoreError(
             f"conversation {cid!r} of tenant {tenant!r} was created and deleted "
@@ -170,6 +174,7 @@ class PagedMemory:
         self._idset = None
         self._broken = None
         self._undo, self._stored_state, self._plain = None, conv.state, True
+        self._rows = dict(conv.page_state)
 
     def reload(self) -> None:
         """Re-read the conversation from the store, dropping what this object holds.
@@ -218,6 +223,7 @@ class PagedMemory:
             return
         self.version = conv.version
         self._undo, self._stored_state, self._plain = None, conv.state, True
+        self._rows.update(conv.page_state)
         if self._idset is not None:
             self._idset.update(t.id for t in new[1:])
 
@@ -267,12 +273,20 @@ class PagedMemory:
             self._rollback(e)
             raise
         pages = len(self.pager.pages) - len(change.pages)
+        # the rows this commit rewrote of pages it did not add, as stored before it
+        old = {i: self._rows.get(i) for i, _ in change.page_state if i < pages}
         self._undo = _Undo(
             self.version, len(self.pager.turns) - len(change.turns), pages,
             change.events[0].seq if change.events else None, before,
+            {i: r for i, r in old.items() if r is not None},
         ) if (self._plain and before is not None and change.turns and change.truncate is None
               and change.drop_pages is None and change.drop_events is None
+              and all(r is not None for r in old.values())
               and all(i >= pages for i, _ in change.bookmarks)) else None
+        if change.drop_pages is not None:
+            for i in [i for i in self._rows if i >= change.drop_pages]:
+                del self._rows[i]
+        self._rows.update(change.page_state)
         if change.state is not None:
             self._stored_state = change.state
         self._plain = True
@@ -385,7 +399,7 @@ class PagedMemory:
             return None
         turn, redo = old.turns[-1], old.turns[undo.turns:-1]
         with self._applying():
-            self.pager = old.rewind(undo.turns, undo.pages, undo.state)
+            self.pager = old.rewind(undo.turns, undo.pages, undo.state, undo.rows)
             for t in redo:  # the taken-back commit's other turns, added again
                 self.pager.add(t)
             change = self.pager.drain()

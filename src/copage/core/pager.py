@@ -845,11 +845,13 @@ class Pager:
         kept = self.paginator.start - sum(len(p.turns) for p in self.pages[n_pages:])
         return kept <= n_turns and state.get("open_start", 0) == kept
 
-    def rewind(self, n_turns: int, n_pages: int, state: Mapping[str, Any]) -> Pager:
+    def rewind(self, n_turns: int, n_pages: int, state: Mapping[str, Any],
+               rows: Mapping[int, Mapping[str, Any]] | None = None) -> Pager:
         """This conversation as it was with only its first ``n_turns`` turns and
         ``n_pages`` pages, given the snapshot stored then (``state``): the taking back of
-        the commit that added the rest. The bookmarks of the first ``n_pages`` pages must
-        not have changed since. Its counted turns, kept pages and corpus are reused (the
+        the commit that added the rest, and ``rows``: the :meth:`page_state` stored then
+        of the kept pages that commit rewrote. The bookmarks of the first ``n_pages``
+        pages must not have changed since. Its counted turns, kept pages and corpus are reused (the
         later pages leave the corpus), so the cost does not grow with the turns; this
         pager must not be used afterwards. ``ValueError`` if the cut is not one.
         """
@@ -862,11 +864,31 @@ class Pager:
             for page in reversed(gone):
                 self.corpus.remove(page.id)
         self._closed_tokens -= sum(self._turn_tokens[kept:paged])
-        bookmarks = {i: b.bookmark for i, b in self.books.items() if i < n_pages}
+        resident = set(self.cache.resident)
+        history = self.cache.history
+        for page in gone:  # the removed pages leave the sums restore(base=) starts from
+            if page.id in resident:
+                self._resident_tokens -= page.tokens
+            else:
+                self._evicted_set.discard(page.index)
+                if page.index in self.books:
+                    self._bookmark_tokens -= self.books[page.index].bookmark.tokens
+            book = self.books.pop(page.index, None)
+            for k in book.lowered if book else ():
+                self.taken[k] -= 1
+            for table in (history.first, history.last, history.count):
+                table.pop(page.id, None)
+        self._stale_heap = [e for e in self._stale_heap if e[1] < n_pages]
+        heapq.heapify(self._stale_heap)
         self.turns = self.turns[:n_turns]
         self._turn_tokens = self._turn_tokens[:n_turns]
         self.pages = self.pages[:n_pages]
-        return Pager.restore(self.config, self.turns, [], bookmarks, dict(state), base=self)
+        back = dict(rows or {})
+        pager = Pager.restore(self.config, self.turns, [], {}, dict(state), base=self,
+                              page_state=back)
+        # the taken-back commit rewrote these rows: the next commit writes them back
+        pager.cache.history.touched.update(page_id(i) for i in back)
+        return pager
 
     @classmethod
     def restore(
@@ -951,7 +973,7 @@ class Pager:
         if base is not None:
             # base's sums, with only the pages whose residency or bookmark changed (and
             # the new pages) done again: catching up does not walk every page.
-            was = set(base.cache.resident)
+            was = {p for p in base.cache.resident if page_index(p) < len(base.pages)}
             redo = sorted({*range(len(base.pages), len(pager.pages)), *bookmarks,
                            *(page_index(p) for p in was ^ res)})
             pager._evicted_set = set(base._evicted_set)

@@ -164,6 +164,9 @@ class MemoryStore:
                 del c.pages[change.drop_pages:]
                 while c.bookmarks and next(reversed(c.bookmarks)) >= change.drop_pages:
                     c.bookmarks.popitem()
+                for i in [i for i in c.page_state if i >= change.drop_pages]:
+                    del c.page_state[i]
+                    c.written.pop(("s", i), None)
             if drop_events is not None:
                 while c.events and next(reversed(c.events)) >= drop_events:
                     c.events.popitem()

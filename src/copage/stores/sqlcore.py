@@ -204,7 +204,7 @@ class SqlStore(ABC):
                 last_paged = -1 if row is None or row[0] is None else int(row[0])
             check_change(change, n_turns, n_pages, name, last_paged)
             if change.drop_pages is not None:  # a page close taken back
-                for table in ("pages", "bookmarks"):
+                for table in ("pages", "bookmarks", "page_state"):
                     cur.execute(self._q(f"DELETE FROM {table} WHERE tenant=? AND "
                                         "conversation_id=? AND page_index >= ?"),
                                 (*key, change.drop_pages))
