@@ -430,10 +430,18 @@ class PagedMemory:
             self.pager.refresh_all_bookmarks()
         self._commit()
 
-    def context(self, question: str | None = None) -> Context:
-        """Messages and tools for the next model call (see :meth:`Pager.context`)."""
+    def context(self, question: str | None = None, *, meter: bool = True) -> Context:
+        """Messages and tools for the next model call (see :meth:`Pager.context`;
+        ``meter=False``: the caller meters what it sends with :meth:`meter_request`)."""
         self._live()
-        return self.pager.context(question)
+        return self.pager.context(question, meter=meter)
+
+    def meter_request(self, messages: Sequence[Mapping[str, Any]],
+                      tools: Sequence[Mapping[str, Any]], question: str | None = None) -> None:
+        """Count the request as it is sent in ``stats().prompt_cache`` (after a prompt
+        style or a speculative fill changed it): see :meth:`Pager.meter_request`."""
+        self._live()
+        self.pager.meter_request(messages, tools, question)
 
     def recall(self, page: object = None, *, query: object = None) -> str:
         """The recall tool: returns the text for the model (errors as text, never raised)."""

@@ -93,3 +93,25 @@ async def test_fill_keeps_the_prompt_prefix_of_the_next_turn() -> None:
     at = next(i for i, m in enumerate(a) if FILL_HEADER in str(m.get("content")))
     assert b[:at] == a[:at] and b[at] == a[at + 1]  # same prefix; the question follows
     assert not any(FILL_HEADER in str(m.get("content")) for m in b)
+
+
+async def test_prompt_cache_meters_the_request_as_sent_fill_included() -> None:
+    """``stats().prompt_cache`` counts what the model is sent: the fill and the prompt
+    style included (before, it metered the pager's context without them)."""
+    from copage.core.promptcache import PromptMeter
+
+    mem = new_memory()
+    model = ScriptedModel().reply("one").reply("two")
+    chat = PagedChat(mem, model, recall_mode="speculative")
+    first = await chat.send(QUESTION)
+    assert first.speculative
+    await chat.send("thanks, and the weather?")
+    expected = PromptMeter(get_tokenizer(mem.config.tokenizer))
+    for request in model.requests:
+        expected.record(request.messages, request.tools or [], 0, 0)
+    got = mem.stats().prompt_cache
+    assert got is not None and got["requests"] == 2
+    want = expected.summary()
+    assert got["prompt_tokens"] == want["prompt_tokens"]
+    assert got["prefix_tokens"] == want["prefix_tokens"]
+    assert got["prefix_tokens"] < got["prompt_tokens"]

@@ -711,12 +711,16 @@ class Pager:
         self._state_dirty = True
         self._event("regroup", None, {"groups": [g.name for g in self.groups]})
 
-    def context(self, question: str | None = None) -> Context:
+    def context(self, question: str | None = None, *, meter: bool = True) -> Context:
         """Messages for the model: system (preamble + bookmarks), resident pages, open page.
 
         Paging stays out of sight until it is needed: while no page is evicted, the
         conversation goes out as it is (the pinned system prompt, if any, and every
         turn), with no preamble, no bookmark list and no recall tool.
+
+        The request is counted by the prompt meter (``stats().prompt_cache``) unless
+        ``meter`` is false: a caller that sends something else (a prompt style, a
+        speculative fill) meters what it sends with :meth:`meter_request`.
         """
         parts = [self.system] if self.system else []
         if self._evicted_set:
@@ -729,9 +733,17 @@ class Pager:
         if question is not None:
             messages.append({"role": "user", "content": question})
         tools = self.tools() if self._evicted_set else []
+        if meter:
+            self.meter_request(messages, tools, question)
+        return Context(messages, tools, self.stats(question))
+
+    def meter_request(self, messages: Sequence[Mapping[str, Any]],
+                      tools: Sequence[Mapping[str, Any]], question: str | None = None) -> None:
+        """Count one request as sent (``stats().prompt_cache``): its repeated prefix and
+        cost, beside full context's with ``question`` (None: the conversation's latest
+        turn is the question)."""
         self.prompt_meter.record(messages, tools, self.full_tokens(question),
                                  self.tokenizer.count(question) if question else 0)
-        return Context(messages, tools, self.stats(question))
 
     def prompt_tokens(self, question: str | None = None) -> int:
         """Content tokens of :meth:`context` (preamble, tool schema, bookmarks, resident

@@ -105,13 +105,14 @@ def loop_events(
     not (without it, the answer-only prompt of :func:`copage.session.prompts.styled`).
     The ``choose`` step is not run by the proxy (its settings refuse it)."""
     mode = mode or RecallMode()
-    ctx = mem.context()
+    ctx = mem.context(meter=False)
     messages, tools = styled("paper", mem, ctx.messages, ctx.tools, offer_tool=mode.tool)
     if mode.speculative:
         text = next((text_of(m.get("content")) for m in reversed(messages)
                      if m.get("role") == "user"), "")
         if text.strip():
             messages = speculate(speculator or Speculator(), mem, messages, text).messages
+    mem.meter_request(messages, tools)  # what is sent, fill included
 
     async def checked(request: ChatRequest) -> AsyncIterator[StreamEvent]:
         async with closing(upstream(model, request)) as events:

@@ -330,11 +330,12 @@ class PagedChat:
                 if record is not None:
                     records.append(record)
                     yield RecallServed(record)
-        context = mem.context(question)
+        context = mem.context(question, meter=False)
         messages, tools = styled(
             style, mem, context.messages, self._tools(context), offer_tool=mode.tool,
         )
         messages = with_fill(messages, spec)
+        mem.meter_request(messages, tools, question)  # what is sent, fill included
         settings = LoopSettings(
             max_recalls=self.max_recalls + len(records), offer_recall=mode.tool,
             force_recall=force_recall and mode.tool, temperature=self.temperature,
