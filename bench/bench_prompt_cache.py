@@ -17,7 +17,8 @@ With ``--mode MODE`` (a ``PagedChat`` recall mode, e.g. ``speculative``) each us
 turn is sent through ``PagedChat`` instead (a scripted model answers with the
 conversation's next assistant turn), and the requests the model really received are
 metered too (``sent``: the fill and the prompt style included), beside
-``stats().prompt_cache``, which meters the pager's ``context()``.
+``stats().prompt_cache`` (which meters what ``PagedChat`` sends, so the two agree) and
+its costs with caching priced in, paged and full context.
 """
 
 from __future__ import annotations
@@ -79,6 +80,12 @@ def replay_chat(turns: Sequence[Any], n: int, settings: dict[str, Any],
     return pc, meter.shares, filled
 
 
+def _costs(pc: dict[str, Any]) -> str:
+    o, a = pc["cost_usd"]["gpt-4o-mini"], pc["cost_usd"]["claude-haiku-4-5"]
+    return (f"{o['paged_cached']:.4f} / {o['full_cached']:.4f}, "
+            f"{a['paged_cached']:.4f} / {a['full_cached']:.4f}")
+
+
 def main() -> None:
     from copage.eval.datasets import load_dataset
 
@@ -109,14 +116,15 @@ def main() -> None:
         print(f"first {args.turns} turns through PagedChat(recall_mode={args.mode!r}); "
               f"settings {settings or 'defaults'}; chat options {chat_options or 'defaults'}")
         print(f"{'conversation':12s} {'requests':>8s} {'stats() median':>14s} "
-              f"{'sent median':>11s} {'sent mean':>9s} {'filled turns':>12s}")
+              f"{'sent median':>11s} {'sent mean':>9s} {'filled turns':>12s}  "
+              "stats() USD, paged cached / full cached: gpt-4o-mini, claude-haiku-4-5")
         for path in args.files:
             for conv in load_dataset(path, seed=0).conversations:
                 pc, shares, filled = replay_chat(conv.turns, args.turns, settings, args.mode,
                                                  chat_options)
                 print(f"{conv.id:12s} {len(shares):8d} {pc['prefix_share_median']:14.3f} "
                       f"{statistics.median(shares):11.3f} {statistics.fmean(shares):9.3f} "
-                      f"{filled:12d}")
+                      f"{filled:12d}  {_costs(pc)}")
         return
     print(f"first {args.turns} turns, a request after every user turn; settings {settings or 'defaults'}")
     print(f"{'conversation':12s} {'requests':>8s} {'median':>6s} {'mean':>6s}  "

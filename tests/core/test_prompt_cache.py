@@ -105,3 +105,14 @@ def test_without_paging_the_prompt_is_the_whole_history() -> None:
     assert shares[1:] == pytest.approx([(n - 2) / n for n in (3, 5, 7, 9, 11)], abs=0.02)
     pc = mem.stats().prompt_cache
     assert pc is not None and pc["prompt_tokens"] >= pc["full_tokens"] > 0
+
+
+def test_anthropic_cost_writes_only_the_history_before_its_breakpoint() -> None:
+    """What follows the latest assistant message (a fill, the question) is plain input:
+    copage's Anthropic client puts the cache breakpoint there, so it is never written."""
+    # stable 1,500 of 2,000 tokens, 1,200 repeated: 1,200 read, 300 written, 500 input
+    assert request_cost("claude-haiku-4-5", 2000, 1200, 1500) == pytest.approx(
+        (1200 * 0.10 + 300 * 1.25 + 500 * 1.00) / 1e6)
+    assert request_cost("claude-haiku-4-5", 2000, 2000, 900) == pytest.approx(2000 * 1.00 / 1e6)
+    # OpenAI caches any prefix itself: the breakpoint does not matter
+    assert request_cost("gpt-4o-mini", 2000, 2000, 10) == request_cost("gpt-4o-mini", 2000, 2000)

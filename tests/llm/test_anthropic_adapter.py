@@ -81,7 +81,8 @@ async def test_tool_use_roundtrip_and_merged_tool_results() -> None:
             "content": [
                 {"type": "text", "text": "Checking."},
                 {"type": "tool_use", "id": "toolu_a", "name": "recall", "input": {"page": "p3"}},
-                {"type": "tool_use", "id": "toolu_b", "name": "recall", "input": {"page": "p4"}},
+                {"type": "tool_use", "id": "toolu_b", "name": "recall", "input": {"page": "p4"},
+                 "cache_control": {"type": "ephemeral"}},
             ],
         },
         {
@@ -113,8 +114,28 @@ def test_tool_only_assistant_has_no_empty_text_block() -> None:
         ]
     )
     assert msgs[1]["content"] == [
-        {"type": "tool_use", "id": "t", "name": "recall", "input": {"arguments": "not json"}}
+        {"type": "tool_use", "id": "t", "name": "recall", "input": {"arguments": "not json"},
+         "cache_control": {"type": "ephemeral"}}  # the end of the history: a cache breakpoint
     ]
+
+
+def test_the_history_ends_at_one_cache_breakpoint() -> None:
+    """Anthropic caches up to a ``cache_control`` breakpoint: the end of the latest
+    assistant message, so the per-turn rest (a speculative fill, the new question) is
+    not written to the cache; one breakpoint only; none without an assistant turn."""
+    msgs = [{"role": "system", "content": "S"}, {"role": "user", "content": "a"},
+            {"role": "assistant", "content": "b"}, {"role": "user", "content": "c"},
+            {"role": "assistant", "content": "d"}, {"role": "user", "content": "FILL"},
+            {"role": "user", "content": "q"}]
+    _, out = to_anthropic_messages(msgs)
+    marked = [(i, j) for i, m in enumerate(out) for j, b in enumerate(m["content"])
+              if "cache_control" in b]
+    assert marked == [(3, 0)] and out[3]["content"][0] == {
+        "type": "text", "text": "d", "cache_control": {"type": "ephemeral"}}
+    _, plain = to_anthropic_messages(msgs, cache=False)
+    assert not any("cache_control" in b for m in plain for b in m["content"])
+    _, first = to_anthropic_messages([{"role": "user", "content": "hi"}])
+    assert not any("cache_control" in b for m in first for b in m["content"])
 
 
 def test_tool_choice_mapping() -> None:

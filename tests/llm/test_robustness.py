@@ -153,7 +153,8 @@ async def test_anthropic_assistant_first_conversation_starts_with_user() -> None
         await model.complete(ChatRequest(msgs))
     body = srv.received[0]
     assert anthropic_errors(body) == []
-    assert body["messages"][1]["content"] == [{"type": "text", "text": "Hi! How can I help?"}]
+    assert body["messages"][1]["content"] == [{"type": "text", "text": "Hi! How can I help?",
+                                               "cache_control": {"type": "ephemeral"}}]
 
 
 # ---------------------------------------------------------------- sockets

@@ -15,8 +15,12 @@ Prices (USD per 1M input tokens, list prices of 2026-02):
 * ``gpt-4o-mini``: 0.15 input, 0.075 cached input (half). Caching is automatic for
   prompts of 1,024 tokens or more, in steps of 128 tokens past the first 1,024.
 * ``claude-haiku-4-5``: 1.00 input, 0.10 cache read (a tenth), 1.25 cache write.
-  Prompts of 1,024 tokens or more are cached; the part not read from the cache is
-  written to it (one breakpoint at the end of each request).
+  Anthropic caches up to a ``cache_control`` breakpoint, which copage's Anthropic
+  client (``copage.llm.anthropic_convert``) puts at the end of the latest assistant
+  message: the stable history. What comes after it (the user's new message, a
+  speculative fill) is billed as plain input, not written to the cache, since the
+  next request will not repeat it. A stable part of 1,024 tokens or more is cached:
+  what it repeats of the previous request is read, the rest written.
 
 Output tokens are not counted: they do not depend on how the prompt is built.
 The meter lives in memory only (a reopened conversation starts a new count).
@@ -65,13 +69,21 @@ def cached_tokens(model: str, prompt: int, prefix: int) -> int:
     return prefix
 
 
-def request_cost(model: str, prompt: int, prefix: int) -> float:
-    """USD of one request's input under ``model``'s caching rules (see module docstring)."""
+def request_cost(model: str, prompt: int, prefix: int, stable: int | None = None) -> float:
+    """USD of one request's input under ``model``'s caching rules (see module docstring).
+
+    ``stable``: tokens up to the cache breakpoint (Anthropic: the end of the latest
+    assistant message; None: the whole request). OpenAI caches any prefix itself."""
     price = PRICES[model]
-    cached = cached_tokens(model, prompt, prefix)
-    rest = prompt - cached
-    per_rest = price.write if prompt >= MIN_CACHED else price.input
-    return (cached * price.cached + rest * per_rest) / 1e6
+    if model.startswith("gpt"):
+        cached = cached_tokens(model, prompt, prefix)
+        return (cached * price.cached + (prompt - cached) * price.input) / 1e6
+    stable = prompt if stable is None else max(0, min(stable, prompt))
+    if stable < MIN_CACHED:
+        return prompt * price.input / 1e6
+    cached = cached_tokens(model, stable, min(prefix, stable))
+    return (cached * price.cached + (stable - cached) * price.write
+            + (prompt - stable) * price.input) / 1e6
 
 
 def request_parts(messages: Sequence[Mapping[str, Any]],
@@ -144,6 +156,9 @@ class PromptMeter:
                 prefix += self.tokenizer.count(part[:shared]) if shared else 0
             break
         prefix = min(prefix, tokens)
+        # the cache breakpoint: the end of the latest assistant message (the history)
+        last = max((i for i, p in enumerate(parts) if p.startswith("<|assistant|>")), default=-1)
+        stable = sum(counts[p] for p in parts[:last + 1]) if last >= 0 else 0
         self._last, self._counts = parts, counts
         full_prefix = min(self._last_history, full)
         self._last_history = full - question
@@ -160,9 +175,10 @@ class PromptMeter:
         for model, price in PRICES.items():
             c = self.cost[model]
             c["paged"] += tokens * price.input / 1e6
-            c["paged_cached"] += request_cost(model, tokens, prefix)
+            c["paged_cached"] += request_cost(model, tokens, prefix, stable)
             c["full"] += full * price.input / 1e6
-            c["full_cached"] += request_cost(model, full, full_prefix)
+            # full context: the breakpoint after its history (all but the question)
+            c["full_cached"] += request_cost(model, full, full_prefix, full - question)
 
     def summary(self) -> dict[str, Any]:
         """JSON-able figures: requests, median and last prefix share, tokens, costs (USD)."""

@@ -74,12 +74,14 @@ def _blocks(message: Message, names: Mapping[str, str], tools: bool) -> tuple[st
 
 
 def to_anthropic_messages(
-    messages: Sequence[Message], *, tools: bool = True
+    messages: Sequence[Message], *, tools: bool = True, cache: bool = True
 ) -> tuple[str | None, list[dict[str, Any]]]:
     """``(system, messages)`` in Anthropic shape.
 
     With ``tools=False`` (the request offers no tools) tool calls and results are
-    written as text blocks, which Anthropic accepts without a ``tools`` list.
+    written as text blocks, which Anthropic accepts without a ``tools`` list. With
+    ``cache`` (the default) the end of the history is a prompt-cache breakpoint
+    (:func:`mark_history`).
     """
     system: list[str] = []
     out: list[dict[str, Any]] = []
@@ -97,7 +99,24 @@ def to_anthropic_messages(
             out.append({"role": role, "content": blocks})
     if out and out[0]["role"] == "assistant":
         out.insert(0, {"role": "user", "content": [{"type": "text", "text": OPENING_USER_TEXT}]})
+    if cache:
+        mark_history(out)
     return ("\n\n".join(system) if system else None), out
+
+
+CACHE_CONTROL = {"type": "ephemeral"}
+
+
+def mark_history(messages: list[dict[str, Any]]) -> None:
+    """Put Anthropic's prompt-cache breakpoint at the end of the latest assistant
+    message: tools, system and history up to it are cached and read back by the next
+    request; the per-turn rest (the new user message, a speculative fill after the
+    history) is not written to the cache. No assistant message: no breakpoint."""
+    at = next((i for i in range(len(messages) - 1, -1, -1)
+               if messages[i]["role"] == "assistant" and messages[i]["content"]), None)
+    if at is not None:
+        block = messages[at]["content"][-1]
+        messages[at]["content"][-1] = {**block, "cache_control": dict(CACHE_CONTROL)}
 
 
 def to_anthropic_tools(tools: Sequence[ToolSpec]) -> list[dict[str, Any]]:
