@@ -40,7 +40,8 @@ def test_conversation_through_proxy(real_server: LlamaServer, tmp_path: Path) ->
     with RecordingProxy(real_server.base_url) as upstream:
         settings = ServeSettings(upstream=upstream.base_url, store=f"sqlite://{tmp_path}/r.db",
                                  paging=PagerConfig(boundary="fixed_2", resident_pages=1),
-                                 upstream_timeout=120.0, max_recalls=1)
+                                 upstream_timeout=120.0, max_recalls=1,
+                                 recall_mode="tool")
         with ServerThread(create_app(settings)) as srv:
             client = openai.OpenAI(base_url=srv.url + "/v1", api_key="unused", max_retries=0)
             history: list[dict[str, Any]] = []
@@ -84,7 +85,8 @@ def test_streaming_through_proxy_to_a_real_server(real_server: LlamaServer,
 
     settings = ServeSettings(upstream=real_server.base_url, store=f"sqlite://{tmp_path}/s.db",
                              paging=PagerConfig(boundary="fixed_2", resident_pages=1),
-                             upstream_timeout=120.0, max_recalls=1)
+                             upstream_timeout=120.0, max_recalls=1,
+                                 recall_mode="tool")
     with ServerThread(create_app(settings)) as srv:
         client = openai.OpenAI(base_url=srv.url + "/v1", api_key="unused", max_retries=0)
         raw = client.chat.completions.with_raw_response.create(
@@ -104,3 +106,35 @@ def test_streaming_through_proxy_to_a_real_server(real_server: LlamaServer,
     assert usage is not None and usage.completion_tokens > 0
     assert stored.turns[-1].role == "assistant"
     assert stored.turns[-1].text == "".join(t for _, t in got)
+
+
+def test_proxy_at_its_default_recall_mode_shows_the_matching_page(real_server: LlamaServer,
+                                                                   tmp_path: Path) -> None:
+    """``copage serve``'s default recall mode (speculative): no recall tool and no
+    bookmark list go upstream; the evicted page matching the question is shown, for that
+    request only, just before it; the model's server renders it as sent."""
+    from copage.session.modes import DEFAULT_RECALL_MODE
+
+    assert DEFAULT_RECALL_MODE == "speculative"
+    with RecordingProxy(real_server.base_url) as upstream:
+        settings = ServeSettings(upstream=upstream.base_url, store=f"sqlite://{tmp_path}/d.db",
+                                 paging=PagerConfig(boundary="fixed_2", resident_pages=1),
+                                 upstream_timeout=120.0)
+        with ServerThread(create_app(settings)) as srv:
+            client = openai.OpenAI(base_url=srv.url + "/v1", api_key="unused", max_retries=0)
+            history: list[dict[str, Any]] = []
+            for text in [*FACTS, "Which peanuts and shellfish allergy did I mention?"]:
+                history.append({"role": "user", "content": text})
+                comp = client.chat.completions.create(model="smollm2", messages=history,
+                                                      max_tokens=16, temperature=0)
+                history.append({"role": "assistant",
+                                "content": comp.choices[0].message.content or ""})
+    body = upstream.chats[-1].body
+    assert not body.get("tools")
+    prompt = real_server.evaluated(body, upstream.chats[-1].reply)
+    assert "[p1:" not in prompt  # no bookmark list in this mode
+    texts = [str(m.get("content")) for m in body["messages"]]
+    fill = next(i for i, t in enumerate(texts) if "peanuts &amp; &lt;shellfish&gt;" in t
+                or "peanuts & <shellfish>" in t)
+    assert fill == len(texts) - 2 and "allergy" in texts[-1]  # just before the question
+    assert_verbatim(body, prompt)

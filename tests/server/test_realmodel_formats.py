@@ -41,7 +41,8 @@ def _run(real_server: LlamaServer, tmp_path: Path, fmt: str, api: str) -> None:
         settings = ServeSettings(upstream=upstream.base_url, upstream_api=api,
                                  store=f"sqlite://{tmp_path}/{fmt}.db",
                                  paging=PagerConfig(boundary="fixed_2", resident_pages=1),
-                                 upstream_timeout=120.0, max_recalls=1)
+                                 upstream_timeout=120.0, max_recalls=1,
+                                 recall_mode="tool")
         with ServerThread(create_app(settings)) as srv:
             c = Client(Proxy(srv, None), fmt, model="smollm2", max_tokens=24,  # type: ignore[arg-type]
                        stream=fmt == "responses")

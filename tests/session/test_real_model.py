@@ -66,7 +66,7 @@ async def test_tools_and_recalled_page_reach_the_model_unescaped(
     first_only = lambda n, body: force_tool_call(body, "recall") if n == 0 else body
     with RecordingProxy(real_server.base_url, rewrite=first_only) as proxy:
         model = get_model(f"openai:smollm2@{proxy.base_url}")
-        chat = PagedChat(mem, model, max_tokens=48, enum_pages=True, max_recalls_per_turn=1)
+        chat = PagedChat(mem, model, max_tokens=48, enum_pages=True, max_recalls_per_turn=1, recall_mode="tool")
         report = await chat.send(QUESTION)
     chats = proxy.chats
     first = chats[0]
@@ -107,7 +107,7 @@ async def test_text_protocol_instructions_reach_the_model_unescaped(
     """``#text``: the tool instructions in the system prompt are shown exactly as sent."""
     with RecordingProxy(real_server.base_url) as proxy:
         model = get_model(f"openai:smollm2@{proxy.base_url}#text")
-        chat = PagedChat(memory(), model, max_tokens=24, max_recalls_per_turn=1)
+        chat = PagedChat(memory(), model, max_tokens=24, max_recalls_per_turn=1, recall_mode="tool")
         await chat.send(QUESTION)
     first = proxy.chats[0]
     assert "tools" not in first.body
@@ -125,7 +125,7 @@ async def test_recalled_page_is_in_the_next_prompt(real_server: LlamaServer) -> 
     with RecordingProxy(real_server.base_url, rewrite=lambda n, b: forced_choice(b)) as proxy:
         model = get_model(f"openai:smollm2@{proxy.base_url}")
         # enum_pages: the server's grammar then only allows "p1" or "p2" as the argument.
-        chat = PagedChat(mem, model, max_tokens=48, enum_pages=True, max_recalls_per_turn=1)
+        chat = PagedChat(mem, model, max_tokens=48, enum_pages=True, max_recalls_per_turn=1, recall_mode="tool")
         report = await chat.send(QUESTION, force_recall=True)
     chats = proxy.chats
     assert len(chats) >= 2, f"no recall: {chats[0].reply}"
