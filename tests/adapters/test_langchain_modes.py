@@ -127,6 +127,20 @@ def test_each_mode_runs_its_steps(mode: str, fill: bool, tool: bool) -> None:
     assert ("[p3:" in str(body["messages"][0]["content"])) is tool  # bookmarks with the tool
 
 
+def test_without_the_tool_a_recall_is_refused_and_left_out() -> None:
+    """The engine's rules hold in the default mode: a recall written as text is not
+    served (no tool is offered), the model is told so, and the text is not the answer."""
+    mw = CopageMiddleware(seeded_store(CID), **PAGING)
+    received, returned = _ask(mw, [Reply(text="RECALL p1"), Reply(text="It is 4471.")],
+                              ["What is my gym locker code?"])
+    results = [m["content"] for m in received[1]["messages"] if m["role"] == "tool"]
+    assert results == ["error: pages cannot be recalled now; answer with what you have."]
+    assert returned[-1].content == "It is 4471."
+    mem = mw.memory(CID)
+    assert "p1" in mem.evicted and mem.stats().recalls == 0
+    assert mem.turns[-1].text == "It is 4471."
+
+
 def test_the_fill_allowance_and_threshold_are_passed_on() -> None:
     mw = CopageMiddleware(seeded_store(CID), speculative_tokens=0, **PAGING)
     assert _fills(_ask(mw, [Reply(text="ok")], [QUESTION])[0][0]) == []
