@@ -97,6 +97,25 @@ def test_the_default_mode_shows_the_matching_page_for_the_call_only(run: str) ->
     assert "p3" in mem.evicted  # shown, not made resident
 
 
+def test_after_an_app_tool_call_the_fill_stays_before_the_human_message() -> None:
+    """Every model call of a run gets the fill just before the latest human message,
+    not after the agent's own tool exchange; the state gets none of it."""
+    mw = CopageMiddleware(seeded_store(CID), **PAGING)
+    question = "Weather in Lisbon, and what should I bring to the dentist?"
+    received, returned = _ask(mw, [Reply(tool_calls=[("get_weather", {"city": "Lisbon"})]),
+                                   Reply(text="Sunny; bring your insurance card.")],
+                              [question], tools=[get_weather])
+    for body in received:
+        msgs = body["messages"]
+        at = msgs.index({"role": "user", "content": question})
+        assert _fills(body) == [at - 1] and "Dr Okafor" in str(msgs[at - 1]["content"])
+    assert [m["role"] for m in received[1]["messages"][-2:]] == ["assistant", "tool"]
+    assert [type(m).__name__ for m in returned] == [
+        "HumanMessage", "AIMessage", "ToolMessage", "AIMessage"]
+    assert not any(FILL_HEADER in str(m.content) for m in returned)
+    assert not any(FILL_HEADER in t.text for t in mw.memory(CID).turns)
+
+
 def test_the_request_is_metered_as_sent() -> None:
     """``stats().prompt_cache`` counts what the model got: the fill and the answer-only
     system prompt (not the pager's context with its bookmarks)."""
