@@ -51,7 +51,7 @@ def _text(messages: list[Any]) -> str:
 def test_model_sees_the_paged_view_and_recall_is_served_inside(tmp_path: Path) -> None:
     model = ToolCallingFake(responses=[*_history_replies(), recall("p3"),
                                        AIMessage(content="Bring your insurance card.")])
-    mw = CopageMiddleware(f"sqlite:///{tmp_path / 'c.db'}", **PAGING)
+    mw = CopageMiddleware(f"sqlite:///{tmp_path / 'c.db'}", recall_mode="tool", **PAGING)
     agent = _agent(model, mw, checkpointer=InMemorySaver())
     _play_history(agent, "t1")
     out = agent.invoke({"messages": [HumanMessage("What should I bring to the dentist?")]},
@@ -86,7 +86,7 @@ def test_app_tools_run_beside_recall_and_mixed_replies_page_in() -> None:
         {"name": "get_weather", "args": {"city": "Lisbon"}, "id": "c2", "type": "tool_call"}])
     model = ToolCallingFake(responses=[*_history_replies(), mixed,
                                        AIMessage(content="Sunny; code 4471.")])
-    mw = CopageMiddleware(**PAGING)
+    mw = CopageMiddleware(recall_mode="tool", **PAGING)
     agent = _agent(model, mw, checkpointer=InMemorySaver())
     _play_history(agent, "t2")
     out = agent.invoke({"messages": [HumanMessage("Weather in Lisbon, and my locker code?")]},
@@ -103,11 +103,11 @@ def test_app_tools_run_beside_recall_and_mixed_replies_page_in() -> None:
 def test_history_survives_a_restart_through_the_store(tmp_path: Path) -> None:
     store = f"sqlite:///{tmp_path / 'c.db'}"
     first = ToolCallingFake(responses=_history_replies())
-    _play_history(_agent(first, CopageMiddleware(store, **PAGING),
+    _play_history(_agent(first, CopageMiddleware(store, recall_mode="tool", **PAGING),
                          checkpointer=InMemorySaver()), "t3")
     # A new process: new middleware, new model, an empty checkpointer (or none at all).
     model = ToolCallingFake(responses=[recall("p1"), AIMessage(content="It is 4471.")])
-    mw = CopageMiddleware(store, **PAGING)
+    mw = CopageMiddleware(store, recall_mode="tool", **PAGING)
     out = _agent(model, mw).invoke({"messages": [HumanMessage("My locker code?")]},
                                    {"configurable": {"thread_id": "t3"}})
     assert "[p1:4471" in str(model.seen[0][0].content)
@@ -121,7 +121,7 @@ def test_recall_errors_and_the_cap() -> None:
     model = ToolCallingFake(responses=[
         *_history_replies(), recall("p99", "a"), recall("p1", "b"), recall("p2", "c"),
         AIMessage(content="done")])
-    mw = CopageMiddleware(max_recalls=2, **PAGING)
+    mw = CopageMiddleware(max_recalls=2, recall_mode="tool", **PAGING)
     agent = _agent(model, mw, checkpointer=InMemorySaver())
     _play_history(agent, "t4")
     out = agent.invoke({"messages": [HumanMessage("?")]}, {"configurable": {"thread_id": "t4"}})
@@ -142,7 +142,7 @@ def test_no_conversation_is_a_clear_error() -> None:
 async def test_async_agent() -> None:
     model = ToolCallingFake(responses=[*_history_replies(), recall("p2"),
                                        AIMessage(content="1800 euros.")])
-    mw = CopageMiddleware(conversation_id="fixed", **PAGING)
+    mw = CopageMiddleware(conversation_id="fixed", recall_mode="tool", **PAGING)
     agent = _agent(model, mw, checkpointer=InMemorySaver())
     for role, text in TURNS:
         if role == "user":
@@ -159,7 +159,7 @@ async def test_a_sync_agent_called_inside_a_running_event_loop() -> None:
     """The sync middleware runs the engine's async loop without an event loop of its own."""
     model = ToolCallingFake(responses=[*_history_replies(), recall("p2"),
                                        AIMessage(content="1800 euros.")])
-    mw = CopageMiddleware(**PAGING)
+    mw = CopageMiddleware(recall_mode="tool", **PAGING)
     agent = _agent(model, mw, checkpointer=InMemorySaver())
     _play_history(agent, "t6")  # agent.invoke, while this coroutine's loop is running
     out = agent.invoke({"messages": [HumanMessage("Lisbon budget?")]},

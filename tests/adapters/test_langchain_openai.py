@@ -27,7 +27,7 @@ def test_chat_openai_gets_the_paged_view_and_recalls() -> None:
         model = ChatOpenAI(model="fake-model", base_url=up.url, api_key="sk-test",
                            max_retries=0)
         agent = create_agent(model, tools=[get_weather],
-                             middleware=[CopageMiddleware(store, **PAGING)])
+                             middleware=[CopageMiddleware(store, recall_mode="tool", **PAGING)])
         out = agent.invoke({"messages": [HumanMessage("What should I bring to the dentist?")]},
                            {"configurable": {"thread_id": "t5"}})
     first, second = up.received

@@ -51,7 +51,7 @@ def test_streamed_openai_reply_hides_the_recall(mode: str) -> None:
         model = ChatOpenAI(model="fake-model", base_url=up.url, api_key="sk-test",
                            max_retries=0)
         agent = create_agent(model, tools=[get_weather],
-                             middleware=[CopageMiddleware(_store(), **PAGING)])
+                             middleware=[CopageMiddleware(_store(), recall_mode="tool", **PAGING)])
         inp = {"messages": [HumanMessage(QUESTION)]}
         if mode == "sync":
             streamed = [m for m, _meta in agent.stream(inp, CONFIG, stream_mode="messages")]
@@ -73,7 +73,7 @@ def test_mixed_reply_streams_only_the_app_call() -> None:
         model = ChatOpenAI(model="fake-model", base_url=up.url, api_key="sk-test",
                            max_retries=0)
         agent = create_agent(model, tools=[get_weather],
-                             middleware=[CopageMiddleware(_store(), **PAGING)])
+                             middleware=[CopageMiddleware(_store(), recall_mode="tool", **PAGING)])
         streamed = [m for m, _meta in agent.stream({"messages": [HumanMessage(QUESTION)]},
                                                     CONFIG, stream_mode="messages")]
     _check(streamed, "Sunny; bring your insurance card.")
@@ -82,7 +82,7 @@ def test_mixed_reply_streams_only_the_app_call() -> None:
 
 def test_non_streaming_model_hides_the_recall() -> None:
     model = ToolCallingFake(responses=[recall("p3"), AIMessage(content="Bring the card.")])
-    agent = create_agent(model, tools=[], middleware=[CopageMiddleware(_store(), **PAGING)])
+    agent = create_agent(model, tools=[], middleware=[CopageMiddleware(_store(), recall_mode="tool", **PAGING)])
     streamed = [m for m, _meta in agent.stream({"messages": [HumanMessage(QUESTION)]},
                                                 CONFIG, stream_mode="messages")]
     _check(streamed, "Bring the card.")
@@ -100,7 +100,7 @@ def test_a_recall_written_as_text_is_not_streamed(script: list[Reply], answer: s
         model = ChatOpenAI(model="fake-model", base_url=up.url, api_key="sk-test",
                            max_retries=0)
         agent = create_agent(model, tools=[], middleware=[
-            CopageMiddleware(_store(), max_recalls=1, **PAGING)])
+            CopageMiddleware(_store(), max_recalls=1, recall_mode="tool", **PAGING)])
         streamed = [m for m, _meta in agent.stream({"messages": [HumanMessage(QUESTION)]},
                                                    CONFIG, stream_mode="messages")]
     assert not queue and up.received[0].get("stream") is True
@@ -119,7 +119,7 @@ def test_text_before_a_recall_streams_as_the_answer_has_it(mode: str) -> None:
         model = ChatOpenAI(model="fake-model", base_url=up.url, api_key="sk-test",
                            max_retries=0)
         agent = create_agent(model, tools=[],
-                             middleware=[CopageMiddleware(_store(), **PAGING)])
+                             middleware=[CopageMiddleware(_store(), recall_mode="tool", **PAGING)])
         inp = {"messages": [HumanMessage(QUESTION)]}
         if mode == "sync":
             streamed = [m for m, _meta in agent.stream(inp, CONFIG, stream_mode="messages")]

@@ -2,7 +2,8 @@
 
 PagedChat, the LangChain middleware and the Agents session are each driven
 against the same loopback OpenAI-compatible server with the same script; what
-reaches the model and what comes back as the answer must be the same.
+reaches the model and what comes back as the answer must be the same. In their
+default recall mode (speculative), PagedChat and the middleware send the same fill.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from copage.adapters.langchain import CopageMiddleware
 from copage.llm import get_model
 from copage.server.testing import FakeUpstream, Reply
 from copage.session import PagedChat, RecallLoopError
+from copage.session.speculate import FILL_HEADER
 from copage.stores.memory import MemoryStore
 
 set_tracing_disabled(True)
@@ -50,20 +52,25 @@ def _memory(store: MemoryStore) -> PagedMemory:
     return mem
 
 
-def _paged_chat(url: str, cap: int) -> tuple[str, PagedMemory]:
+def _mode(mode: str | None) -> dict[str, Any]:
+    """The ``recall_mode`` keyword (none: the front end's default)."""
+    return {} if mode is None else {"recall_mode": mode}
+
+
+def _paged_chat(url: str, cap: int, mode: str | None = "tool") -> tuple[str, PagedMemory]:
     mem = _memory(MemoryStore())
     model = get_model(f"openai:fake-model@{url}", api_key="sk-test", max_retries=0)
-    chat = PagedChat(mem, model, max_recalls_per_turn=cap, recall_mode="tool")
+    chat = PagedChat(mem, model, max_recalls_per_turn=cap, **_mode(mode))
     try:
         return chat.send_sync(QUESTION).answer, mem
     finally:
         chat.close()
 
 
-def _langchain(url: str, cap: int) -> tuple[str, PagedMemory]:
+def _langchain(url: str, cap: int, mode: str | None = "tool") -> tuple[str, PagedMemory]:
     store = MemoryStore()
     _memory(store)
-    mw = CopageMiddleware(store, max_recalls=cap, **PAGING)
+    mw = CopageMiddleware(store, max_recalls=cap, **_mode(mode), **PAGING)
     model = ChatOpenAI(model="fake-model", base_url=url, api_key="sk-test", max_retries=0)
     agent = create_agent(model, tools=[], middleware=[mw])
     out = agent.invoke({"messages": [HumanMessage(QUESTION)]},
@@ -90,7 +97,7 @@ def _agents(url: str, cap: int) -> tuple[str, PagedMemory]:
     return str(result.final_output), mem
 
 
-Driver = Callable[[str, int], tuple[str, PagedMemory]]
+Driver = Callable[..., tuple[str, PagedMemory]]
 ALL: dict[str, Driver] = {"paged_chat": _paged_chat, "langchain": _langchain,
                           "agents": _agents}
 # The Agents SDK runs its own model loop: copage serves its recall tool only, so the
@@ -98,11 +105,11 @@ ALL: dict[str, Driver] = {"paged_chat": _paged_chat, "langchain": _langchain,
 LOOP_OWNERS = ["paged_chat", "langchain"]
 
 
-def _run(driver: str, script: list[Reply], cap: int) -> tuple[str, PagedMemory,
-                                                                list[dict[str, Any]]]:
+def _run(driver: str, script: list[Reply], cap: int, **kw: Any
+         ) -> tuple[str, PagedMemory, list[dict[str, Any]]]:
     queue = deque(script)
     with FakeUpstream(lambda _body: queue.popleft()) as up:
-        answer, mem = ALL[driver](up.url, cap)
+        answer, mem = ALL[driver](up.url, cap, **kw)
     assert not queue, f"{len(queue)} scripted replies were not asked for"
     return answer, mem, up.received
 
@@ -186,3 +193,21 @@ def test_text_written_before_a_recall_is_part_of_the_answer(driver: str) -> None
     assert mem.turns[-1].text == answer
     assert len(received) == 2 and "4471" in _tool_results(received[1])[0]
 
+
+
+def test_the_default_mode_sends_the_same_fill() -> None:
+    """PagedChat's default recall mode is the middleware's: the same speculative step
+    (the matching evicted page just before the question, no recall tool) reaches the
+    model the same way, and neither stores the fill."""
+    sent: dict[str, list[tuple[str, str]]] = {}
+    for driver in LOOP_OWNERS:
+        answer, mem, received = _run(driver, [Reply(text="It is 4471.")], 3, mode=None)
+        assert answer == "It is 4471." and len(received) == 1
+        assert not received[0].get("tools")
+        sent[driver] = [(m["role"], str(m["content"])) for m in received[0]["messages"]]
+        assert not any(FILL_HEADER in t.text for t in mem.turns)
+        assert "p1" in mem.evicted  # shown for the turn, not made resident
+    assert sent["paged_chat"] == sent["langchain"]
+    role, fill = sent["langchain"][-2]
+    assert role == "user" and fill.startswith(FILL_HEADER) and "4471" in fill
+    assert sent["langchain"][-1] == ("user", QUESTION)

@@ -72,7 +72,7 @@ def test_langchain_recall_is_framed() -> None:
 
     from copage.adapters.langchain import CopageMiddleware
 
-    mw = CopageMiddleware(**PAGING)
+    mw = CopageMiddleware(recall_mode="tool", **PAGING)
     earlier = mw.pool.store
     mem = PagedMemory(store=earlier, conversation_id="t", **PAGING)
     for role, text in HISTORY:

@@ -5,9 +5,10 @@ the loop of ``PagedChat`` and the proxy. :class:`HandlerCall` stands between the
 
 * the engine's :class:`~copage.llm.types.ChatRequest` becomes the agent's
   ``ModelRequest`` overridden with the paged view: the engine's first messages stand
-  for the view's own message objects (the system text, then the visible messages) and
-  are replaced by them; the messages the engine appends (the model's recall calls and
-  their results) become an ``AIMessage`` (the model's own reply object when its calls
+  for the view's own message objects (the system text, then the visible messages and,
+  in modes with the speculative step, the fill just before the latest human message:
+  :func:`engine_messages`, :func:`filled_view`) and are replaced by them; the
+  messages the engine appends (the model's recall calls and their results) become an ``AIMessage`` (the model's own reply object when its calls
   are exactly the native recall calls) and ``ToolMessage`` s. The tools are the agent's,
   then the recall tool when the engine offers it; ``tool_choice="none"`` (the request
   after the cap) is passed on, otherwise the agent's own choice is kept;
@@ -30,7 +31,14 @@ from typing import Any
 
 from langchain.agents.middleware import ModelRequest, ModelResponse
 from langchain.agents.middleware.types import ExtendedModelResponse
-from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, SystemMessage, ToolMessage
+from langchain_core.messages import (
+    AIMessage,
+    AnyMessage,
+    BaseMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+)
 from langchain_core.messages import ToolCall as LcToolCall
 
 from copage.adapters.langchain.convert import without_calls
@@ -38,6 +46,7 @@ from copage.adapters.langchain.stream import HeldStream, held_stream
 from copage.core.types import ToolCall
 from copage.llm.types import ChatRequest, ChatResponse, Message, StreamEvent, Usage, events_of
 from copage.session.engine import LoopOutcome
+from copage.session.speculate import Filled, Speculation
 from copage.session.textfilter import recall_stub
 
 
@@ -46,9 +55,30 @@ class View:
     """The paged view of one model call."""
 
     system: str  # copage's system text ("" while no page is evicted)
-    messages: list[AnyMessage]
-    tool: dict[str, Any] | None  # the recall tool, offered once a page is evicted
+    messages: list[AnyMessage]  # the speculative fill included, where the engine put it
+    tool: dict[str, Any] | None  # the recall tool (modes with ``tool``, once a page is evicted)
     tool_name: str
+    speculation: Speculation | None = None  # the speculative step's plan (modes with it)
+
+
+def engine_messages(system: str, messages: Sequence[BaseMessage]) -> list[Message]:
+    """The engine's form of a view: the system text, then each message's role and text."""
+    return [{"role": "system", "content": system},
+            *({"role": _role(m), "content": m.text} for m in messages)]
+
+
+def filled_view(messages: Sequence[AnyMessage], sent: Sequence[Message],
+                filled: Filled) -> list[AnyMessage]:
+    """``messages`` (whose engine form is ``sent``, :func:`engine_messages`) with the
+    speculative fill where :func:`copage.session.speculate.speculate` put it in ``sent``
+    (``filled``), as a ``HumanMessage``; unchanged when nothing was paged in."""
+    spec, out = filled.speculation, filled.messages
+    if not spec.paged_in:
+        return list(messages)
+    if len(out) != len(sent) + 1:
+        raise AssertionError("the speculative fill is not one message added to the view")
+    at = next((i for i, (a, b) in enumerate(zip(out, sent)) if a != b), len(sent))
+    return [*messages[:at - 1], HumanMessage(content=spec.text), *messages[at - 1:]]
 
 
 class HandlerCall:
@@ -65,9 +95,8 @@ class HandlerCall:
         system = SystemMessage(content="\n\n".join(parts)) if parts else None
         self.system = system
         # the engine's first messages stand for the system message and the view's messages
-        self.messages: list[Message] = [
-            {"role": "system", "content": system.text if system else ""},
-            *({"role": _role(m), "content": m.text} for m in view.messages)]
+        self.messages: list[Message] = engine_messages(system.text if system else "",
+                                                       view.messages)
         self.recall_tools: list[dict[str, Any]] = [view.tool] if view.tool is not None else []
         self.text_tools = self.recall_tools or [recall_stub(self.name)]
         self.extra: list[AnyMessage] = []  # the engine's appended messages, converted

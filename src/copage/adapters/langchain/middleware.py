@@ -1,12 +1,25 @@
 """``CopageMiddleware``: paged memory for LangChain v1 ``create_agent``.
 
 The agent's full message history is kept in a :class:`~copage.PagedMemory`; the
-model is sent only the paged view (the system prompt with copage's preamble and
-the bookmarks of evicted pages, the messages of resident pages and of the open
-page) plus the recall tool. Recall calls are served here, inside the model call,
-like the proxy does: they never reach the agent's tool node or its state. A
-reply that mixes recall calls with the application's tool calls pages the pages
-in and returns only the application's calls.
+model is sent only the paged view: the messages of resident pages and of the open
+page, with the steps of the recall mode (``recall_mode``, the names and the default
+of :class:`~copage.session.PagedChat` and the proxy,
+:data:`~copage.session.modes.DEFAULT_RECALL_MODE`):
+
+* ``speculative``: the evicted pages best matching the latest human message (BM25,
+  :func:`copage.session.speculate.speculate`, the step of ``PagedChat`` and the
+  proxy) are shown in one message just before it, for this model call only: never
+  stored as a turn, never returned to the agent's state;
+* ``tool``: copage's preamble and the bookmarks of evicted pages in the system
+  prompt, and the recall tool. Recall calls are served here, inside the model call,
+  like the proxy does: they never reach the agent's tool node or its state. A reply
+  that mixes recall calls with the application's tool calls pages the pages in and
+  returns only the application's calls.
+
+Without ``tool`` (``speculative``, ``none``) the system prompt gets the short
+answer-only preamble, with no bookmarks and no recall tool
+(:func:`copage.session.prompts.styled`). The request as sent (fill included) is what
+``stats().prompt_cache`` counts (``PagedMemory.meter_request``).
 
 Each model call is one run of the engine's recall loop
 (:func:`copage.session.engine.run_recall_loop`, the loop of ``PagedChat`` and the
@@ -36,16 +49,40 @@ from langchain_core.messages import BaseMessage
 from langgraph.runtime import Runtime
 
 from copage.adapters._pool import ConversationPool
-from copage.adapters.langchain.caller import HandlerCall, View
+from copage.adapters.langchain.caller import HandlerCall, View, engine_messages, filled_view
 from copage.adapters.langchain.convert import from_turn
 from copage.adapters.langchain.history import same, unstored
 from copage.core.config import PagerConfig
 from copage.memory import PagedMemory
 from copage.session.drive import in_worker, iterate_sync
 from copage.session.engine import LoopEnd, LoopSettings, run_recall_loop
+from copage.session.modes import DEFAULT_RECALL_MODE, RecallMode, parse_mode
+from copage.session.prompts import styled
+from copage.session.speculate import DEFAULT_THRESHOLD, DEFAULT_TOKENS, Speculator, speculate
 from copage.stores.base import PageStore
 
 ConversationId = str | Callable[[Runtime[Any]], str] | None
+RECALL_MODES = ("speculative", "tool", "speculative+tool", "none")
+"""The recall modes the middleware runs (``PagedChat``'s, without ``choose`` and ``auto``)."""
+
+
+def middleware_mode(text: str) -> RecallMode:
+    """The middleware's :class:`RecallMode` from a ``recall_mode`` name, validated as
+    :class:`~copage.session.PagedChat`'s (:func:`~copage.session.modes.parse_mode`);
+    ``choose`` and ``auto`` are refused, as the proxy refuses them (``ValueError``)."""
+    valid = ", ".join(RECALL_MODES)
+    if isinstance(text, str) and text.strip().lower() == "auto":
+        raise ValueError("recall_mode 'auto' is not available in CopageMiddleware: "
+                         f"name the steps; valid: {valid}")
+    try:
+        mode = parse_mode(text)
+    except ValueError as err:
+        raise ValueError(f"unknown recall_mode {text!r} for CopageMiddleware; "
+                         f"valid: {valid}") from err
+    if mode.choose:
+        raise ValueError(f"recall_mode {text!r}: CopageMiddleware does not run the choose "
+                         f"step; valid: {valid}")
+    return mode
 
 
 class CopageMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
@@ -59,24 +96,40 @@ class CopageMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         tenant: the owner of the conversations in the store.
         max_recalls: recall calls served per model call; later ones are refused and
             the model is asked to answer.
+        recall_mode: how evicted pages come back: ``speculative`` (the default, as
+            ``PagedChat``'s and the proxy's: the best-matching evicted pages shown
+            before the latest human message, no tool), ``tool`` (the recall tool and
+            the bookmark list), ``speculative+tool`` or ``none`` (see module docstring).
+        speculative_tokens: the speculative fill's allowance per model call (tokens).
+        speculative_threshold: minimal normalised BM25 score of the best evicted page
+            for a fill (:mod:`copage.session.speculate`).
         config: paging settings of new conversations, or give them as keywords
             (``boundary="fixed_10"``, ``policy="lru"``, ``resident_pages=5``, ...).
     """
 
     def __init__(self, store: PageStore | str | None = None, *,
                  conversation_id: ConversationId = None, tenant: str = "default",
-                 max_recalls: int = 3, config: PagerConfig | None = None,
-                 **settings: Any) -> None:
+                 max_recalls: int = 3, recall_mode: str = DEFAULT_RECALL_MODE,
+                 speculative_tokens: int = DEFAULT_TOKENS,
+                 speculative_threshold: float = DEFAULT_THRESHOLD,
+                 config: PagerConfig | None = None, **settings: Any) -> None:
         super().__init__()
         if config is not None and settings:
             raise ValueError("give either config= or individual settings, not both")
         if max_recalls < 0:
             raise ValueError(f"max_recalls must be >= 0, got {max_recalls}")
+        self.mode = middleware_mode(recall_mode)
+        self.speculator = Speculator(speculative_threshold, tokens=speculative_tokens)
         self.pool = ConversationPool(store, config or PagerConfig(**settings))
         self.conversation_id = conversation_id
         self.tenant = tenant
         self.max_recalls = max_recalls
         self.tools = []
+
+    @property
+    def recall_mode(self) -> str:
+        """The recall mode's canonical name (e.g. ``speculative``)."""
+        return self.mode.name
 
     # ------------------------------------------------------------- memory side
     def memory(self, conversation_id: str) -> PagedMemory:
@@ -115,19 +168,23 @@ class CopageMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
                 mem.add(role, text, **meta)
 
     @contextmanager
-    def _opened(self, cid: str, messages: Sequence[BaseMessage]
-                ) -> Iterator[tuple[PagedMemory, View]]:
-        """The conversation, locked for the block, with ``messages`` stored; its view."""
+    def _opened(self, cid: str, request: ModelRequest[Any]
+                ) -> Iterator[tuple[PagedMemory, HandlerCall]]:
+        """The conversation, locked for the block, with the request's messages stored;
+        the model call of its view (metered as it is sent)."""
         with self.pool.use(cid, tenant=self.tenant, create=True) as mem:
-            self._ingest(mem, messages)
-            yield mem, self._view(mem, messages)
+            self._ingest(mem, request.messages)
+            call = HandlerCall(request, self._view(mem, request.messages))
+            mem.meter_request(call.messages, call.recall_tools)  # what is sent, fill included
+            yield mem, call
 
     def _prepare(self, cid: str, messages: Sequence[BaseMessage]) -> View:
-        with self._opened(cid, messages) as (_mem, view):
-            return view
+        with self.pool.use(cid, tenant=self.tenant, create=True) as mem:
+            self._ingest(mem, messages)
+            return self._view(mem, messages)
 
     def _view(self, mem: PagedMemory, messages: Sequence[BaseMessage]) -> View:
-        ctx = mem.context()
+        ctx = mem.context(meter=False)  # the request is metered as sent (_opened)
         turns = [t for t in mem.visible_turns() if t.role != "system"]
         # the state's own message objects for the visible turns: when the state holds
         # them (a checkpointer) they are its latest messages, so only its tail is looked at
@@ -144,11 +201,22 @@ class CopageMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
                 i = at.get(t.id, len(messages))
                 if t.id not in by_id and i < len(messages) and same(messages[i], t):
                     by_id[t.id] = messages[i]
-        shown = [m if (m := by_id.get(t.id)) is not None else from_turn(t) for t in turns]
-        head = ctx.messages[0] if ctx.messages else {}
+        shown: list[Any] = [m if (m := by_id.get(t.id)) is not None else from_turn(t)
+                            for t in turns]
+        # the mode's prompt: without the tool, the answer-only preamble (no bookmarks)
+        sys_msgs, tools = styled("paper", mem, ctx.messages[:1], ctx.tools,
+                                 offer_tool=self.mode.tool)
+        head = sys_msgs[0] if sys_msgs else {}
         system = str(head["content"]) if head.get("role") == "system" else ""
-        tool = dict(ctx.tools[0]) if ctx.tools else None
-        return View(system, shown, tool, mem.config.tool_name)  # type: ignore[arg-type]
+        tool = dict(tools[0]) if tools else None
+        spec = None
+        if self.mode.speculative:  # PagedChat's and the proxy's step, on the engine's form
+            sent = engine_messages(system, shown)
+            text = next((str(m["content"]) for m in reversed(sent) if m["role"] == "user"), "")
+            if text.strip():
+                filled = speculate(self.speculator, mem, sent, text)
+                shown, spec = filled_view(shown, sent, filled), filled.speculation
+        return View(system, shown, tool, mem.config.tool_name, spec)
 
     def _record(self, cid: str, messages: Sequence[BaseMessage]) -> None:
         with self.pool.use(cid, tenant=self.tenant, create=True) as mem:
@@ -157,15 +225,15 @@ class CopageMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     def _settings(self) -> LoopSettings:
         # client_tools=(): every call of another tool than recall is the agent's own,
         # ends the loop and is returned (the agent's tools are added by HandlerCall)
-        return LoopSettings(max_recalls=self.max_recalls, client_tools=())
+        return LoopSettings(max_recalls=self.max_recalls, offer_recall=self.mode.tool,
+                            client_tools=())
 
     # ------------------------------------------------------------ agent hooks
     def wrap_model_call(self, request: ModelRequest[Any],
                         handler: Callable[[ModelRequest[Any]], Any]) -> Any:
         """Send the paged view; serve recall calls until the model answers."""
         cid = self._conversation(request.runtime)
-        with self._opened(cid, request.messages) as (mem, view):
-            call = HandlerCall(request, view)
+        with self._opened(cid, request) as (mem, call):
             events = run_recall_loop(mem, call.messages, call.recall_tools, self._settings(),
                                      call.sync(handler))
             ends = [e for e in iterate_sync(events) if isinstance(e, LoopEnd)]
@@ -177,8 +245,7 @@ class CopageMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         stored and the view built in a thread of its own:
         :func:`copage.session.drive.in_worker`)."""
         cid = self._conversation(request.runtime)
-        async with in_worker(self._opened(cid, request.messages)) as (mem, view):
-            call = HandlerCall(request, view)
+        async with in_worker(self._opened(cid, request)) as (mem, call):
             ends = [e async for e in run_recall_loop(mem, call.messages, call.recall_tools,
                                                      self._settings(), call.async_(handler))
                     if isinstance(e, LoopEnd)]
