@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from copage.core import prompt
+from copage.core.text import content_words
 from copage.core.tokens import get_tokenizer
 from copage.core.types import PageId, page_id, page_index
 from copage.session.view import PagedView
@@ -116,16 +117,19 @@ class Speculator:
     def ranked(self, pager: PagedView, message: str) -> list[tuple[PageId, float]]:
         """Evicted pages matching ``message`` with their normalised scores, best first
         (ties: the older page); pages scoring 0 are left out."""
-        index = pager.evicted_index
-        if not len(index):
-            return []
-        terms = pager.search_evicted(message).terms
-        if not terms:
-            return []
-        mass = sum(index.idf(t) for t in terms)
-        found = index.score_map(terms)
+        found, mass = self._scores(pager, message)
         order = sorted((k for k, s in found.items() if s > 0), key=lambda k: (-found[k], k))
         return [(page_id(k), found[k] / mass) for k in order]
+
+    @staticmethod
+    def _scores(pager: PagedView, message: str) -> tuple[dict[int, float], float]:
+        """BM25 of the evicted pages holding a query term, and the query's idf mass (one
+        pass over the index: the cost of a turn is that of its terms' postings)."""
+        index = pager.evicted_index
+        terms = tuple(sorted(set(content_words(message)))) if len(index) else ()
+        if not terms:
+            return {}, 1.0
+        return index.score_map(terms), sum(index.idf(t) for t in terms) or 1.0
 
     def score(self, pager: PagedView, message: str) -> tuple[PageId | None, float]:
         """The best evicted page for ``message`` and its normalised score (None, 0.0 if none)."""
@@ -152,13 +156,17 @@ class Speculator:
         """The fill for ``message`` within ``tokens`` (default: :attr:`tokens`); changes nothing."""
         allowance = self.tokens if tokens is None else tokens
         _check_int("speculative_tokens", allowance, low=0, none=False)
-        ranked = self.ranked(pager, message)
-        if not ranked:
+        found, mass = self._scores(pager, message)
+        if not found or max(found.values()) <= 0:
             return Speculation(None, 0.0)
+        high = max(found.values())
+        if high / mass < self.threshold or allowance <= 0:  # most turns: no sort, no fill
+            first = min(k for k, v in found.items() if v == high)
+            return Speculation(page_id(first), high / mass)
+        order = sorted((k for k, v in found.items() if v > 0), key=lambda k: (-found[k], k))
+        ranked = [(page_id(k), found[k] / mass) for k in order]
         best, top = ranked[0]
-        if top < self.threshold or allowance <= 0:
-            return Speculation(best, top)
-        evicted = set(pager.evicted)
+        evicted = set(pager.evicted) if self.neighbours else set()
         room = allowance - _count(pager, FILL_HEADER + "\n" + prompt.RECALLED_NOTE)
         picked: list[PageId] = []
         taken = 0  # pages picked for their own score (the cap counts these)
