@@ -192,7 +192,8 @@ def test_speculative_mode_fills_before_the_question_over_http(make_proxy: Any) -
     history: list[dict[str, Any]] = [{"role": "system", "content": "Be brief."}]
     for fact in FACTS:
         _chat(proxy, history, fact)
-    _chat(proxy, history, "Which city does my sister Marta live in?")
+    raw, _ = _chat(proxy, history, "Which city does my sister Marta live in?")
+    assert json.loads(raw.headers["x-copage-stats"])["filled"][0] == "p1"  # what it showed
     sent = proxy.upstream.received[-1]
     assert "tools" not in sent or not sent["tools"]
     fill, question = sent["messages"][-2], sent["messages"][-1]
@@ -200,6 +201,7 @@ def test_speculative_mode_fills_before_the_question_over_http(make_proxy: Any) -
     assert fill["role"] == "user" and '<page id="p1">' in fill["content"]
     assert "Marta lives in Lisbon" in fill["content"]
     assert "[p1:" not in sent["messages"][0]["content"]  # the answer-only system text
-    _chat(proxy, history, "thanks")  # the next turn: the fill is gone
+    raw, _ = _chat(proxy, history, "thanks")  # the next turn: the fill is gone
+    assert json.loads(raw.headers["x-copage-stats"])["filled"] == []
     again = json.dumps(proxy.upstream.received[-1]["messages"])
     assert "Marta lives in Lisbon" not in again

@@ -130,7 +130,8 @@ class Committer:
         """The ``X-Copage-Stats`` values of a replayed turn (nothing changed)."""
         s = prep.mem.stats()
         return {"pages": s.pages, "resident_pages": len(s.resident),
-                "evicted_pages": s.evicted, "recalls": 0, "recalled": [], "faults": 0,
+                "evicted_pages": s.evicted, "recalls": 0, "recalled": [], "filled": [],
+                "faults": 0,
                 "upstream_calls": 0}
 
     def stats(self, prep: Prep, out: Outcome, after: dict[str, Any]) -> dict[str, Any]:
@@ -157,6 +158,7 @@ class Committer:
             "pages": after["pages"], "resident_pages": len(after["resident"]),
             "evicted_pages": after["evicted"], "recalls": len(out.recalls),
             "recalled": [r.page for r in out.recalls if r.page],
+            "filled": list(out.filled),
             "faults": delta["page_ins"], "upstream_calls": out.calls,
             "prompt_tokens": m["prompt_tokens"], "full_tokens": m["full_tokens"],
             "upstream_prompt_tokens": out.prompt_tokens,

@@ -65,6 +65,7 @@ class Outcome:
     calls: int = 0
     latencies: list[float] = field(default_factory=list)
     recalls: list[RecallRecord] = field(default_factory=list)
+    filled: list[str] = field(default_factory=list)  # pages the speculative fill showed
 
 
 @asynccontextmanager
@@ -105,13 +106,15 @@ def loop_events(
     not (without it, the answer-only prompt of :func:`copage.session.prompts.styled`).
     The ``choose`` step is not run by the proxy (its settings refuse it)."""
     mode = mode or RecallMode()
+    filled: tuple[str, ...] = ()
     ctx = mem.context(meter=False)
     messages, tools = styled("paper", mem, ctx.messages, ctx.tools, offer_tool=mode.tool)
     if mode.speculative:
         text = next((text_of(m.get("content")) for m in reversed(messages)
                      if m.get("role") == "user"), "")
         if text.strip():
-            messages = speculate(speculator or Speculator(), mem, messages, text).messages
+            done = speculate(speculator or Speculator(), mem, messages, text)
+            messages, filled = done.messages, tuple(done.speculation.paged_in)
     mem.meter_request(messages, tools)  # what is sent, fill included
 
     async def checked(request: ChatRequest) -> AsyncIterator[StreamEvent]:
@@ -121,9 +124,23 @@ def loop_events(
                     _check_text(event.response)
                 yield event
 
-    return _as_sent(run_recall_loop(mem, messages, tools,
-                                    settings_for(call, max_recalls, offer_recall=mode.tool),
-                                    checked))
+    return _with_fill(_as_sent(run_recall_loop(
+        mem, messages, tools, settings_for(call, max_recalls, offer_recall=mode.tool),
+        checked)), filled)
+
+
+@dataclass(frozen=True, slots=True)
+class FilledEnd(LoopEnd):
+    """The engine's last event, with the pages the turn's speculative fill showed."""
+
+    filled: tuple[str, ...] = ()
+
+
+async def _with_fill(events: AsyncIterator[LoopEvent], filled: tuple[str, ...]
+                     ) -> AsyncIterator[LoopEvent]:
+    async with closing(events):
+        async for event in events:
+            yield FilledEnd(event.outcome, filled) if isinstance(event, LoopEnd) else event
 
 
 def replay_events(out: Outcome) -> list[TextDelta | ClientToolDelta]:
@@ -142,6 +159,7 @@ def outcome_of(end: LoopEnd, model: ChatModel, latencies: list[float]) -> Outcom
         model=o.response.model or model.name, prompt_tokens=sum(o.usage.prompt_tokens),
         completion_tokens=o.usage.completion_tokens, calls=o.usage.calls,
         latencies=list(latencies), recalls=list(o.records),
+        filled=list(end.filled) if isinstance(end, FilledEnd) else [],
     )
 
 
