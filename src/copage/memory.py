@@ -16,7 +16,7 @@ from copage.core.config import PagerConfig
 from copage.core.pager import Context, EvictedMatch, Pager, PagerStats, RecallResult
 from copage.core.registry import UnknownNameError
 from copage.core.retrieval import BM25Index
-from copage.core.text import content_words
+from copage.core.text import query_terms
 from copage.core.types import Bookmark, Page, PageId, ToolCall, Turn, page_id, parse_page_arg
 from copage.stores.base import ConversationExists, ConversationNotFound, PageStore, StoreError
 
@@ -602,7 +602,7 @@ class PagedMemory:
         self._live()
         if limit < 1:
             raise ValueError(f"limit must be >= 1, got {limit}")
-        terms = sorted(set(content_words(query)))
+        terms = list(query_terms(query))
         if not terms or not self.pager.evicted:
             return []
         scores = self.pager.evicted_index.score_map(terms)

@@ -40,7 +40,7 @@ from copage.core.paginate import Paginator, ReplayPaginator, Span
 from copage.core.policies import EvictionPolicy, get_policy
 from copage.core.promptcache import PromptMeter
 from copage.core.retrieval import BM25Index, bm25_scores
-from copage.core.text import content_words
+from copage.core.text import content_words, query_terms
 from copage.core.tokens import get_tokenizer
 from copage.core.types import (
     Bookmark,
@@ -446,7 +446,7 @@ class Pager:
     def search_evicted(self, text: str) -> EvictedMatch:
         """The evicted page whose text best matches ``text`` (BM25 with the distinct
         content words of ``text`` as the query; ties: the earliest page)."""
-        terms = tuple(sorted(set(content_words(text))))
+        terms = query_terms(text)
         best = self.evicted_index.best(terms) if terms else None
         if best is None or best.key is None:
             return EvictedMatch(None, 0.0, terms)

@@ -21,3 +21,8 @@ def words(text: str) -> list[str]:
 def content_words(text: str) -> list[str]:
     """Lower-cased word tokens without stopwords and one-character tokens."""
     return [w for w in words(text) if w not in STOPWORDS and len(w) > 1]
+
+
+def query_terms(text: str) -> tuple[str, ...]:
+    """A search query: the distinct content words of ``text``, sorted."""
+    return tuple(sorted(set(content_words(text))))

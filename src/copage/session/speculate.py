@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from copage.core import prompt
-from copage.core.text import content_words
+from copage.core.text import query_terms
 from copage.core.tokens import get_tokenizer
 from copage.core.types import PageId, page_id, page_index
 from copage.session.view import PagedView
@@ -117,16 +117,14 @@ class Speculator:
     def ranked(self, pager: PagedView, message: str) -> list[tuple[PageId, float]]:
         """Evicted pages matching ``message`` with their normalised scores, best first
         (ties: the older page); pages scoring 0 are left out."""
-        found, mass = self._scores(pager, message)
-        order = sorted((k for k, s in found.items() if s > 0), key=lambda k: (-found[k], k))
-        return [(page_id(k), found[k] / mass) for k in order]
+        return _ranked(*self._scores(pager, message))
 
     @staticmethod
     def _scores(pager: PagedView, message: str) -> tuple[dict[int, float], float]:
         """BM25 of the evicted pages holding a query term, and the query's idf mass (one
         pass over the index: the cost of a turn is that of its terms' postings)."""
         index = pager.evicted_index
-        terms = tuple(sorted(set(content_words(message)))) if len(index) else ()
+        terms = query_terms(message) if len(index) else ()
         if not terms:
             return {}, 1.0
         return index.score_map(terms), sum(index.idf(t) for t in terms) or 1.0
@@ -157,14 +155,13 @@ class Speculator:
         allowance = self.tokens if tokens is None else tokens
         _check_int("speculative_tokens", allowance, low=0, none=False)
         found, mass = self._scores(pager, message)
-        if not found or max(found.values()) <= 0:
+        high = max(found.values(), default=0.0)
+        if high <= 0:
             return Speculation(None, 0.0)
-        high = max(found.values())
         if high / mass < self.threshold or allowance <= 0:  # most turns: no sort, no fill
             first = min(k for k, v in found.items() if v == high)
             return Speculation(page_id(first), high / mass)
-        order = sorted((k for k, v in found.items() if v > 0), key=lambda k: (-found[k], k))
-        ranked = [(page_id(k), found[k] / mass) for k in order]
+        ranked = _ranked(found, mass)
         best, top = ranked[0]
         evicted = set(pager.evicted) if self.neighbours else set()
         room = allowance - _count(pager, FILL_HEADER + "\n" + prompt.RECALLED_NOTE)
@@ -231,6 +228,12 @@ def with_fill(messages: Sequence[Mapping[str, Any]], spec: Speculation | None) -
     at = max((i for i, m in enumerate(out) if m.get("role") == "user"), default=len(out))
     out.insert(at, {"role": "user", "content": spec.text})
     return out
+
+
+def _ranked(found: Mapping[int, float], mass: float) -> list[tuple[PageId, float]]:
+    """Pages scoring above 0, best first (ties: the older page), scores normalised."""
+    order = sorted((k for k, s in found.items() if s > 0), key=lambda k: (-found[k], k))
+    return [(page_id(k), found[k] / mass) for k in order]
 
 
 @dataclass(frozen=True, slots=True)

@@ -57,7 +57,7 @@ from copage.core.config import PagerConfig
 from copage.core.pager import Pager
 from copage.core.paginate import paginate
 from copage.core.retrieval import BM25Index
-from copage.core.text import content_words
+from copage.core.text import content_words, query_terms
 from copage.core.tokens import default_tokenizer
 from copage.core.types import PageId, page_id, page_index
 from copage.eval.datasets.model import Conversation, Probe
@@ -567,7 +567,7 @@ class BookmarkConversation:
             for pid, text in zip(state.evicted, state.evicted_text, strict=True):
                 index.add(page_index(pid), content_words(text))
             self._indexes[state.evicted] = index
-        best = self._indexes[state.evicted].best(sorted(set(content_words(str(args.get("query", question))))))
+        best = self._indexes[state.evicted].best(query_terms(str(args.get("query", question))))
         return page_id(best.key) if best.key is not None else None
 
     def _page_message_tokens(self, pid: PageId) -> int:
