@@ -85,7 +85,7 @@ def upstream_main(port: int, chunk_delay: float = 0.0, words: int = 16) -> None:
     """The scripted upstream (run in its own process): recall on 'RECALL', else echo;
     with ``chunk_delay`` (``--stream``) every request gets ``words`` words: streamed one
     per chunk, ``chunk_delay`` apart, or whole after as long as the stream would take."""
-    from copage.server.testing import FakeUpstream, Reply, echo
+    from copage.llm.fake_server import FakeServer, Reply, echo
 
     def respond(body: dict[str, Any]) -> Reply:
         if chunk_delay:  # --stream: an answer that takes as long streamed or not
@@ -100,7 +100,7 @@ def upstream_main(port: int, chunk_delay: float = 0.0, words: int = 16) -> None:
             return Reply(tool_calls=[("recall", {"page": "p1"})])
         return echo(body)
 
-    FakeUpstream(respond, record=False, port=port).start()._thread.join()
+    FakeServer(respond, record=False, port=port).start()._thread.join()
 
 
 def free_port() -> int:

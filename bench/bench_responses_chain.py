@@ -14,9 +14,10 @@ import time
 
 import openai
 
+from copage.llm.fake_server import FakeServer, echo
 from copage.server.app import create_app
 from copage.server.settings import ServeSettings
-from copage.server.testing import FakeUpstream, ServerThread, echo
+from copage.server.testing import ServerThread
 
 
 def main() -> None:
@@ -24,7 +25,7 @@ def main() -> None:
     ap.add_argument("--turns", type=int, default=400)
     ap.add_argument("--window", type=int, default=20, help="requests averaged per point")
     args = ap.parse_args()
-    with FakeUpstream(echo, record=False) as up, tempfile.TemporaryDirectory() as d:
+    with FakeServer(echo, record=False) as up, tempfile.TemporaryDirectory() as d:
         app = create_app(ServeSettings(upstream=up.url, store=f"sqlite://{d}/b.db"))
         with ServerThread(app) as srv:
             c = openai.OpenAI(base_url=srv.url + "/v1", api_key="x", max_retries=0)

@@ -23,7 +23,7 @@ from agents.memory import Session
 from openai import AsyncOpenAI
 
 from copage.adapters.agents import CopageSession
-from copage.server.testing import FakeUpstream, Reply
+from copage.llm.fake_server import FakeServer, Reply
 
 set_tracing_disabled(True)  # no trace export: tests are offline
 
@@ -68,7 +68,7 @@ async def test_runner_gets_the_paged_view_and_recalls(tmp_path: Path) -> None:
     await session.add_items(_history())
     script = deque([Reply(tool_calls=[("recall", {"page": "p3"})]),
                     Reply(text="Bring your insurance card.")])
-    with FakeUpstream(lambda _body: script.popleft()) as up:
+    with FakeServer(lambda _body: script.popleft()) as up:
         result = await Runner.run(_agent(up.url, session), "What should I bring to the dentist?",
                                   session=session)
     assert result.final_output == "Bring your insurance card."
@@ -98,7 +98,7 @@ async def test_app_tools_are_stored_with_their_outputs() -> None:
     session = CopageSession("bob", **PAGING)
     script = deque([Reply(tool_calls=[("get_weather", {"city": "Lisbon"})]),
                     Reply(text="Sunny.")])
-    with FakeUpstream(lambda _body: script.popleft()) as up:
+    with FakeServer(lambda _body: script.popleft()) as up:
         await Runner.run(_agent(up.url, session), "Weather in Lisbon?", session=session)
     items = await session.get_items()
     kinds = [i.get("type", "message") for i in items]

@@ -16,14 +16,14 @@ from langchain_openai import ChatOpenAI
 from lc_helpers import get_weather, seeded_store
 
 from copage.adapters.langchain import CopageMiddleware
-from copage.server.testing import FakeUpstream, Reply
+from copage.llm.fake_server import FakeServer, Reply
 
 
 def test_chat_openai_gets_the_paged_view_and_recalls() -> None:
     store = seeded_store("t5")
     script = deque([Reply(tool_calls=[("recall", {"page": "p3"})]),
                     Reply(text="Bring your insurance card.")])
-    with FakeUpstream(lambda _body: script.popleft()) as up:
+    with FakeServer(lambda _body: script.popleft()) as up:
         model = ChatOpenAI(model="fake-model", base_url=up.url, api_key="sk-test",
                            max_retries=0)
         agent = create_agent(model, tools=[get_weather],

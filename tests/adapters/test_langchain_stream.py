@@ -17,7 +17,7 @@ from langchain_openai import ChatOpenAI
 from lc_helpers import ToolCallingFake, get_weather, recall, seeded_store
 
 from copage.adapters.langchain import CopageMiddleware
-from copage.server.testing import FakeUpstream, Reply
+from copage.llm.fake_server import FakeServer, Reply
 from copage.stores.memory import MemoryStore
 
 QUESTION = "What should I bring to the dentist?"
@@ -47,7 +47,7 @@ def _check(streamed: list[Any], answer: str) -> None:
 def test_streamed_openai_reply_hides_the_recall(mode: str) -> None:
     script = deque([Reply(tool_calls=[("recall", {"page": "p3"})]),
                     Reply(text="Bring your insurance card.")])
-    with FakeUpstream(lambda _body: script.popleft()) as up:
+    with FakeServer(lambda _body: script.popleft()) as up:
         model = ChatOpenAI(model="fake-model", base_url=up.url, api_key="sk-test",
                            max_retries=0)
         agent = create_agent(model, tools=[get_weather],
@@ -69,7 +69,7 @@ def test_mixed_reply_streams_only_the_app_call() -> None:
     script = deque([Reply(tool_calls=[("recall", {"page": "p3"}),
                                       ("get_weather", {"city": "Lisbon"})]),
                     Reply(text="Sunny; bring your insurance card.")])
-    with FakeUpstream(lambda _body: script.popleft()) as up:
+    with FakeServer(lambda _body: script.popleft()) as up:
         model = ChatOpenAI(model="fake-model", base_url=up.url, api_key="sk-test",
                            max_retries=0)
         agent = create_agent(model, tools=[get_weather],
@@ -96,7 +96,7 @@ def test_non_streaming_model_hides_the_recall() -> None:
 ])
 def test_a_recall_written_as_text_is_not_streamed(script: list[Reply], answer: str) -> None:
     queue = deque(script)
-    with FakeUpstream(lambda _body: queue.popleft()) as up:
+    with FakeServer(lambda _body: queue.popleft()) as up:
         model = ChatOpenAI(model="fake-model", base_url=up.url, api_key="sk-test",
                            max_retries=0)
         agent = create_agent(model, tools=[], middleware=[
@@ -115,7 +115,7 @@ def test_text_before_a_recall_streams_as_the_answer_has_it(mode: str) -> None:
     the final reply's text: the stream shows the same text."""
     script = deque([Reply(text="Let me look.", tool_calls=[("recall", {"page": "p3"})]),
                     Reply(text="Bring your insurance card.")])
-    with FakeUpstream(lambda _body: script.popleft()) as up:
+    with FakeServer(lambda _body: script.popleft()) as up:
         model = ChatOpenAI(model="fake-model", base_url=up.url, api_key="sk-test",
                            max_retries=0)
         agent = create_agent(model, tools=[],

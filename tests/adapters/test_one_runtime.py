@@ -29,7 +29,7 @@ from copage import PagedMemory, PagerConfig
 from copage.adapters.agents import CopageSession
 from copage.adapters.langchain import CopageMiddleware
 from copage.llm import get_model
-from copage.server.testing import FakeUpstream, Reply
+from copage.llm.fake_server import FakeServer, Reply
 from copage.session import PagedChat, RecallLoopError
 from copage.session.speculate import FILL_HEADER
 from copage.stores.memory import MemoryStore
@@ -108,7 +108,7 @@ LOOP_OWNERS = ["paged_chat", "langchain"]
 def _run(driver: str, script: list[Reply], cap: int, **kw: Any
          ) -> tuple[str, PagedMemory, list[dict[str, Any]]]:
     queue = deque(script)
-    with FakeUpstream(lambda _body: queue.popleft()) as up:
+    with FakeServer(lambda _body: queue.popleft()) as up:
         answer, mem = ALL[driver](up.url, cap, **kw)
     assert not queue, f"{len(queue)} scripted replies were not asked for"
     return answer, mem, up.received

@@ -36,7 +36,8 @@ from typing import Any
 
 import pytest
 
-from copage.server.testing import FakeUpstream, Reply, ServerThread
+from copage.llm.fake_server import FakeServer, Reply
+from copage.server.testing import ServerThread
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -88,13 +89,13 @@ def scripted_model(body: dict[str, Any]) -> Reply:
 
 
 @pytest.fixture(scope="module")
-def model() -> Iterator[FakeUpstream]:
-    with FakeUpstream(scripted_model) as up:
+def model() -> Iterator[FakeServer]:
+    with FakeServer(scripted_model) as up:
         yield up
 
 
 @pytest.fixture(scope="module")
-def proxy(model: FakeUpstream) -> Iterator[str]:
+def proxy(model: FakeServer) -> Iterator[str]:
     from copage.core.config import PagerConfig
     from copage.server.app import create_app
     from copage.server.settings import ServeSettings
@@ -147,7 +148,7 @@ def workdirs(tmp_path_factory: pytest.TempPathFactory) -> dict[Path, Path]:
 
 
 @pytest.mark.parametrize("block", ALL, ids=[f"{b.doc.name}:{b.line}" for b in ALL])
-def test_python_block_runs(block: Block, workdirs: dict[Path, Path], model: FakeUpstream,
+def test_python_block_runs(block: Block, workdirs: dict[Path, Path], model: FakeServer,
                            proxy: str) -> None:
     out = _run(block, workdirs[block.doc], model.url, proxy)
     if block.output is not None:

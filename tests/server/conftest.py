@@ -16,21 +16,22 @@ sys.path.insert(0, str(Path(__file__).parent))
 from proxy_helpers import KEYS, PG_URL, UPSTREAM_KEY, Proxy, script
 
 from copage.core.config import PagerConfig
+from copage.llm.fake_server import FakeServer
 from copage.server.app import create_app
 from copage.server.settings import ServeSettings
-from copage.server.testing import FakeUpstream, ServerThread
+from copage.server.testing import ServerThread
 
 PAGING = PagerConfig(boundary="fixed_2", resident_pages=1)
 
 
 @pytest.fixture
-def upstream() -> Iterator[FakeUpstream]:
-    with FakeUpstream(script) as up:
+def upstream() -> Iterator[FakeServer]:
+    with FakeServer(script) as up:
         yield up
 
 
 @pytest.fixture
-def make_proxy(upstream: FakeUpstream, tmp_path: Path) -> Iterator[Callable[..., Proxy]]:
+def make_proxy(upstream: FakeServer, tmp_path: Path) -> Iterator[Callable[..., Proxy]]:
     started: list[ServerThread] = []
 
     def make(**settings: Any) -> Proxy:

@@ -14,7 +14,8 @@ from typing import Any
 import httpx
 import openai
 
-from copage.server.testing import FakeUpstream, Reply, ServerThread, echo
+from copage.llm.fake_server import FakeServer, Reply, echo
+from copage.server.testing import ServerThread
 
 KEY_A = "sk-proxy-alice-0123456789"
 KEY_B = "sk-proxy-bob-9876543210"
@@ -85,7 +86,7 @@ def stats(headers: Any) -> dict[str, Any]:
 class Proxy:
     """A running proxy and helpers to build clients for it."""
 
-    def __init__(self, server: ServerThread, upstream: FakeUpstream) -> None:
+    def __init__(self, server: ServerThread, upstream: FakeServer) -> None:
         self.server, self.upstream = server, upstream
         self.url = server.url
 

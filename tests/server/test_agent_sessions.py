@@ -13,7 +13,7 @@ from formats import FORMATS, Client
 from proxy_helpers import KEY_A, Proxy, script
 
 from copage.core.config import PagerConfig
-from copage.server.testing import Reply
+from copage.llm.fake_server import Reply
 
 
 def agent_script(body: dict[str, Any]) -> Reply:

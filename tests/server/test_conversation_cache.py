@@ -9,8 +9,8 @@ import openai
 import pytest
 from proxy_helpers import stats
 
+from copage.llm.fake_server import Reply
 from copage.memory import PagedMemory
-from copage.server.testing import Reply
 from copage.session.memcache import MemoryCache
 from copage.stores import open_store
 

@@ -12,7 +12,7 @@ import openai
 import pytest
 from proxy_helpers import Proxy, stats
 
-from copage.server.testing import Reply, echo
+from copage.llm.fake_server import Reply, echo
 
 
 def _send(c: openai.OpenAI, msgs: list[dict[str, Any]], cid: str | None = None,

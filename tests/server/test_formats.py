@@ -14,8 +14,8 @@ import pytest
 from formats import FORMATS, Client
 from proxy_helpers import KEY_A, KEY_B, Proxy
 
+from copage.llm.fake_server import Reply
 from copage.memory import PagedMemory
-from copage.server.testing import Reply
 
 FACTS = ["My sister Marta lives in Lisbon.", "I am allergic to peanuts.",
          "My budget is 450 dollars.", "The meeting moved to Thursday."]

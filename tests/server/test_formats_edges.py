@@ -12,9 +12,10 @@ import httpx
 import pytest
 from proxy_helpers import KEY_A, KEY_B, Proxy
 
+from copage.llm.fake_server import FakeServer
 from copage.server.app import create_app
 from copage.server.settings import ServeSettings
-from copage.server.testing import FakeUpstream, ServerThread
+from copage.server.testing import ServerThread
 
 PATHS = {"chat": "/v1/chat/completions", "responses": "/v1/responses",
          "messages": "/v1/messages"}
@@ -126,14 +127,14 @@ def test_idempotency_key(proxy: Proxy, fmt: str) -> None:
 
 
 @pytest.fixture
-def open_proxy(upstream: FakeUpstream) -> Iterator[ServerThread]:
+def open_proxy(upstream: FakeServer) -> Iterator[ServerThread]:
     settings = ServeSettings(upstream=upstream.url, store="memory://")
     with ServerThread(create_app(settings)) as srv:
         yield srv
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
-def test_browser_guard(open_proxy: ServerThread, upstream: FakeUpstream, fmt: str) -> None:
+def test_browser_guard(open_proxy: ServerThread, upstream: FakeServer, fmt: str) -> None:
     url = open_proxy.url
     port = url.rsplit(":", 1)[1]
     n = len(upstream.received)

@@ -11,7 +11,7 @@ import openai
 import pytest
 from proxy_helpers import KEY_A, KEY_B, UPSTREAM_KEY, Proxy
 
-from copage.server.testing import Reply
+from copage.llm.fake_server import Reply
 
 
 def _post(proxy: Proxy, body: Any, *, raw: bytes | None = None, key: str = KEY_A,

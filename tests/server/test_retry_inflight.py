@@ -20,7 +20,7 @@ import openai
 import pytest
 from proxy_helpers import free_port, spawn_worker
 
-from copage.server.testing import FakeUpstream, Reply, echo
+from copage.llm.fake_server import FakeServer, Reply, echo
 from copage.stores import open_store
 
 
@@ -33,7 +33,7 @@ def serve(tmp_path: Path) -> Iterator[Any]:
     """Start ``copage serve`` at its defaults against an upstream; yields (url, db path)."""
     procs: list[subprocess.Popen[bytes]] = []
 
-    def start(upstream: FakeUpstream, *extra: str) -> tuple[str, Path]:
+    def start(upstream: FakeServer, *extra: str) -> tuple[str, Path]:
         port = free_port()
         data = tmp_path / "xdg"
         proc = spawn_worker(port, upstream.url, "", *extra,
@@ -64,7 +64,7 @@ def _conversations(db: Path) -> list[list[tuple[str, str]]]:
 def test_sdk_retry_of_a_running_first_turn_joins_it(serve: Any, key: str | None) -> None:
     """SDK timeout 2 s, 2 retries, an upstream answering after 5 s: the retries wait for
     the first attempt instead of starting conversations of their own."""
-    with FakeUpstream(_slow(5.0)) as up:
+    with FakeServer(_slow(5.0)) as up:
         url, db = serve(up)
         client = openai.OpenAI(base_url=url + "/v1", api_key="unused", timeout=2.0,
                                max_retries=2)
@@ -91,7 +91,7 @@ def test_sdk_retry_of_a_running_first_turn_joins_it(serve: Any, key: str | None)
 @pytest.mark.parametrize("headers", [{}, {"Idempotency-Key": "k-20"}])
 def test_identical_concurrent_first_turns_make_one_conversation(
         serve: Any, headers: dict[str, str]) -> None:
-    with FakeUpstream(_slow(1.0)) as up:
+    with FakeServer(_slow(1.0)) as up:
         url, db = serve(up)
         body = {"model": "m", "messages": [{"role": "user", "content": "same question"}]}
 
@@ -114,7 +114,7 @@ def test_identical_concurrent_first_turns_make_one_conversation(
 def test_first_attempts_that_say_so_do_not_wait(serve: Any) -> None:
     """Identical requests each marked a first attempt (``X-Stainless-Retry-Count: 0``,
     two users asking the same thing) are not retries: they run side by side."""
-    with FakeUpstream(_slow(1.0)) as up:
+    with FakeServer(_slow(1.0)) as up:
         url, db = serve(up)
         body = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
 
@@ -135,7 +135,7 @@ def test_a_failed_second_look_releases_the_pending_lock(make_proxy: Any) -> None
     import threading
     import time
 
-    with FakeUpstream(_slow(1.5)) as up:
+    with FakeServer(_slow(1.5)) as up:
         proxy = make_proxy(upstream=up.url, keys={}, lock_timeout=3.0)
         index = proxy.state.index
         body = {"model": "m", "messages": [{"role": "user", "content": "once"}]}
@@ -178,7 +178,7 @@ def test_a_turn_committed_between_the_look_and_the_pending_lock_is_found(
     import threading
     import time
 
-    with FakeUpstream(_slow(0.3)) as up:
+    with FakeServer(_slow(0.3)) as up:
         proxy = make_proxy(upstream=up.url, keys={})
         service = proxy.state.service
         original = service._hold_pending

@@ -16,9 +16,10 @@ import openai
 import pytest
 from proxy_helpers import KEY_A, KEYS, UPSTREAM_KEY, Proxy, free_port
 
+from copage.llm.fake_server import FakeServer, Reply
 from copage.server.app import app_from_env, create_app
 from copage.server.settings import ServeSettings
-from copage.server.testing import FakeUpstream, Reply, ServerThread
+from copage.server.testing import ServerThread
 from copage.stores.sqlite import SQLiteStore
 
 AUTH = {"authorization": f"Bearer {KEY_A}"}
@@ -66,7 +67,7 @@ class _ThreadRecordingStore(SQLiteStore):
 
 @pytest.mark.parametrize("mode", ["header", "transparent"])
 def test_large_first_request_is_paged_off_the_event_loop(
-    tmp_path: Path, upstream: FakeUpstream, mode: str,
+    tmp_path: Path, upstream: FakeServer, mode: str,
 ) -> None:
     store = _ThreadRecordingStore(tmp_path / "big.db")
     settings = ServeSettings(upstream=upstream.url, store="memory://", keys=KEYS,
@@ -95,7 +96,7 @@ def test_large_first_request_is_paged_off_the_event_loop(
 
 # ----------------------------------------------------------- 7: browser guard
 @pytest.fixture
-def open_proxy(upstream: FakeUpstream) -> Any:
+def open_proxy(upstream: FakeServer) -> Any:
     """A proxy with no keys (loopback mode), as ``copage serve`` starts by default."""
     settings = ServeSettings(upstream=upstream.url, store="memory://")
     with ServerThread(create_app(settings)) as srv:
@@ -120,7 +121,7 @@ def test_no_key_mode_refuses_rebound_host_names(open_proxy: ServerThread) -> Non
 
 
 def test_cross_origin_and_text_plain_bodies_are_refused(
-    open_proxy: ServerThread, upstream: FakeUpstream,
+    open_proxy: ServerThread, upstream: FakeServer,
 ) -> None:
     url = open_proxy.url
     n = len(upstream.received)
@@ -144,7 +145,7 @@ def test_cross_origin_and_text_plain_bodies_are_refused(
     assert r.status_code == 200
 
 
-def test_cors_allows_listed_origins_only(upstream: FakeUpstream) -> None:
+def test_cors_allows_listed_origins_only(upstream: FakeServer) -> None:
     settings = ServeSettings(upstream=upstream.url, store="memory://", keys=KEYS,
                              cors=("https://app.example",))
     with ServerThread(create_app(settings)) as srv:
@@ -316,7 +317,7 @@ def test_metrics_access_is_an_option(make_proxy: Callable[..., Proxy], mode: str
 
 
 def test_app_from_env_reads_the_variable_its_docstring_names(
-    monkeypatch: pytest.MonkeyPatch, upstream: FakeUpstream,
+    monkeypatch: pytest.MonkeyPatch, upstream: FakeServer,
 ) -> None:
     doc = app_from_env.__doc__ or ""
     names = [w.strip("`,.()") for w in doc.split() if w.strip("`,.()").startswith("COPAGE_")]

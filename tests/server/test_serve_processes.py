@@ -13,14 +13,14 @@ import openai
 import pytest
 from proxy_helpers import KEY_A, KEY_B, UPSTREAM_KEY, free_port, spawn_worker
 
-from copage.server.testing import FakeUpstream, echo
+from copage.llm.fake_server import FakeServer, echo
 
 
 def _run(tmp_path: Path, *extra: str) -> tuple[str, list[str]]:
     """Serve, send turns with the openai SDK, stop; the server's stderr and conversation ids."""
     log = tmp_path / "serve.log"
     ids = []
-    with FakeUpstream(echo) as up, log.open("wb") as err:
+    with FakeServer(echo) as up, log.open("wb") as err:
         port = free_port()
         proc = spawn_worker(port, up.url, f"sqlite://{tmp_path / 's.db'}", *extra,
                             log_level=None, stderr=err, stdout=err)
@@ -67,7 +67,7 @@ def test_every_client_format_against_a_real_serve_process(tmp_path: Path) -> Non
     previous_response_id), Anthropic Messages (create, stream) and deleting."""
     import anthropic
 
-    with FakeUpstream(echo) as up:
+    with FakeServer(echo) as up:
         port = free_port()
         proc = spawn_worker(port, up.url, f"sqlite://{tmp_path / 'f.db'}")
         try:

@@ -4,7 +4,7 @@ the turn is committed when the stream completes, a client that goes away stores 
 
 Clients are the official ``openai`` SDK, LangChain's ``ChatOpenAI`` and ``httpx``
 (to close a connection mid-stream); the upstream is a loopback
-:class:`~copage.server.testing.FakeUpstream` that sleeps between chunks. Times are
+:class:`~copage.llm.fake_server.FakeServer` that sleeps between chunks. Times are
 ``time.monotonic()`` in this process: the upstream runs in a thread of it.
 """
 
@@ -21,8 +21,8 @@ import openai
 import pytest
 from proxy_helpers import KEY_A, KEY_B, Proxy, free_port, spawn_worker
 
+from copage.llm.fake_server import FakeServer, Reply, echo
 from copage.memory import PagedMemory
-from copage.server.testing import FakeUpstream, Reply, echo
 from copage.stores.base import ConversationNotFound
 
 SLOW = "One two three four five six seven eight nine ten."
@@ -71,7 +71,7 @@ def datas(lines: Any) -> Any:
 
 # ------------------------------------------------------------------ time to first token
 def test_openai_sdk_gets_the_first_delta_before_the_upstream_has_finished(
-        make_proxy: Any, upstream: FakeUpstream) -> None:
+        make_proxy: Any, upstream: FakeServer) -> None:
     upstream.responder = slow()
     proxy = make_proxy(store="sqlite")
     raw = proxy.client().chat.completions.with_raw_response.create(
@@ -110,7 +110,7 @@ def test_non_streaming_requests_consume_the_same_turn_without_streaming_upstream
 
 
 def test_langchain_stream_yields_deltas_before_the_upstream_has_finished(
-        make_proxy: Any, upstream: FakeUpstream) -> None:
+        make_proxy: Any, upstream: FakeServer) -> None:
     from langchain_openai import ChatOpenAI
 
     upstream.responder = slow()
@@ -149,7 +149,7 @@ def _facts_then(proxy: Proxy, question: str) -> list[dict[str, Any]]:
 
 
 def test_a_recall_between_two_streamed_replies_streams_both(
-        make_proxy: Any, upstream: FakeUpstream) -> None:
+        make_proxy: Any, upstream: FakeServer) -> None:
     before = "Let me look at the first page."
     after = "Your sister Marta lives in Lisbon."
 
@@ -243,7 +243,7 @@ def test_langchain_tool_round_trip_streamed_continues_one_conversation(proxy: Pr
 
 # ------------------------------------------------------------------ disconnects and errors
 def test_client_closing_mid_stream_stores_nothing_and_releases_the_conversation(
-        make_proxy: Any, upstream: FakeUpstream) -> None:
+        make_proxy: Any, upstream: FakeServer) -> None:
     proxy = make_proxy(store="sqlite")
     cid = "closer-1"
     hdr = {"X-Copage-Conversation": cid}
@@ -277,7 +277,7 @@ def test_client_closing_mid_stream_stores_nothing_and_releases_the_conversation(
 
 
 def test_transparent_first_turn_disconnected_leaves_no_conversation(
-        make_proxy: Any, upstream: FakeUpstream) -> None:
+        make_proxy: Any, upstream: FakeServer) -> None:
     upstream.responder = slow(pause=0.2)
     proxy = make_proxy(store="sqlite")
     http, resp = sse_post(proxy.url, {"model": "fake-model", "stream": True, "messages": [
@@ -294,7 +294,7 @@ def test_transparent_first_turn_disconnected_leaves_no_conversation(
 
 
 def test_upstream_error_mid_stream_is_an_sse_error_event_and_nothing_is_stored(
-        make_proxy: Any, upstream: FakeUpstream) -> None:
+        make_proxy: Any, upstream: FakeServer) -> None:
     proxy = make_proxy(store="sqlite")
     hdr = {"X-Copage-Conversation": "err-1"}
     c = proxy.client(default_headers=hdr)
@@ -325,7 +325,7 @@ def test_upstream_error_mid_stream_is_an_sse_error_event_and_nothing_is_stored(
 
 
 def test_errors_before_the_first_token_are_http_errors(
-        make_proxy: Any, upstream: FakeUpstream) -> None:
+        make_proxy: Any, upstream: FakeServer) -> None:
     upstream.responder = lambda body: Reply(status=429, error="slow down")
     proxy = make_proxy()
     with pytest.raises(openai.RateLimitError):
@@ -335,7 +335,7 @@ def test_errors_before_the_first_token_are_http_errors(
 
 
 def test_a_busy_conversation_is_409_before_the_stream_starts(
-        make_proxy: Any, upstream: FakeUpstream) -> None:
+        make_proxy: Any, upstream: FakeServer) -> None:
     upstream.responder = slow(pause=0.2)
     proxy = make_proxy(lock_timeout=0.3)
     hdr = {"X-Copage-Conversation": "busy-1"}
@@ -369,7 +369,7 @@ def test_tenants_stream_apart(proxy: Proxy) -> None:
 
 # ------------------------------------------------------------------ retries
 def test_sdk_retry_after_a_timeout_streams_the_answer_once(
-        make_proxy: Any, upstream: FakeUpstream) -> None:
+        make_proxy: Any, upstream: FakeServer) -> None:
     calls: list[int] = []
 
     def respond(body: dict[str, Any]) -> Reply:
@@ -389,7 +389,7 @@ def test_sdk_retry_after_a_timeout_streams_the_answer_once(
 
 
 def test_retry_of_a_committed_stream_gets_the_stored_answer_streamed(
-        make_proxy: Any, upstream: FakeUpstream) -> None:
+        make_proxy: Any, upstream: FakeServer) -> None:
     upstream.responder = slow(pause=0.1)
     proxy = make_proxy(store="sqlite")
     body = {"model": "fake-model", "stream": True, "messages": [
@@ -440,7 +440,7 @@ def test_streamed_regenerate_branches(proxy: Proxy) -> None:
 def test_copage_serve_process_streams_at_the_default_log_level(tmp_path: Path) -> None:
     log = tmp_path / "serve.log"
     db = tmp_path / "s.db"
-    with FakeUpstream(slow()) as up, log.open("wb") as err:
+    with FakeServer(slow()) as up, log.open("wb") as err:
         port = free_port()
         proc = spawn_worker(port, up.url, f"sqlite://{db}", log_level=None, stderr=err,
                             stdout=err)
@@ -493,7 +493,7 @@ def test_copage_serve_process_streams_at_the_default_log_level(tmp_path: Path) -
 
 
 def test_postgres_stream_commits_and_a_disconnect_rolls_back(
-        make_proxy: Any, upstream: FakeUpstream, pg_url: str) -> None:
+        make_proxy: Any, upstream: FakeServer, pg_url: str) -> None:
     """The store work of a PostgreSQL turn runs in the pool: the same states."""
     upstream.responder = slow(pause=0.1)
     proxy = make_proxy(store=pg_url)

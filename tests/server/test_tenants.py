@@ -10,7 +10,7 @@ import httpx
 import pytest
 from proxy_helpers import KEY_A, KEY_B, UPSTREAM_KEY, Proxy
 
-from copage.server.testing import Reply
+from copage.llm.fake_server import Reply
 
 SECRET = "Alice's locker code is 7319."
 

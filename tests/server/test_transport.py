@@ -12,6 +12,7 @@ import httpx
 import pytest
 
 from copage.llm.errors import ModelTimeout, RateLimited, UpstreamError
+from copage.llm.fake_server import FakeServer, Reply
 from copage.llm.http_model import HttpChatModel
 from copage.llm.transport import (
     HttpxTransport,
@@ -22,7 +23,6 @@ from copage.llm.transport import (
 )
 from copage.llm.types import ChatRequest
 from copage.server.run import _NoDelayConfig
-from copage.server.testing import FakeUpstream, Reply
 
 Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
 OK = json.dumps({"model": "m", "choices": [{"message": {"content": "hi"},
@@ -136,7 +136,7 @@ def test_transport_choice() -> None:
 
 @pytest.mark.parametrize("kind", ["loopback", "httpx"])
 def test_http_model_over_both_transports(kind: str) -> None:
-    with FakeUpstream(lambda body: Reply(text="pong")) as up:
+    with FakeServer(lambda body: Reply(text="pong")) as up:
         async def run() -> tuple[str, str]:
             transport: Transport = (LoopbackTransport(up.url, 5) if kind == "loopback"
                                     else HttpxTransport(httpx.AsyncClient(timeout=5)))

@@ -18,6 +18,7 @@ from starlette.testclient import TestClient
 
 from copage.core.config import PagerConfig
 from copage.llm.errors import RateLimited
+from copage.llm.fake_server import FakeServer, Reply, echo
 from copage.llm.types import ChatResponse, Usage
 from copage.memory import PagedMemory
 from copage.server import inspector
@@ -27,7 +28,6 @@ from copage.server.metrics import Metrics
 from copage.server.request import parse_call
 from copage.server.service import ProxyService
 from copage.server.settings import ServeSettings
-from copage.server.testing import FakeUpstream, Reply, echo
 from copage.server.transcript import PostgresIndex, SQLiteIndex
 from copage.stores.base import ConversationNotFound
 from copage.stores.memory import MemoryStore
@@ -46,7 +46,7 @@ def client(tmp_path: Path) -> Iterator[Callable[..., TestClient]]:
 
     def make(responder: Callable[[dict[str, Any]], Reply] = echo, store: str = "sqlite",
              **settings: Any) -> TestClient:
-        up = FakeUpstream(responder).__enter__()
+        up = FakeServer(responder).__enter__()
         stack.append(up)
         url = f"sqlite://{tmp_path / 'p.db'}" if store == "sqlite" else store
         settings.setdefault("upstream", up.url)

@@ -18,11 +18,11 @@ from copage.llm.errors import (
     RequestRejected,
     UpstreamError,
 )
+from copage.llm.fake_server import FakeServer, Reply
 from copage.llm.http_model import HttpChatModel
 from copage.llm.sse import events
 from copage.llm.transport import HttpxTransport, LoopbackTransport, Transport
 from copage.llm.types import ChatRequest, StreamEvent, Usage
-from copage.server.testing import FakeUpstream, Reply
 
 REQ = ChatRequest(messages=({"role": "user", "content": "hi"},))
 KEY = "sk-upstream-STREAM-0123456789"
@@ -52,7 +52,7 @@ KINDS = ["loopback", "httpx"]
 @pytest.mark.parametrize("kind", KINDS)
 def test_first_delta_arrives_before_the_upstream_finishes(kind: str) -> None:
     pieces = ["The ", "answer ", "comes ", "in ", "pieces."]
-    with FakeUpstream(lambda b: Reply(text="".join(pieces), pieces=pieces, chunk_delay=0.25)
+    with FakeServer(lambda b: Reply(text="".join(pieces), pieces=pieces, chunk_delay=0.25)
                       ) as up:
         seen_unfinished: list[bool] = []
 
@@ -75,7 +75,7 @@ def test_first_delta_arrives_before_the_upstream_finishes(kind: str) -> None:
 @pytest.mark.parametrize("kind", KINDS)
 def test_tool_call_deltas_are_assembled(kind: str) -> None:
     reply = Reply(tool_calls=[("get_weather", {"city": "Paris"}), ("recall", {"page": "p2"})])
-    with FakeUpstream(lambda b: reply) as up:
+    with FakeServer(lambda b: reply) as up:
         evs = asyncio.run(_collect(_model(up.url, kind)))
     deltas = [e.tool_call for e in evs if e.kind == "tool_call"]
     assert len(deltas) == 6 and {d.index for d in deltas if d} == {0, 1}
@@ -91,7 +91,7 @@ def test_tool_call_deltas_are_assembled(kind: str) -> None:
     (429, RateLimited), (401, AuthError), (400, RequestRejected), (500, UpstreamError)])
 def test_error_statuses_map_like_the_non_streaming_path(kind: str, status: int,
                                                         error: type[Exception]) -> None:
-    with FakeUpstream(lambda b: Reply(status=status, error=f"nope {KEY}")) as up:
+    with FakeServer(lambda b: Reply(status=status, error=f"nope {KEY}")) as up:
         with pytest.raises(error) as streamed:
             asyncio.run(_collect(_model(up.url, kind)))
         with pytest.raises(error) as whole:
@@ -106,7 +106,7 @@ def test_retries_happen_before_the_first_event_only() -> None:
         n["i"] += 1
         return Reply(status=503) if n["i"] == 1 else Reply(text="second try")
 
-    with FakeUpstream(respond) as up:
+    with FakeServer(respond) as up:
         evs = asyncio.run(_collect(_model(up.url, "loopback", retries=2)))
     assert evs[-1].response is not None and evs[-1].response.text == "second try"
     assert n["i"] == 2
@@ -206,7 +206,7 @@ def test_sse_parser_handles_any_split() -> None:
 def test_streamed_calls_reuse_one_kept_alive_connection(kind: str) -> None:
     """After [DONE] the body's end is read (in the background), so the connection goes
     back to the pool: no new TCP (or TLS) handshake before each first token."""
-    with FakeUpstream(lambda b: Reply(text="one two three")) as up:
+    with FakeServer(lambda b: Reply(text="one two three")) as up:
         model = _model(up.url, kind)
 
         async def main() -> list[str]:
@@ -228,7 +228,7 @@ def test_streamed_calls_reuse_one_kept_alive_connection(kind: str) -> None:
 
 def test_a_stale_idle_connection_is_replaced_for_a_stream() -> None:
     """An idle connection the server closed is dropped, and the stream opens a new one."""
-    with FakeUpstream(lambda b: Reply(text="fine")) as up:
+    with FakeServer(lambda b: Reply(text="fine")) as up:
         model = _model(up.url, "loopback")
 
         async def main() -> str:

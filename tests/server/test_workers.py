@@ -13,8 +13,8 @@ import httpx
 import pytest
 from proxy_helpers import KEY_A, free_port, spawn_worker
 
+from copage.llm.fake_server import FakeServer, Reply, echo
 from copage.memory import PagedMemory
-from copage.server.testing import FakeUpstream, Reply, echo
 from copage.stores import open_store
 
 PAGING = ("--boundary", "fixed_4", "-k", "2")
@@ -52,7 +52,7 @@ def _check_consistent(store_url: str, cid: str, expect_users: list[str]) -> None
 @pytest.mark.postgres
 @pytest.mark.slow
 def test_two_workers_on_one_postgres(pg_url: str) -> None:
-    with FakeUpstream(lambda body: Reply(text=echo(body).text, delay=0.01)) as up:
+    with FakeServer(lambda body: Reply(text=echo(body).text, delay=0.01)) as up:
         ports = [free_port(), free_port()]
         procs = [spawn_worker(p, up.url, pg_url, *PAGING) for p in ports]
         try:
@@ -88,7 +88,7 @@ def test_kill_9_mid_request_loses_no_acknowledged_turn(tmp_path: Path) -> None:
     def responder(body: dict[str, Any]) -> Reply:
         return Reply(text=echo(body).text, delay=30.0 if slow.is_set() else 0.0)
 
-    with FakeUpstream(responder) as up:
+    with FakeServer(responder) as up:
         port = free_port()
         proc = spawn_worker(port, up.url, store, *PAGING)
         acked = []
@@ -139,7 +139,7 @@ def test_identical_racing_requests_at_two_workers_are_stored_once(pg_url: str) -
     """A retry is told from its original by the original's commit, not its arrival: an
     identical request that arrived a moment before the one that took the lock first
     (at the other worker) is still its retry, answered from the store."""
-    with FakeUpstream(lambda body: Reply(text=echo(body).text, delay=0.3)) as up:
+    with FakeServer(lambda body: Reply(text=echo(body).text, delay=0.3)) as up:
         ports = [free_port(), free_port()]
         procs = [spawn_worker(p, up.url, pg_url, *PAGING) for p in ports]
         try:

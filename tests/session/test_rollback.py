@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from fake_openai import completion, serve
 from session_helpers import check_pairs, new_memory, state_of
 
 from copage.llm.errors import AuthError, ModelError, ModelTimeout, RateLimited, UpstreamError
+from copage.llm.fake_server import FakeReply, FakeServer, completion
 from copage.llm.openai_model import OpenAIModel
 from copage.llm.scripted import ScriptedModel
 from copage.llm.types import ChatRequest, ChatResponse
@@ -22,6 +22,11 @@ def _store(tmp_path: Path) -> str:
 
 def _reopen(url: str) -> PagedMemory:
     return PagedMemory(store=url, conversation_id="conv")
+
+
+def serve() -> FakeServer:
+    """A fake OpenAI server answering 500 once its script is empty."""
+    return FakeServer(default=FakeReply({"error": {"message": "script empty"}}, status=500))
 
 
 def _fail(_req: ChatRequest) -> ChatResponse:
@@ -59,14 +64,14 @@ async def test_http_errors_roll_back(
     mem = new_memory(url)
     before = state_of(_reopen(url))
     with serve() as fake:
-        fake.add(200, completion(calls=[("c1", "recall", '{"page": "p2"}')]))
-        fake.add(status, body)
+        fake.add(FakeReply(completion(calls=[("c1", "recall", '{"page": "p2"}')])))
+        fake.add(FakeReply(body, status=status))
         model = OpenAIModel("fake", base_url=fake.url, max_retries=0)
         with pytest.raises(error):
             await PagedChat(mem, model, recall_mode="tool").send("budget?")
-        assert len(fake.requests) == 2
-        check_pairs(fake.requests[1]["messages"])
-        assert fake.requests[1]["messages"][-2]["content"] == ""  # local server convention
+        assert len(fake.received) == 2
+        check_pairs(fake.received[1]["messages"])
+        assert fake.received[1]["messages"][-2]["content"] == ""  # local server convention
     assert state_of(_reopen(url)) == before
     assert state_of(mem) == before
 
@@ -76,7 +81,7 @@ async def test_timeout_rolls_back(tmp_path: Path) -> None:
     mem = new_memory(url)
     before = state_of(_reopen(url))
     with serve() as fake:
-        fake.add(200, completion("late"), delay=1.0)
+        fake.add(FakeReply(completion("late"), delay=1.0))
         model = OpenAIModel("fake", base_url=fake.url, max_retries=0, timeout=0.2)
         with pytest.raises(ModelTimeout):
             await PagedChat(mem, model, recall_mode="tool").send("hello?")
@@ -87,13 +92,13 @@ async def test_round_trip_over_http(tmp_path: Path) -> None:
     url = _store(tmp_path)
     mem = new_memory(url)
     with serve() as fake:
-        fake.add(200, completion(calls=[("c1", "recall", '{"page": "p2"}')]))
-        fake.add(200, completion("1200 dollars"))
+        fake.add(FakeReply(completion(calls=[("c1", "recall", '{"page": "p2"}')])))
+        fake.add(FakeReply(completion("1200 dollars")))
         model = OpenAIModel("fake", base_url=fake.url, max_retries=0)
         report = await PagedChat(mem, model, recall_mode="tool").send("budget?")
     assert report.answer == "1200 dollars" and report.recalled_pages == ("p2",)
     assert report.prompt_tokens == (10, 10)
-    tool_msg = fake.requests[1]["messages"][-1]
+    tool_msg = fake.received[1]["messages"][-1]
     assert tool_msg["tool_call_id"] == "c1" and "1200 dollars" in tool_msg["content"]
     again = _reopen(url)
     assert "p2" in again.resident and again.turns[-1].text == "1200 dollars"

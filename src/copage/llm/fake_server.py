@@ -10,8 +10,7 @@ errors, delays; for ``"stream": true`` chunked server-sent events with text and
 tool-call deltas and an optional mid-stream failure, as OpenAI and llama.cpp
 stream). ``/v1/models`` lists its models. It records every request (:class:`Received`:
 body, headers, path, client port) and when each stream ended, so tests assert
-exactly what was sent. ``FakeUpstream`` is the same class under the name the
-proxy's tests use.
+exactly what was sent.
 
 :func:`completion` builds a ``chat.completion`` body for a :class:`FakeReply`,
 :func:`completion_body` the one a :class:`Reply` gets.
@@ -271,10 +270,6 @@ class FakeServer:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
-
-
-FakeUpstream = FakeServer
-"""The same class under the name the proxy's tests use (``FakeUpstream(responder)``)."""
 
 
 def _handler(server: FakeServer) -> type[BaseHTTPRequestHandler]:

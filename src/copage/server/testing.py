@@ -1,8 +1,5 @@
-"""Test and benchmark helpers for the proxy: the fake upstream and a uvicorn thread.
-
-The fake OpenAI-compatible upstream lives in :mod:`copage.llm.fake_server` (the
-one shipped fake server); it is re-exported here for the proxy's tests and
-benchmarks. :class:`ServerThread` runs an ASGI app on a free loopback port.
+"""Test and benchmark helper for the proxy: :class:`ServerThread` runs an ASGI app on a
+free loopback port. (The fake upstream is :class:`copage.llm.fake_server.FakeServer`.)
 """
 
 from __future__ import annotations
@@ -11,17 +8,7 @@ import threading
 import time
 from typing import Any, Self
 
-from copage.llm.fake_server import (
-    FakeUpstream,
-    Reply,
-    Responder,
-    completion_body,
-    echo,
-    stream_events,
-)
-
-__all__ = ["FakeUpstream", "Reply", "Responder", "ServerThread", "completion_body", "echo",
-           "stream_events"]
+__all__ = ["ServerThread"]
 
 
 class ServerThread:
