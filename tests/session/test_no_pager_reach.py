@@ -22,3 +22,24 @@ def test_callers_use_paged_memory_not_its_pager() -> None:
             if REACH.search(line) and not line.lstrip().startswith("#"):
                 found.append(f"{rel}:{n}: {line.strip()}")
     assert not found, "use PagedMemory's own methods:\n" + "\n".join(found)
+
+
+def test_no_front_end_reads_a_pager_attribute() -> None:
+    """Whatever the variable's name (``self._conv.pager``, ``m.pager``, a ``getattr``):
+    outside the core, ``memory.py`` and ``eval/`` (whose bare pagers are its own), no
+    code reads an attribute called ``pager``."""
+    import ast
+
+    found = []
+    for path in sorted(SRC.rglob("*.py")):
+        rel = path.relative_to(SRC).as_posix()
+        if rel.startswith(("core/", "eval/")) or rel == "memory.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            by_name = (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+                       and node.func.id in ("getattr", "setattr") and len(node.args) > 1
+                       and isinstance(node.args[1], ast.Constant)
+                       and node.args[1].value == "pager")
+            if (isinstance(node, ast.Attribute) and node.attr == "pager") or by_name:
+                found.append(f"{rel}:{node.lineno}")
+    assert not found, "use PagedMemory's own methods:\n" + "\n".join(found)
