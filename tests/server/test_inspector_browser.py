@@ -131,8 +131,18 @@ def test_inspector_without_keys_opens_on_the_list(make_proxy: Any, browser: Any)
     c.chat.completions.create(model="m", messages=[{"role": "user", "content": "hello"}])
     browser.get(proxy.url + "/ui")
     browser.execute_script("sessionStorage.clear()")
+    # What a person sees first, before the list's request is answered: every request
+    # takes 800 ms more, so the page is loaded while its API call is still in flight.
+    browser.execute_cdp_cmd("Network.enable", {})
+    browser.execute_cdp_cmd("Network.emulateNetworkConditions", {
+        "offline": False, "latency": 800, "downloadThroughput": -1, "uploadThroughput": -1})
     browser.get(proxy.url + "/ui")
+    assert browser.execute_script("return performance.getEntriesByType('resource')"
+                                  ".filter(e => e.name.includes('/ui/api/')).length") == 0, \
+        "the list's request was already answered: this would not be the first look"
     assert not _shown(browser)["login"], "no login box, not even before the list loads"
+    browser.execute_cdp_cmd("Network.emulateNetworkConditions", {
+        "offline": False, "latency": 0, "downloadThroughput": -1, "uploadThroughput": -1})
     wait = WebDriverWait(browser, 10)
     wait.until(ec.visibility_of_element_located((By.CSS_SELECTOR, "#conversations li")))
     assert _shown(browser) == {"login": False, "main": True, "logout": False}
