@@ -124,7 +124,7 @@ class MemoryStore:
     def stamp(self, conversation_id: str, *, tenant: str = "default"
               ) -> tuple[int, float] | None:
         """``(version, created_at)``, or None if absent: a re-created conversation of the
-        same id has another ``created_at`` (see :mod:`copage.server.memcache`)."""
+        same id has another ``created_at`` (see :mod:`copage.session.memcache`)."""
         with self._mutex:
             c = self._convs.get((tenant, conversation_id))
             return None if c is None else (c.version, c.created_at)

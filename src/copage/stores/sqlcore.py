@@ -104,7 +104,7 @@ class SqlStore(ABC):
     def stamp(self, conversation_id: str, *, tenant: str = "default"
               ) -> tuple[int, float] | None:
         """``(version, created_at)``, or None if absent: a re-created conversation of the
-        same id has another ``created_at`` (see :mod:`copage.server.memcache`)."""
+        same id has another ``created_at`` (see :mod:`copage.session.memcache`)."""
         with self._tx(False) as cur:
             cur.execute(self._q("SELECT version, created_at FROM conversations "
                                 "WHERE tenant=? AND id=?"), (tenant, conversation_id))

@@ -29,11 +29,6 @@ def _keyword_words(keywords: Sequence[str]) -> set[str]:
     return {t.lower for kw in keywords for t in tokenize(kw) if is_content(t.lower)}
 
 
-def keyword_hits(sentence: str, keywords: Sequence[str]) -> int:
-    """Distinct keyword words that occur in ``sentence``."""
-    return len(set(_content(sentence)) & _keyword_words(keywords))
-
-
 def best_snippet(sents: Sequence[str], keywords: Sequence[str]) -> str:
     """The most keyword-dense sentence (hits, then fewer words, then earlier); "" if none."""
     if not sents:

@@ -81,11 +81,6 @@ READERS.register("query", lambda: query_reader)
 READERS.register("choose", lambda: choose_reader)
 
 
-def get_reader(name: str) -> Reader:
-    """The reader of recall kind ``name``; raises ``UnknownNameError`` listing the valid ones."""
-    return READERS.create(name)
-
-
 def rule_question(question: str, names: Collection[str]) -> str:
     """The question's content words without stop words and speaker names (the ``rule``
     trigger's query)."""

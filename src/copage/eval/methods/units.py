@@ -63,11 +63,6 @@ def split_units(turns: Sequence[Turn], boundary: str) -> list[Unit]:
     return [Unit(i, s.start, s.end) for i, s in enumerate(spans)]
 
 
-def window_start(n_turns: int, window: int) -> int:
-    """First turn index of the last ``window`` turns."""
-    return max(0, n_turns - window)
-
-
 def evicted_units(units: Sequence[Unit], start: int) -> list[Unit]:
     """Units with at least one turn before the window start (their early part is outside)."""
     return [u for u in units if u.start < start]

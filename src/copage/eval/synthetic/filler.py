@@ -34,13 +34,9 @@ class _Family:
         return len(self.exchanges) - self.cursor
 
 
-def filler_stream(rng: random.Random, n: int, *, revisit: bool) -> list[Exchange]:
-    """``n`` filler exchanges in topic blocks (see the module docstring)."""
-    return [x.exchange for x in labelled_filler(rng, n, revisit=revisit)]
-
-
 def labelled_filler(rng: random.Random, n: int, *, revisit: bool) -> list[Labelled]:
-    """Like :func:`filler_stream`, each exchange with its block label (same draws from ``rng``).
+    """``n`` filler exchanges in topic blocks (see the module docstring), each with its
+    block label.
 
     Every block gets its own label (``<family>#<block number>``, or ``small-talk#<k>``
     for each small-talk exchange), so a resumed family is a new block.
