@@ -1,23 +1,32 @@
 """One contract every model client passes, against the shipped loopback fake server.
 
 Clients: the OpenAI SDK adapter, the Anthropic SDK adapter, the plain-HTTP client
-(:mod:`copage.llm.http_model`) and the Responses API client. Each is driven over
-real HTTP by :class:`copage.llm.fake_server.FakeServer` speaking its wire format:
+(:mod:`copage.llm.http_model`) and the Responses API client, and every wrapper of a
+model (cache, meter, concurrency bound, the text tool protocol) around the HTTP
+client; :func:`test_every_chat_model_class_is_in_the_contract` keeps that list whole.
+Each is driven over real HTTP by :class:`copage.llm.fake_server.FakeServer`
+speaking its wire format:
 errors (4xx, 5xx, a malformed 200), retries (429 / 5xx, then success; a 4xx is
 not retried), tool calls, and streaming (text deltas, tool-call deltas).
 
 What a client legitimately does not support is said in its :class:`Client` row
 (``native_stream=False``: a client without native streaming goes through the
 one-chunk fallback), and the streaming tests check that fallback instead of
-skipping. Every client here streams natively today.
+skipping. Every network client streams natively today; the text tool protocol
+does not (its calls are read from the whole reply).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import importlib
+import inspect
 import json
+import pkgutil
+import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -33,9 +42,13 @@ from copage.llm import (
     get_model,
     stream,
 )
+from copage.llm.bounded import BoundedModel
+from copage.llm.cache import CachedModel, ResponseCache
 from copage.llm.fake_server import FakeReply, FakeServer, Reply, completion_body, stream_events
 from copage.llm.http_model import HttpChatModel
+from copage.llm.meter import MeteredModel, UsageMeter
 from copage.llm.responses_model import ResponsesModel
+from copage.llm.textmodel import TextProtocolModel
 from copage.llm.transport import transport_for
 
 from .conftest import RECALL_TOOL, SECRET, Sleeps
@@ -149,6 +162,7 @@ class Client:
     path: str
     sse: Callable[[bool], list[Any]] | None  # text (True) or tool-call (False) events
     native_stream: bool = True
+    call_id: str | None = CALL_ID  # None: the client makes its own ids (text protocol)
 
 
 def _openai(srv: FakeServer, sleeps: Sleeps, retries: int) -> ChatModel:
@@ -174,6 +188,22 @@ def _responses(srv: FakeServer, sleeps: Sleeps, retries: int) -> ChatModel:
                           sleep=sleeps, max_retries=retries)
 
 
+def _cached(srv: FakeServer, sleeps: Sleeps, retries: int) -> ChatModel:
+    cache = ResponseCache(Path(tempfile.mkdtemp(prefix="copage-contract-")) / "cache.db")
+    return CachedModel(_http(srv, sleeps, retries), cache)
+
+
+def _text_tool() -> Any:
+    """A text-only model's recall call, written as the text protocol asks."""
+    return completion_body({"model": "fake"}, Reply(text=f"RECALL {ARGS['page']}"), 1)
+
+
+_CHAT_MALFORMED = {"id": "x", "object": "chat.completion", "created": 0, "model": "m",
+                   "choices": []}
+#: A wrapper around the HTTP client speaks its wire format (Chat Completions).
+_WRAPPED = {"text": _chat_text, "tool": _chat_tool, "malformed": _CHAT_MALFORMED,
+            "error": _chat_error, "path": "/v1/chat/completions", "sse": _chat_sse}
+
 CLIENTS = [
     Client("openai-sdk", _openai, _chat_text, _chat_tool,
            {"id": "x", "object": "chat.completion", "created": 0, "model": "m", "choices": []},
@@ -189,6 +219,14 @@ CLIENTS = [
     Client("responses", _responses, lambda: _response([_MESSAGE]), lambda: _response([_CALL]),
            {"id": "resp_1", "object": "response", "status": "completed", "model": "m"},
            _chat_error, "/v1/responses", _responses_sse),
+    Client("cached", _cached, **_WRAPPED),
+    Client("metered", lambda srv, sleeps, retries: MeteredModel(
+        _http(srv, sleeps, retries), UsageMeter()), **_WRAPPED),
+    Client("bounded", lambda srv, sleeps, retries: BoundedModel(
+        _http(srv, sleeps, retries), 1), **_WRAPPED),
+    Client("text-protocol", lambda srv, sleeps, retries: TextProtocolModel(
+        _http(srv, sleeps, retries)), **{**_WRAPPED, "tool": _text_tool, "sse": None},
+        native_stream=False, call_id=None),
 ]
 
 
@@ -219,9 +257,10 @@ async def test_tool_call_reply(client: Client, sleeps: Sleeps) -> None:
             ChatRequest(USER, tools=(RECALL_TOOL,), tool_choice="auto"))
     assert resp.finish_reason == "tool_calls" and len(resp.tool_calls) == 1
     call = resp.tool_calls[0]
-    assert (call.id, call.name, json.loads(call.arguments)) == (CALL_ID, "recall", ARGS)
-    sent = json.dumps(srv.received[0])
-    assert '"recall"' in sent  # the tool was offered
+    assert (call.name, json.loads(call.arguments)) == ("recall", ARGS) and call.id
+    assert client.call_id in (None, call.id)
+    sent = json.dumps(srv.received[0]).lower()
+    assert "recall" in sent  # the tool was offered (natively, or in the text protocol)
 
 
 @pytest.mark.parametrize(("status", "error"), [
@@ -291,7 +330,8 @@ async def test_stream_tool_call_deltas(client: Client, sleeps: Sleeps) -> None:
     final = events[-1].response
     assert events[-1].kind == "done" and final is not None
     assert final.finish_reason == "tool_calls" and len(final.tool_calls) == 1
-    assert (final.tool_calls[0].id, json.loads(final.tool_calls[0].arguments)) == (CALL_ID, ARGS)
+    assert json.loads(final.tool_calls[0].arguments) == ARGS
+    assert client.call_id in (None, final.tool_calls[0].id)
     if client.native_stream:
         assert len(deltas) >= 2 and {d.index for d in deltas} == {0}
         assert json.loads("".join(d.arguments or "" for d in deltas)) == ARGS
@@ -325,3 +365,24 @@ def test_every_client_that_streams_natively_says_so() -> None:
         with FakeServer() as srv:
             model = c.make(srv, Sleeps(), 0)
         assert supports(model, STREAM) == c.native_stream, c.name
+
+
+def test_every_chat_model_class_is_in_the_contract() -> None:
+    """Every class of ``copage.llm`` that answers requests (``complete``) is a row above,
+    or is named here with the reason it is not: a new client or wrapper joins the suite."""
+    import copage.llm as llm_pkg
+    from copage.llm.scripted import ScriptedModel
+
+    not_clients = {ScriptedModel: "a test double: no wire format, its script is its contract"}
+    with FakeServer() as srv:
+        covered = {type(c.make(srv, Sleeps(), 0)) for c in CLIENTS}
+    found = set()
+    for info in pkgutil.iter_modules(llm_pkg.__path__):
+        module = importlib.import_module(f"copage.llm.{info.name}")
+        for _, cls in inspect.getmembers(module, inspect.isclass):
+            if (cls.__module__ == module.__name__ and not cls.__name__.startswith("_")
+                    and callable(getattr(cls, "complete", None))
+                    and not getattr(cls, "_is_protocol", False)):
+                found.add(cls)
+    assert found - covered - set(not_clients) == set()
+    assert {HttpChatModel, TextProtocolModel, CachedModel} <= found  # the walk sees them
