@@ -1,4 +1,5 @@
-"""Every ```python block of README.md and docs/*.md runs, offline.
+"""Every ```python block of README.md and docs/*.md runs, offline; every ``copage``
+command of a ```sh or ```bash block parses with the CLI (:func:`test_shell_command_parses`).
 
 Each document's blocks run in order, each in its own Python process, in one
 fresh directory per document (so a later block sees the files an earlier one
@@ -154,3 +155,51 @@ def test_python_block_runs(block: Block, workdirs: dict[Path, Path], model: Fake
     if block.output is not None:
         assert out.strip() == block.output.strip(), \
             f"{block.doc.name}:{block.line} prints other text than the document shows"
+
+
+def shell_commands(doc: Path) -> list[tuple[int, list[str]]]:
+    """The ``copage ...`` commands of a document's ```sh / ```bash blocks, as argv (a
+    ``\\`` continues a line; ``#`` comments, ``VAR=value`` prefixes, ``&&`` chains and a
+    trailing ``&`` are read as a shell would; a ``$variable`` stands for ``1``)."""
+    import shlex
+
+    text = doc.read_text(encoding="utf-8")
+    out = []
+    for m in _FENCE.finditer(text):
+        if m.group(1) not in ("sh", "bash"):
+            continue
+        first = text.count("\n", 0, m.start()) + 2
+        joined = re.sub(r"\\\n", " ", m.group(2))
+        joined = re.sub(r"\$\{?\w+\}?", "1", joined)  # a shell variable: any value will do
+        for n, line in enumerate(joined.splitlines()):
+            for part in re.split(r"&&|;", " ".join(shlex.split(line, comments=True))):
+                words = shlex.split(part.strip().removesuffix("&"))
+                while words and re.match(r"\w+=", words[0]):
+                    words.pop(0)
+                if words and (words[0] == "copage" or words[0].endswith("/copage")):
+                    out.append((first + n, words[1:]))  # also .venv/bin/copage
+    return out
+
+
+COMMANDS = [(d, n, argv) for d in DOCS for n, argv in shell_commands(d)]
+
+
+def test_there_are_commands_to_parse() -> None:
+    assert {d.name for d, _, _ in COMMANDS} >= {"README.md", "serve.md", "mcp.md", "bench.md"}
+
+
+@pytest.mark.parametrize(("doc", "line", "argv"), COMMANDS,
+                         ids=[f"{d.name}:{n}" for d, n, _ in COMMANDS])
+def test_shell_command_parses(doc: Path, line: int, argv: list[str]) -> None:
+    """Every ``copage`` command a document shows is one the CLI accepts: the command
+    and every option exist and take the values shown (they are parsed, not run: they
+    need keys, servers or hours)."""
+    from copage.cli.main import build_parser
+
+    if any(w.isupper() and w.strip("[].") in ("ID", "SPEC", "DIR", "LIST", "PATH", "DATASET")
+           or w.startswith("[") for w in argv):
+        pytest.skip("a usage line (placeholders), not a command")
+    try:
+        build_parser().parse_args(argv)
+    except SystemExit as e:
+        pytest.fail(f"{doc.name}:{line}: copage {' '.join(argv)} is refused (exit {e.code})")
