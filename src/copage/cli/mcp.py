@@ -6,7 +6,6 @@ import argparse
 import logging
 import os
 import sys
-from pathlib import Path
 
 from copage.cli.paging_args import add_paging_options, paging_settings
 
@@ -56,24 +55,22 @@ def _keys(args: argparse.Namespace) -> dict[str, str]:
 
 def run(args: argparse.Namespace) -> int:
     from copage.adapters.mcp import ConversationPool, create_server, serve_http  # copage[mcp]
-    from copage.cli.serve import _loopback, safe_url
+    from copage.cli.serve import safe_url
+    from copage.cli.startup import check_paging, make_store_dir, refuse_open_without_keys
     from copage.core.config import PagerConfig
-    from copage.core.pager import Pager
     from copage.server.settings import default_store_url
     from copage.session.auth import KeyRing
 
     paging = paging_settings(args)
     config = PagerConfig(**paging)
-    Pager(config)  # unknown names fail here, with the valid ones listed
+    check_paging(config)
     store = args.store or os.environ.get("COPAGE_STORE") or default_store_url()
-    if store.startswith("sqlite://"):
-        Path(store[len("sqlite://"):].split("?")[0]).parent.mkdir(parents=True, exist_ok=True)
+    make_store_dir(store)
     logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     keys = _keys(args) if args.transport == "http" else {}
-    if args.transport == "http" and not keys and not _loopback(args.host):
-        raise ValueError(f"no API keys configured: refusing to listen on {args.host}; "
-                         "set COPAGE_KEYS / --keys-file, or listen on 127.0.0.1")
+    if args.transport == "http":
+        refuse_open_without_keys(keys, args.host, "API keys")
     pool = ConversationPool(store, config)
     server = create_server(pool, tenant=args.tenant)
     # stdout carries the protocol on stdio: everything else goes to stderr.

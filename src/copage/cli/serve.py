@@ -7,7 +7,6 @@ import json
 import logging
 import os
 import sys
-from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
@@ -92,25 +91,15 @@ def safe_url(url: str) -> str:
     return base
 
 
-def _loopback(host: str) -> bool:
-    from copage.llm.guard import is_loopback
-
-    return is_loopback(host)
-
-
 def run(args: argparse.Namespace) -> int:
-    from copage.core.pager import Pager
+    from copage.cli.startup import check_paging, make_store_dir, refuse_open_without_keys
     from copage.server.settings import build_settings
 
     flags: dict[str, Any] = {k: getattr(args, k, None) for k in FLAGS}
     settings = build_settings(flags)
-    Pager(PagerConfig(**settings.paging.to_dict()))  # unknown names fail here, listed
-    if not settings.keys and not _loopback(settings.host):
-        raise ValueError(f"no proxy keys configured: refusing to listen on {settings.host}; "
-                         "set COPAGE_KEYS / --keys-file, or listen on 127.0.0.1")
-    if settings.store.startswith("sqlite://"):
-        Path(settings.store[len("sqlite://"):].split("?")[0]).parent.mkdir(parents=True,
-                                                                        exist_ok=True)
+    check_paging(PagerConfig(**settings.paging.to_dict()))
+    refuse_open_without_keys(settings.keys, settings.host, "proxy keys")
+    make_store_dir(settings.store)
     logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     target = f"upstream {safe_url(settings.upstream)}" if settings.upstream else \

@@ -9,6 +9,7 @@ URLs:
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
@@ -76,6 +77,16 @@ STORES.register("postgresql", _postgres)
 STORES.register("postgres", _postgres)
 
 
+def file_path(url: str) -> Path | None:
+    """The file a store URL names: a SQLite store's (``sqlite://`` or a plain path, the
+    rule :func:`open_store` follows), None for stores without one."""
+    scheme, sep, rest = url.partition("://")
+    if sep and scheme != "sqlite":
+        return None
+    path = (rest if sep else url).partition("?")[0]
+    return Path(path) if path else None
+
+
 def open_store(url: str, **options: Any) -> PageStore:
     """Open the store named by ``url`` (see module docstring); ``options`` go to its class.
 
@@ -108,5 +119,6 @@ __all__ = [
     "UnknownStoreOption",
     "UnknownStoreSetting",
     "VersionConflict",
+    "file_path",
     "open_store",
 ]

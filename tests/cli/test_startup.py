@@ -1,0 +1,73 @@
+"""The server commands' start-up checks (``copage.cli.startup``), shared by ``copage serve``
+and ``copage mcp``, and the store-file rule they use (``copage.stores.file_path``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from copage.cli.startup import make_store_dir, refuse_open_without_keys
+from copage.stores import file_path, open_store
+
+
+# {dir} is absolute: "sqlite://{dir}" is the sqlite:///abs form.
+@pytest.mark.parametrize("form", ["sqlite://{dir}/a.db", "sqlite://{dir}/a.db?synchronous=NORMAL",
+                                  "{dir}/a.db"])
+def test_file_path_is_the_file_open_store_opens(tmp_path: Path, form: str) -> None:
+    url = form.format(dir=tmp_path)
+    store: Any = open_store(url)
+    try:
+        assert file_path(url) == store.path == tmp_path / "a.db"
+    finally:
+        store.close()
+
+
+def test_a_relative_sqlite_url_is_relative_to_the_working_directory(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    store: Any = open_store("sqlite://rel.db")
+    try:
+        assert file_path("sqlite://rel.db") == store.path == Path("rel.db")
+    finally:
+        store.close()
+
+
+@pytest.mark.parametrize("url", ["memory://", "postgresql://u@127.0.0.1:5432/test",
+                                 "postgres://h/db?schema=x"])
+def test_stores_without_a_file(url: str) -> None:
+    assert file_path(url) is None
+    make_store_dir(url)  # nothing to make, no error
+
+
+@pytest.mark.parametrize("form", ["sqlite://{dir}/new/a.db", "{dir}/new/a.db"])
+def test_make_store_dir_for_every_sqlite_form(tmp_path: Path, form: str) -> None:
+    make_store_dir(form.format(dir=tmp_path))
+    assert (tmp_path / "new").is_dir()
+
+
+def test_copage_mcp_makes_the_directory_of_a_plain_store_path(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A plain path is a SQLite store (``open_store``), so ``copage mcp --store PATH``
+    makes its directory as ``copage serve`` does (before: only for ``sqlite://`` URLs,
+    so a plain path in a new directory failed to open)."""
+    pytest.importorskip("mcp")
+    import copage.adapters.mcp as mcp_adapter
+    from copage.cli.main import main
+
+    class Quiet:
+        def run(self, transport: str) -> None:
+            assert transport == "stdio"
+
+    monkeypatch.setattr(mcp_adapter, "create_server", lambda pool, **kw: Quiet())
+    db = tmp_path / "new" / "copage.db"
+    assert main(["mcp", "--store", str(db)]) == 0
+    assert db.parent.is_dir()
+
+
+def test_no_keys_listens_on_loopback_only() -> None:
+    refuse_open_without_keys({}, "127.0.0.1", "API keys")
+    refuse_open_without_keys({"k": "t"}, "0.0.0.0", "API keys")
+    with pytest.raises(ValueError, match="no proxy keys configured: refusing to listen on 0.0.0.0"):
+        refuse_open_without_keys({}, "0.0.0.0", "proxy keys")
