@@ -1,7 +1,8 @@
 """The one rule for conversation ids, shared by every front end.
 
-The proxy (``X-Copage-Conversation``, the inspector's URLs), the MCP tools and
-the OpenAI Agents session all name conversations by id; an id one of them
+The proxy (``X-Copage-Conversation``, the inspector's URLs), the MCP tools, the
+LangChain middleware (its ``thread_id``) and the OpenAI Agents session all name
+conversations by id; an id one of them
 creates (the Agents session's ``ID~pop`` twin, say) must be one the others
 accept. An id is 1-128 ASCII letters, digits and ``_ . : @ ~ -``, starting with
 a letter or digit: safe in an HTTP header, a URL path segment and a file name.

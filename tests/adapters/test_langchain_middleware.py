@@ -139,6 +139,18 @@ def test_no_conversation_is_a_clear_error() -> None:
         _agent(model, CopageMiddleware(**PAGING)).invoke({"messages": [HumanMessage("hi")]})
 
 
+@pytest.mark.parametrize("thread", ["user 42", "a/b", "café"])
+def test_a_thread_id_outside_the_one_id_rule_is_a_clear_error(thread: str) -> None:
+    """What the middleware stores, the proxy, the inspector and MCP must reach
+    (copage.ids); before, any thread_id was stored, and MCP refused to read it."""
+    model = ToolCallingFake(responses=[AIMessage(content="hi")])
+    mw = CopageMiddleware(**PAGING)
+    with pytest.raises(ValueError, match="conversation id .* must be 1-128 characters"):
+        _agent(model, mw).invoke({"messages": [HumanMessage("hi")]},
+                                 {"configurable": {"thread_id": thread}})
+    assert mw.pool.store.list_conversations() == [] and model.seen == []
+
+
 async def test_async_agent() -> None:
     model = ToolCallingFake(responses=[*_history_replies(), recall("p2"),
                                        AIMessage(content="1800 euros.")])

@@ -53,6 +53,7 @@ from copage.adapters.langchain.caller import HandlerCall, View, engine_messages,
 from copage.adapters.langchain.convert import from_turn
 from copage.adapters.langchain.history import same, unstored
 from copage.core.config import PagerConfig
+from copage.ids import check_conversation_id
 from copage.memory import PagedMemory
 from copage.session.drive import in_worker, iterate_sync
 from copage.session.engine import LoopEnd, LoopSettings, run_recall_loop
@@ -138,6 +139,12 @@ class CopageMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
                            tenant=self.tenant, create=False)
 
     def _conversation(self, runtime: Runtime[Any] | None) -> str:
+        """The run's conversation id, under the one id rule (:mod:`copage.ids`): the
+        proxy, its inspector and MCP can then reach what this agent stored."""
+        return check_conversation_id(self._conversation_of(runtime),
+                                     what="the conversation id (conversation_id or thread_id)")
+
+    def _conversation_of(self, runtime: Runtime[Any] | None) -> str:
         if isinstance(self.conversation_id, str):
             return self.conversation_id
         if callable(self.conversation_id):
