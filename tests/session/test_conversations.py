@@ -113,3 +113,18 @@ def test_the_tenant_is_part_of_the_key() -> None:
         pass
     with conv.use("c", tenant="bob", create=_config) as other:
         assert other.turns == []
+
+
+def test_delete_forgets_the_cached_copy_and_the_stored_one(tmp_path: Path) -> None:
+    """The one delete (proxy, MCP, ``copage conversations delete``): under the store's
+    lock, the cached object and the stored rows go; the same id then starts afresh."""
+    convs = Conversations(open_store(f"sqlite://{tmp_path / 'd.db'}"))
+    with convs.use("c", create=_config) as mem:
+        mem.add("user", "remember the blue door")
+    assert convs.cache.holds("default", "c")
+    convs.delete("default", "c")
+    assert not convs.cache.holds("default", "c") and not convs.store.exists("c")
+    with convs.use("c", create=_config) as again:
+        assert again is not mem and again.turns == []
+    with pytest.raises(ConversationNotFound):
+        convs.delete("default", "never-stored")

@@ -53,3 +53,22 @@ def test_the_front_ends_open_through_the_one_opener() -> None:
         assert "MemoryCache" not in calls, rel  # no cache of its own
         assert "take" not in calls, rel  # the opener takes from the cache
         assert "PagedMemory" not in calls, rel
+
+
+def test_only_the_opener_deletes_a_stored_conversation() -> None:
+    """Deleting (lock, forget the cached copy, delete the rows) is written once, in
+    ``Conversations.delete``: the proxy, MCP, the Agents session and ``copage
+    conversations`` call it."""
+    bad = []
+    for path in sorted(SRC.rglob("*.py")):
+        rel = path.relative_to(SRC).as_posix()
+        # server/commit.py undoes the creation of a conversation whose first turn failed,
+        # under the turn's lock: nothing of it was ever cached.
+        if rel.startswith("stores/") or rel in ("session/conversations.py", "server/commit.py"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call) and _name(node.func) == "delete_conversation" \
+                    and isinstance(node.func, ast.Attribute) \
+                    and _name(node.func.value) == "store":
+                bad.append(f"{rel}:{node.lineno}")
+    assert bad == []

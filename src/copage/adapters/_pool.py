@@ -53,9 +53,10 @@ class ConversationPool:
     def _config(self) -> PagerConfig:
         return self.config
 
-    def forget(self, conversation_id: str, *, tenant: str = "default") -> None:
-        """Drop a cached conversation (after deleting it from the store)."""
-        self.conversations.discard(tenant, conversation_id)
+    def delete(self, conversation_id: str, *, tenant: str = "default") -> None:
+        """Delete a conversation from the store and the cache (``ConversationNotFound``
+        if absent)."""
+        self.conversations.delete(tenant, conversation_id)
 
     def close(self) -> None:
         """Close the store."""

@@ -24,6 +24,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 def run(args: argparse.Namespace) -> int:
     from copage.server.settings import default_store_url
+    from copage.session.conversations import Conversations
     from copage.stores import open_store
     from copage.stores.base import ConversationNotFound
 
@@ -42,8 +43,7 @@ def run(args: argparse.Namespace) -> int:
         missing = 0
         for cid in args.ids:
             try:
-                with store.lock(cid, tenant=args.tenant):
-                    store.delete_conversation(cid, tenant=args.tenant)
+                Conversations(store, 0).delete(args.tenant, cid)
             except ConversationNotFound:
                 print(f"copage conversations: no conversation {cid!r} for tenant "
                       f"{args.tenant!r}", file=sys.stderr)

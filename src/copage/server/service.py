@@ -557,9 +557,8 @@ class ProxyService:
 
             def work() -> None:
                 try:
-                    self.conversations.discard(tenant, conversation_id)
                     self.recent.discard(tenant, conversation_id)
-                    self.store.delete_conversation(conversation_id, tenant=tenant)
+                    self.conversations.delete(tenant, conversation_id, locked=True)
                 finally:
                     lock.__exit__(None, None, None)
 

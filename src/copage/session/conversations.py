@@ -30,8 +30,9 @@ come from :func:`read`.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
+from typing import Any
 
 from copage.core.config import PagerConfig
 from copage.memory import PagedMemory
@@ -109,8 +110,18 @@ class Conversations:
         self.cache.put(mem)
 
     def discard(self, tenant: str, conversation_id: str) -> None:
-        """Forget a cached conversation (after deleting it, or when it is not to be trusted)."""
+        """Forget a cached conversation (when it is not to be trusted)."""
         self.cache.discard(tenant, conversation_id)
+
+    def delete(self, tenant: str, conversation_id: str, *, locked: bool = False) -> None:
+        """Delete a stored conversation and forget its cached copy, under the store's
+        lock (``locked=True``: the caller holds it), so a use running on it finishes
+        first. Raises ``ConversationNotFound`` when the tenant has no such conversation."""
+        lock: AbstractContextManager[Any] = nullcontext() if locked else \
+            self.store.lock(conversation_id, tenant=tenant)
+        with lock:
+            self.discard(tenant, conversation_id)
+            self.store.delete_conversation(conversation_id, tenant=tenant)
 
     @contextmanager
     def opened(self, tenant: str, conversation_id: str, create: Create | None = None,

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from typing import Any
 
 from agents import FunctionTool
@@ -93,8 +93,7 @@ class CopageSession:
             n_a = len(self.store.load(a, tenant=self.tenant).turns)
             n_b = len(self.store.load(b, tenant=self.tenant).turns)
             keep, drop = (a, b) if n_a >= n_b else (b, a)
-            self.store.delete_conversation(drop, tenant=self.tenant)
-            self._conversations.discard(self.tenant, drop)
+            self._conversations.delete(self.tenant, drop, locked=True)
             return keep
         return b if has_b else a
 
@@ -209,8 +208,7 @@ class CopageSession:
                     copy.add("system", mem.system)
                 for t in turns[:-1]:
                     copy.add(t.role, t.text, **_meta(t))
-            self.store.delete_conversation(cid, tenant=self.tenant)
-            conversations.discard(self.tenant, cid)
+            conversations.delete(self.tenant, cid, locked=True)
             conversations.put(copy)
         return items_of(last)[-1]
 
@@ -221,9 +219,8 @@ class CopageSession:
     def _clear(self) -> None:
         with self.store.lock(self.session_id, tenant=self.tenant):
             for cid in (self.session_id, self.session_id + POP_SUFFIX):
-                if self.store.exists(cid, tenant=self.tenant):
-                    self.store.delete_conversation(cid, tenant=self.tenant)
-                self._conversations.discard(self.tenant, cid)
+                with suppress(ConversationNotFound):  # the cached copy goes all the same
+                    self._conversations.delete(self.tenant, cid, locked=True)
 
     # ------------------------------------------------------------ the tool
     def recall_tool(self) -> FunctionTool:

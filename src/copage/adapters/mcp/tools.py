@@ -185,9 +185,7 @@ def delete_conversation(pool: ConversationPool, tenant: str, conversation: str) 
     """Delete one of the tenant's conversations from the store and the pool's cache."""
     cid = check_conversation_id(conversation)
     try:
-        with pool.store.lock(cid, tenant=tenant):
-            pool.forget(cid, tenant=tenant)
-            pool.store.delete_conversation(cid, tenant=tenant)
+        pool.delete(cid, tenant=tenant)
     except ConversationNotFound:
         raise unknown_conversation(pool, tenant, cid) from None
     return f"Deleted conversation {cid!r}: its turns, pages and bookmarks are gone."
