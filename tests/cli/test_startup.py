@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from copage.cli.startup import make_store_dir, refuse_open_without_keys
+from copage.cli.startup import make_store_dir, refuse_open_without_keys, store_url
 from copage.stores import file_path, open_store
 
 
@@ -71,3 +71,17 @@ def test_no_keys_listens_on_loopback_only() -> None:
     refuse_open_without_keys({"k": "t"}, "0.0.0.0", "API keys")
     with pytest.raises(ValueError, match="no proxy keys configured: refusing to listen on 0.0.0.0"):
         refuse_open_without_keys({}, "0.0.0.0", "proxy keys")
+
+
+def test_every_command_finds_the_same_store(tmp_path: Path,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """--store, else $COPAGE_STORE, else the default file: the one the proxy's settings
+    pick, so ``copage conversations`` lists what ``copage serve`` stored."""
+    from copage.server.settings import ServeSettings
+
+    monkeypatch.delenv("COPAGE_STORE", raising=False)
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path))
+    assert store_url(None) == ServeSettings(upstream="http://127.0.0.1:9/v1").store \
+        == f"sqlite://{tmp_path / 'copage' / 'copage.db'}"
+    monkeypatch.setenv("COPAGE_STORE", "memory://")
+    assert store_url(None) == "memory://" and store_url("sqlite://x.db") == "sqlite://x.db"

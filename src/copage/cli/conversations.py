@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from typing import Any
 
@@ -23,12 +22,12 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 
 def run(args: argparse.Namespace) -> int:
-    from copage.server.settings import default_store_url
+    from copage.cli.startup import store_url
     from copage.session.conversations import Conversations
     from copage.stores import open_store
     from copage.stores.base import ConversationNotFound
 
-    url = args.store or os.environ.get("COPAGE_STORE") or default_store_url()
+    url = store_url(args.store)
     store: Any = open_store(url)
     try:
         if args.action == "list":

@@ -56,15 +56,19 @@ def _keys(args: argparse.Namespace) -> dict[str, str]:
 def run(args: argparse.Namespace) -> int:
     from copage.adapters.mcp import ConversationPool, create_server, serve_http  # copage[mcp]
     from copage.cli.serve import safe_url
-    from copage.cli.startup import check_paging, make_store_dir, refuse_open_without_keys
+    from copage.cli.startup import (
+        check_paging,
+        make_store_dir,
+        refuse_open_without_keys,
+        store_url,
+    )
     from copage.core.config import PagerConfig
-    from copage.server.settings import default_store_url
     from copage.session.auth import KeyRing
 
     paging = paging_settings(args)
     config = PagerConfig(**paging)
     check_paging(config)
-    store = args.store or os.environ.get("COPAGE_STORE") or default_store_url()
+    store = store_url(args.store)
     make_store_dir(store)
     logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")

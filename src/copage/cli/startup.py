@@ -1,8 +1,10 @@
-"""What both server commands (``copage serve``, ``copage mcp``) check and prepare before
-they listen: one copy, so that the proxy and the MCP server start up alike."""
+"""What the commands on a store (``copage serve``, ``copage mcp``, ``copage conversations``)
+check and prepare before they start: one copy, so that they start up alike and find
+the same store."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 
 from copage.core.config import PagerConfig
@@ -23,6 +25,14 @@ def refuse_open_without_keys(keys: Mapping[str, str], host: str, what: str) -> N
     if not keys and not is_loopback(host):
         raise ValueError(f"no {what} configured: refusing to listen on {host}; "
                          "set COPAGE_KEYS / --keys-file, or listen on 127.0.0.1")
+
+
+def store_url(flag: str | None) -> str:
+    """The store a command uses: ``--store``, else ``$COPAGE_STORE``, else the default
+    SQLite file (``copage serve`` reads the same through its settings)."""
+    from copage.stores import default_store_url
+
+    return flag or os.environ.get("COPAGE_STORE") or default_store_url()
 
 
 def make_store_dir(url: str) -> None:

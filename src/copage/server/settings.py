@@ -22,6 +22,7 @@ from copage.llm.errors import url_secrets
 from copage.session.auth import digest, is_digest
 from copage.session.modes import DEFAULT_RECALL_MODE, proxy_mode
 from copage.session.speculate import DEFAULT_TOKENS
+from copage.stores import default_store_url
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8787
@@ -33,12 +34,6 @@ _PAGING = ("boundary", "policy", "resident_pages", "resident_tokens", "keywords"
 
 #: What ``--upstream-api`` accepts.
 UPSTREAM_APIS = ("chat", "responses", "messages")
-
-
-def default_store_url() -> str:
-    """SQLite under the user's data dir (``$XDG_DATA_HOME/copage/copage.db``)."""
-    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
-    return f"sqlite://{Path(base) / 'copage' / 'copage.db'}"
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,6 +9,7 @@ URLs:
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
@@ -77,6 +78,13 @@ STORES.register("postgresql", _postgres)
 STORES.register("postgres", _postgres)
 
 
+def default_store_url() -> str:
+    """The store of ``copage serve``, ``copage mcp`` and ``copage conversations`` when
+    none is given: SQLite under the user's data dir (``$XDG_DATA_HOME/copage/copage.db``)."""
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return f"sqlite://{Path(base) / 'copage' / 'copage.db'}"
+
+
 def file_path(url: str) -> Path | None:
     """The file a store URL names: a SQLite store's (``sqlite://`` or a plain path, the
     rule :func:`open_store` follows), None for stores without one."""
@@ -119,6 +127,7 @@ __all__ = [
     "UnknownStoreOption",
     "UnknownStoreSetting",
     "VersionConflict",
+    "default_store_url",
     "file_path",
     "open_store",
 ]
