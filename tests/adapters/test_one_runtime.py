@@ -1,9 +1,10 @@
 """One cap rule and one call-shaped-text filter behind every front end.
 
-PagedChat, the LangChain middleware and the Agents session are each driven
-against the same loopback OpenAI-compatible server with the same script; what
-reaches the model and what comes back as the answer must be the same. In their
-default recall mode (speculative), PagedChat and the middleware send the same fill.
+PagedChat, the LangChain middleware, the proxy (``copage serve``, header mode) and
+the Agents session are each driven against the same loopback OpenAI-compatible
+server with the same script; what reaches the model and what comes back as the
+answer must be the same. In their default recall mode (speculative), PagedChat, the
+middleware and the proxy send the same fill.
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ def _refusal(cap: int) -> str:
             "answer now with what you have.")
 
 
-def _memory(store: MemoryStore) -> PagedMemory:
+def _memory(store: MemoryStore | str) -> PagedMemory:
     mem = PagedMemory(store=store, conversation_id=CID, config=PagerConfig(**PAGING))
     for role, text in TURNS:
         mem.add(role, text)
@@ -78,6 +79,31 @@ def _langchain(url: str, cap: int, mode: str | None = "tool") -> tuple[str, Page
     return str(out["messages"][-1].content), mw.memory(CID)
 
 
+def _proxy(url: str, cap: int, mode: str | None = "tool") -> tuple[str, PagedMemory]:
+    """``copage serve`` in header mode, in front of ``url``, on a stored conversation."""
+    import tempfile
+
+    import httpx
+
+    from copage.server.app import create_app
+    from copage.server.settings import ServeSettings
+    from copage.server.testing import ServerThread
+
+    store = f"sqlite://{tempfile.mkdtemp(prefix='copage-one-runtime-')}/proxy.db"
+    _memory(store)
+    settings = ServeSettings(upstream=url, store=store, keys={}, max_recalls=cap,
+                             paging=PagerConfig(**PAGING), upstream_key="sk-test", **_mode(mode))
+    with ServerThread(create_app(settings)) as srv:
+        r = httpx.post(f"{srv.url}/v1/chat/completions", headers={"X-Copage-Conversation": CID},
+                       json={"model": "fake-model",
+                             "messages": [{"role": "user", "content": QUESTION}]}, timeout=30)
+    if r.status_code == 502:  # the engine's failure, as the proxy reports it
+        raise RecallLoopError("proxy", r.json()["error"]["message"])
+    r.raise_for_status()
+    return str(r.json()["choices"][0]["message"]["content"]), PagedMemory(
+        store=store, conversation_id=CID, create=False)
+
+
 def _agents(url: str, cap: int) -> tuple[str, PagedMemory]:
     session = CopageSession(CID, max_recalls=cap, **PAGING)
     items: list[Any] = [
@@ -99,10 +125,10 @@ def _agents(url: str, cap: int) -> tuple[str, PagedMemory]:
 
 Driver = Callable[..., tuple[str, PagedMemory]]
 ALL: dict[str, Driver] = {"paged_chat": _paged_chat, "langchain": _langchain,
-                          "agents": _agents}
+                          "agents": _agents, "proxy": _proxy}
 # The Agents SDK runs its own model loop: copage serves its recall tool only, so the
 # requests after the cap and the reply's text are the SDK's.
-LOOP_OWNERS = ["paged_chat", "langchain"]
+LOOP_OWNERS = ["paged_chat", "langchain", "proxy"]
 
 
 def _run(driver: str, script: list[Reply], cap: int, **kw: Any
@@ -196,9 +222,9 @@ def test_text_written_before_a_recall_is_part_of_the_answer(driver: str) -> None
 
 
 def test_the_default_mode_sends_the_same_fill() -> None:
-    """PagedChat's default recall mode is the middleware's: the same speculative step
-    (the matching evicted page just before the question, no recall tool) reaches the
-    model the same way, and neither stores the fill."""
+    """PagedChat's default recall mode is the middleware's and the proxy's: the same
+    speculative step (the matching evicted page just before the question, no recall
+    tool) reaches the model the same way, and none of them stores the fill."""
     sent: dict[str, list[tuple[str, str]]] = {}
     for driver in LOOP_OWNERS:
         answer, mem, received = _run(driver, [Reply(text="It is 4471.")], 3, mode=None)
@@ -207,7 +233,7 @@ def test_the_default_mode_sends_the_same_fill() -> None:
         sent[driver] = [(m["role"], str(m["content"])) for m in received[0]["messages"]]
         assert not any(FILL_HEADER in t.text for t in mem.turns)
         assert "p1" in mem.evicted  # shown for the turn, not made resident
-    assert sent["paged_chat"] == sent["langchain"]
+    assert sent["paged_chat"] == sent["langchain"] == sent["proxy"]
     role, fill = sent["langchain"][-2]
     assert role == "user" and fill.startswith(FILL_HEADER) and "4471" in fill
     assert sent["langchain"][-1] == ("user", QUESTION)
