@@ -111,7 +111,7 @@ class ContrastExtractor(DiscriminativeExtractor):
         self.rarity = float(rarity)
         self.cue_weight = float(cue_weight)
 
-    def static_scores(self, page: Page, view: PageView) -> dict[str, tuple[float, float]]:
+    def static_scores(self, page: Page, view: PageView) -> dict[str, tuple[float, ...]]:
         """(weighted cues, everyday-word penalty) per eligible term (module docstring)."""
         ask = word_cues(page)
         out: dict[str, tuple[float, float]] = {}
@@ -130,7 +130,7 @@ class ContrastExtractor(DiscriminativeExtractor):
         n_pages = corpus.n_pages + extra
         out: dict[str, float] = {}
         for term, zt in z.items():
-            cue, common = static[term]
+            cue, common = static[term][:2]
             score = self.z_weight * zt + cue - common
             if self.rarity:
                 score += self.rarity * math.log(n_pages / (corpus.df(term) + extra))
