@@ -37,7 +37,7 @@ import time
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from functools import lru_cache
+from functools import cache, lru_cache
 from typing import Any
 
 from copage.core.bookmarks import FORMATS
@@ -126,7 +126,7 @@ class OptionCell:
 _VOWEL = re.compile(r"[aeiouy]")
 
 
-@lru_cache(maxsize=None)
+@cache
 def light_stem(word: str) -> str:
     """A light suffix stemmer (Porter 1980 step 1, simplified): possessive, plural,
     ``-ed``/``-ing``, a final ``e``; ``painting``/``painted``/``paints`` -> ``paint``,
@@ -134,8 +134,7 @@ def light_stem(word: str) -> str:
     w = word
     if len(w) <= 3 or not w.replace("'", "").isalpha():
         return w
-    if w.endswith("'s"):
-        w = w[:-2]
+    w = w.removesuffix("'s")
     if w.endswith("ies") and len(w) > 4:
         w = w[:-3] + "y"
     elif w.endswith("sses"):
@@ -157,8 +156,8 @@ def light_stem(word: str) -> str:
 def use_reader(reader: str) -> None:
     """``library``: the routing reader as shipped; ``stem``: its content words, stemmed
     by :func:`light_stem` (questions, bookmarks and the full-text ceiling alike)."""
-    from copage.eval import routing as routing_mod
     from copage.core.text import content_words
+    from copage.eval import routing as routing_mod
 
     if reader == "library":
         return

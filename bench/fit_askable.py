@@ -50,17 +50,17 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_keywords import routing_with  # noqa: E402
+from bench_keywords import routing_with
 
-from copage.core.bookmarks import get_format, make_bookmark  # noqa: E402
-from copage.core.keywords.askable import AskableExtractor  # noqa: E402
-from copage.core.keywords.contrast import ContrastExtractor  # noqa: E402
-from copage.core.keywords.corpus import Corpus  # noqa: E402
-from copage.core.keywords.discriminative import PageView  # noqa: E402
-from copage.core.keywords.features import FEATURES  # noqa: E402
-from copage.core.text import content_words  # noqa: E402
-from copage.core.tokens import get_tokenizer  # noqa: E402
-from copage.core.types import Page  # noqa: E402
+from copage.core.bookmarks import get_format, make_bookmark
+from copage.core.keywords.askable import AskableExtractor
+from copage.core.keywords.contrast import ContrastExtractor
+from copage.core.keywords.corpus import Corpus
+from copage.core.keywords.discriminative import PageView
+from copage.core.keywords.features import FEATURES
+from copage.core.text import content_words
+from copage.core.tokens import get_tokenizer
+from copage.core.types import Page
 
 CELL = ("fixed_10", "lru", 5, "contrast", "minimal", "end", "shuffled", 0)
 GRID = (-1.0, -0.5, -0.25, 0.25, 0.5, 1.0)

@@ -135,7 +135,7 @@ def test_refresh_reuses_the_page_analysis(name: str, monkeypatch: pytest.MonkeyP
     # A stale bookmark's refresh used to tokenize its page again (four times); a closed
     # page never changes, so its analysis is kept and only the corpus-dependent scores
     # are computed again. Same keywords as a fresh extractor.
-    from copage.core.keywords import contrast, features, names, terms
+    from copage.core.keywords import features, names, terms
 
     pages = [make_page(i, [f"Day {i}: the pottery class {i} and the {w} fair.",
                            f"Nice, {w} fair and pottery."])
@@ -153,7 +153,7 @@ def test_refresh_reuses_the_page_analysis(name: str, monkeypatch: pytest.MonkeyP
         calls += 1
         return real(text)
 
-    modules = (terms, names, contrast, features)  # every module that tokenizes page text
+    modules = (terms, names, features)  # every module that tokenizes page text
     for module in modules:
         monkeypatch.setattr(module, "tokenize", counting)
     again = ex.extract(pages[0], corpus, 4)

@@ -25,7 +25,7 @@ import math
 from collections.abc import Sequence
 
 from copage.core.keywords.askable_weights import ASKABLE_WEIGHTS
-from copage.core.keywords.contrast import ContrastExtractor
+from copage.core.keywords.contrast import ContrastExtractor, cues_from_stats
 from copage.core.keywords.corpus import Corpus
 from copage.core.keywords.discriminative import DEFAULT_ALPHA0, PageView
 from copage.core.keywords.features import FEATURES, term_static, word_features, word_stats
@@ -57,29 +57,54 @@ class AskableExtractor(ContrastExtractor):
         self.weights = tuple(float(x) for x in w)
 
     def static_scores(self, page: Page, view: PageView) -> dict[str, tuple[float, ...]]:
-        """``contrast``'s (cues, everyday penalty) followed by the corpus-free features."""
-        base = super().static_scores(page, view)
-        words = word_features(word_stats(page))
-        return {term: (*base[term],
-                       *term_static(term, view.counts[term],
-                                    view.forms.get(term, term) != term, words))
-                for term in view.eligible}
+        """``contrast``'s (cues, everyday penalty) and the weighted corpus-free features.
+
+        One pass over the page's turns serves both (``word_stats``); kept with the
+        page's analysis, so a refresh adds two products to ``contrast``'s work.
+        """
+        stats = word_stats(page)
+        base = self.cue_scores(view, cues_from_stats(stats))
+        w = self.weights
+        word_w = w[3:10] + w[12:]
+        per_word = {word: sum(a * b for a, b in zip(word_w, f, strict=True))
+                    for word, f in word_features(stats).items()}
+        out: dict[str, tuple[float, ...]] = {}
+        for term in view.eligible:
+            words = term.split(" ")
+            fixed = (w[2] * math.log(max(view.counts[term], 1))
+                     + w[10] * (view.forms.get(term, term) != term)
+                     + w[11] * (len(words) > 1))
+            cue, common = base[term]
+            out[term] = (cue, common, fixed + sum(per_word.get(x, 0.0) for x in words) / len(words))
+        return out
 
     def features(self, page: Page, corpus: Corpus, view: PageView) -> dict[str, tuple[float, ...]]:
-        """The ``FEATURES`` vector of every eligible term of ``page``."""
+        """The ``FEATURES`` vector of every eligible term of ``page`` (for fitting: it
+        reads the page's turns again)."""
         z = self.z_scores(page, corpus, view, view.eligible)
-        static = view.static or {}
+        words = word_features(word_stats(page))
         extra = int(page.id not in corpus)
         n_pages = corpus.n_pages + extra
-        return {term: (zt, math.log(n_pages / (corpus.df(term) + extra)), *static[term][2:])
+        return {term: (zt, math.log(n_pages / (corpus.df(term) + extra)),
+                       *term_static(term, view.counts[term], view.forms.get(term, term) != term,
+                                    words))
                 for term, zt in z.items()}
 
     def rank_terms(self, page: Page, corpus: Corpus, view: PageView) -> dict[str, float]:
         """``contrast``'s score plus ``beta`` times the weighted features, per eligible term."""
-        base = super().rank_terms(page, corpus, view)
-        if not self.beta:
-            return base
-        w = self.weights
-        return {term: round(base[term] + self.beta * sum(a * b for a, b in zip(w, f, strict=True)),
-                            9)
-                for term, f in self.features(page, corpus, view).items()}
+        z = self.z_scores(page, corpus, view, view.eligible)
+        static = view.static or {}
+        extra = int(page.id not in corpus)
+        n_pages = corpus.n_pages + extra
+        beta, w_z, w_rarity = self.beta, self.weights[0], self.weights[1]
+        out: dict[str, float] = {}
+        for term, zt in z.items():
+            cue, common, fixed = static[term]
+            rare = math.log(n_pages / (corpus.df(term) + extra))
+            score = self.z_weight * zt + cue - common  # contrast's score, same order
+            if self.rarity:
+                score += self.rarity * rare
+            if beta:
+                score += beta * (w_z * zt + w_rarity * rare + fixed)
+            out[term] = round(score, 9)
+        return out
