@@ -50,7 +50,7 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_keywords import routing_with
+from bench_keywords import routing_with, use_reader
 
 from copage.core.bookmarks import get_format, make_bookmark
 from copage.core.keywords.askable import AskableExtractor
@@ -262,7 +262,10 @@ def main() -> None:
     p.add_argument("--l2", type=float, default=100.0, help="logit: L2 penalty")
     p.add_argument("--max-tokens", type=float, default=12.0)
     p.add_argument("--write", default="", help="fit: path of the weights module")
+    p.add_argument("--reader", default="library", choices=("library", "stem"),
+                   help="routing reader of the fit and the scores (bench_keywords --reader)")
     args = p.parse_args()
+    use_reader(args.reader)
     preps = prepare(args.files)
     if args.cmd == "fit":
         w, obj = fit(preps, args.method, args.max_tokens, args.l2)
@@ -274,7 +277,7 @@ def main() -> None:
             print(text)
         return
     print(f"fixed_10 + LRU, k=5, placement end, minimal, 4 keywords; method {args.method}, "
-          f"beta {args.beta:g}")
+          f"beta {args.beta:g}, reader {args.reader}")
     held: list[float] = []
     for prep in preps:
         train = [o for o in preps if o is not prep]
