@@ -45,7 +45,8 @@ from copage.core.keywords import Corpus, get_extractor
 from copage.core.types import Page, Turn, page_id, render_turns
 
 WORDS = [f"word{i}" for i in range(5000)] + ["budget", "medical", "appointment", "Lisbon"]
-ALL_EXTRACTORS = ("random", "heuristic", "tfidf", "discriminative", "generic", "contrast")
+ALL_EXTRACTORS = ("random", "heuristic", "tfidf", "discriminative", "generic", "contrast",
+                  "askable")
 
 
 def synthetic_page(index: int, rng: random.Random, turns: int = 10, words: int = 20) -> Page:

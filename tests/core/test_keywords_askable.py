@@ -45,7 +45,7 @@ def test_registered_and_options_come_from_the_signature() -> None:
 
 @pytest.mark.parametrize("bad", [{"beta": -1}, {"weights": (1.0, 2.0)},
                                  {"weights": (math.nan,) * len(FEATURES)},
-                                 {"weights": ("x",) * len(FEATURES)}])
+                                 {"weights": ("x",) * len(FEATURES)}, {"weights": 5}])
 def test_bad_settings_are_refused(bad: dict[str, object]) -> None:
     with pytest.raises(ValueError, match="beta|weights"):
         get_extractor("askable", **bad)

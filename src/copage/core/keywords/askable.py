@@ -25,7 +25,13 @@ import math
 from collections.abc import Sequence
 
 from copage.core.keywords.askable_weights import ASKABLE_WEIGHTS
-from copage.core.keywords.contrast import ContrastExtractor, cues_from_stats
+from copage.core.keywords.contrast import (
+    CONTRAST_PENALTY,
+    RARITY,
+    Z_WEIGHT,
+    ContrastExtractor,
+    cues_from_stats,
+)
 from copage.core.keywords.corpus import Corpus
 from copage.core.keywords.discriminative import DEFAULT_ALPHA0, PageView
 from copage.core.keywords.features import FEATURES, term_static, word_features, word_stats
@@ -40,15 +46,18 @@ class AskableExtractor(ContrastExtractor):
 
     name = "askable"
 
-    def __init__(self, alpha0: float = DEFAULT_ALPHA0, penalty: float = 0.0,
-                 skip_speakers: bool = True, z_weight: float = 0.5, rarity: float = 0.25,
+    def __init__(self, alpha0: float = DEFAULT_ALPHA0, penalty: float = CONTRAST_PENALTY,
+                 skip_speakers: bool = True, z_weight: float = Z_WEIGHT, rarity: float = RARITY,
                  cue_weight: float = 1.0, beta: float = ASKABLE_BETA,
                  weights: Sequence[float] | None = None) -> None:
         super().__init__(alpha0=alpha0, penalty=penalty, skip_speakers=skip_speakers,
                          z_weight=z_weight, rarity=rarity, cue_weight=cue_weight)
         if not (isinstance(beta, int | float) and beta >= 0):
             raise ValueError(f"beta must be a non-negative number, got {beta!r}")
-        w = ASKABLE_WEIGHTS if weights is None else tuple(weights)
+        try:
+            w = ASKABLE_WEIGHTS if weights is None else tuple(weights)
+        except TypeError:
+            w = ()
         if len(w) != len(FEATURES) or not all(isinstance(x, int | float) and math.isfinite(x)
                                                for x in w):
             raise ValueError(f"weights must be {len(FEATURES)} finite numbers "
