@@ -17,6 +17,8 @@ tokens per extractor, with the same simulation as ``copage simulate``
 bookmark is its page's whole text (the same BM25 reader over full pages).
 ``--conversations`` keeps only some conversations of a file (a dev / held-out
 split); ``--seeds`` generates a preset once per seed and pools the faults.
+``packed:base=contrast;tokens=12`` packs another extractor's ranked keywords
+under a token budget (:class:`PackedExtractor`).
 An extractor may carry options, ``name:option=value;option=value``
 (``contrast:disclosure=0`` is ``contrast`` without its disclosure cue).
 
@@ -172,6 +174,58 @@ def use_reader(reader: str) -> None:
     routing_mod._terms = terms  # type: ignore[assignment]
 
 
+class PackedExtractor:
+    """``packed``: another extractor's ranked keywords taken while the ``minimal``
+    bookmark stays within ``tokens`` (o200k_base), skipping any that would not fit;
+    ``depth``: how many ranked keywords are tried, ``most``: how many are kept;
+    ``single=1``: one-word keywords
+    only; ``dedup=1``: skip a keyword sharing a :func:`light_stem` with a chosen
+    one. A measurement of packing under a token budget (``docs/keywords.md``)."""
+
+    name = "packed"
+    uses_corpus = True
+    refresh_with_corpus = True
+
+    def __init__(self, base: str = "contrast", tokens: float = 12, depth: float = 8,
+                 most: float = 8, single: float = 0, dedup: float = 0) -> None:
+        from copage.core.tokens import get_tokenizer
+
+        self.base = get_extractor(base)
+        self.tokens, self.depth, self.most = int(tokens), int(depth), int(most)
+        self.single, self.dedup = bool(single), bool(dedup)
+        self.tok = get_tokenizer("o200k_base")
+
+    def _pack(self, page: Page, ranked: Sequence[str]) -> tuple[str, ...]:
+        out: list[str] = []
+        stems: set[str] = set()
+        for kw in ranked[: self.depth]:
+            st = {light_stem(w.lower().removesuffix("'s")) for w in kw.split()}
+            if (self.single and " " in kw) or (self.dedup and st & stems):
+                continue
+            if self.tok.count(f"[{page.id}:{', '.join([*out, kw])}]") > self.tokens:
+                continue
+            out.append(kw)
+            stems |= st
+            if len(out) == self.most:
+                break
+        return tuple(out)
+
+    def extract(self, page: Page, corpus: Corpus, n: int, *,
+                taken: Any = None) -> tuple[str, ...]:
+        return self._pack(page, self.base.extract(page, corpus, max(n, self.depth), taken=taken))
+
+    def extract_all(self, pages: Sequence[Page], n: int) -> dict[Any, tuple[str, ...]]:
+        ranked = self.base.extract_all(pages, max(n, self.depth))  # type: ignore[attr-defined]
+        return {p.id: self._pack(p, ranked[p.id]) for p in pages}
+
+
+def register_packed() -> None:
+    from copage.core.keywords import EXTRACTORS
+
+    if "packed" not in EXTRACTORS.names():
+        EXTRACTORS.register("packed", lambda **o: PackedExtractor(**o))  # type: ignore[arg-type]
+
+
 class FullTextFormat:
     """The ceiling: a "bookmark" that is the page's whole text."""
 
@@ -322,6 +376,7 @@ def main() -> None:
                        help="routing reader: the library's BM25 words, or them stemmed")
     args = p.parse_args()
     use_reader(getattr(args, "reader", "library"))
+    register_packed()
     if args.report == "loco":
         loco(args.files, [x for x in args.extractors.split(",") if x], args.boundary,
              args.policy, args.k, args.format, args.max_tokens, args.n_keywords)
