@@ -8,12 +8,17 @@ bookmark's refresh). ``extract`` with
 a live corpus should cost O(page), not O(conversation): the time per page should
 stay about the same when the corpus grows 100-fold.
 
+``--reader stem`` measures a reader that stems the words of questions and
+bookmarks (:func:`light_stem`) instead of the library's BM25 words.
+
 ``routing``: ``routing_top1`` (see ``docs/simulation.md``) and mean bookmark
 tokens per extractor, with the same simulation as ``copage simulate``
 (placement ``end``, batch keywords), plus a ``fulltext`` ceiling row where each
 bookmark is its page's whole text (the same BM25 reader over full pages).
 ``--conversations`` keeps only some conversations of a file (a dev / held-out
 split); ``--seeds`` generates a preset once per seed and pools the faults.
+``packed:base=contrast;tokens=12`` packs another extractor's ranked keywords
+under a token budget (:class:`PackedExtractor`).
 An extractor may carry options, ``name:option=value;option=value``
 (``contrast:disclosure=0`` is ``contrast`` without its disclosure cue).
 
@@ -29,9 +34,12 @@ from __future__ import annotations
 import argparse
 import gc
 import random
+import re
 import time
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from functools import cache, lru_cache
 from typing import Any
 
 from copage.core.bookmarks import FORMATS
@@ -39,7 +47,8 @@ from copage.core.keywords import Corpus, get_extractor
 from copage.core.types import Page, Turn, page_id, render_turns
 
 WORDS = [f"word{i}" for i in range(5000)] + ["budget", "medical", "appointment", "Lisbon"]
-ALL_EXTRACTORS = ("random", "heuristic", "tfidf", "discriminative", "generic", "contrast")
+ALL_EXTRACTORS = ("random", "heuristic", "tfidf", "discriminative", "generic", "contrast",
+                  "askable")
 
 
 def synthetic_page(index: int, rng: random.Random, turns: int = 10, words: int = 20) -> Page:
@@ -107,12 +116,114 @@ class OptionCell:
 
     cell: Any
     options: tuple[tuple[str, object], ...]
+    n_keywords: int = 4
 
     def config(self) -> Any:
-        return replace(self.cell.config(), keyword_options=dict(self.options))
+        return replace(self.cell.config(), keyword_options=dict(self.options),
+                       n_keywords=self.n_keywords)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.cell, name)
+
+
+_VOWEL = re.compile(r"[aeiouy]")
+
+
+@cache
+def light_stem(word: str) -> str:
+    """A light suffix stemmer (Porter 1980 step 1, simplified): possessive, plural,
+    ``-ed``/``-ing``, a final ``e``; ``painting``/``painted``/``paints`` -> ``paint``,
+    ``hikes``/``hiking`` -> ``hik``. For ``--reader stem`` only (a measurement)."""
+    w = word
+    if len(w) <= 3 or not w.replace("'", "").isalpha():
+        return w
+    w = w.removesuffix("'s")
+    if w.endswith("ies") and len(w) > 4:
+        w = w[:-3] + "y"
+    elif w.endswith("sses"):
+        w = w[:-2]
+    elif w.endswith("s") and not w.endswith(("ss", "us", "is")):
+        w = w[:-1]
+    for suffix in ("ing", "ed"):
+        stem = w[: -len(suffix)]
+        if w.endswith(suffix) and len(stem) >= 3 and _VOWEL.search(stem):
+            w = stem
+            if w[-1] == w[-2] and w[-1] not in "lsz":
+                w = w[:-1]
+            break
+    if w.endswith("e") and len(w) > 4:
+        w = w[:-1]
+    return w
+
+
+def use_reader(reader: str) -> None:
+    """``library``: the routing reader as shipped; ``stem``: its content words, stemmed
+    by :func:`light_stem` (questions, bookmarks and the full-text ceiling alike)."""
+    from copage.core.text import content_words
+    from copage.eval import routing as routing_mod
+
+    if reader == "library":
+        return
+    if reader != "stem":
+        raise SystemExit(f"unknown reader {reader!r}; valid: library, stem")
+
+    @lru_cache(maxsize=65536)
+    def terms(text: str) -> Counter[str]:
+        return Counter(light_stem(w) for w in content_words(text))
+
+    routing_mod._terms = terms  # type: ignore[assignment]
+
+
+class PackedExtractor:
+    """``packed``: another extractor's ranked keywords taken while the ``minimal``
+    bookmark stays within ``tokens`` (o200k_base), skipping any that would not fit;
+    ``depth``: how many ranked keywords are tried, ``most``: how many are kept;
+    ``single=1``: one-word keywords
+    only; ``dedup=1``: skip a keyword sharing a :func:`light_stem` with a chosen
+    one. A measurement of packing under a token budget (``docs/keywords.md``)."""
+
+    name = "packed"
+    uses_corpus = True
+    refresh_with_corpus = True
+
+    def __init__(self, base: str = "contrast", tokens: float = 12, depth: float = 8,
+                 most: float = 8, single: float = 0, dedup: float = 0) -> None:
+        from copage.core.tokens import get_tokenizer
+
+        self.base = get_extractor(base)
+        self.tokens, self.depth, self.most = int(tokens), int(depth), int(most)
+        self.single, self.dedup = bool(single), bool(dedup)
+        self.tok = get_tokenizer("o200k_base")
+
+    def _pack(self, page: Page, ranked: Sequence[str]) -> tuple[str, ...]:
+        out: list[str] = []
+        stems: set[str] = set()
+        for kw in ranked[: self.depth]:
+            st = {light_stem(w.lower().removesuffix("'s")) for w in kw.split()}
+            if (self.single and " " in kw) or (self.dedup and st & stems):
+                continue
+            if self.tok.count(f"[{page.id}:{', '.join([*out, kw])}]") > self.tokens:
+                continue
+            out.append(kw)
+            stems |= st
+            if len(out) == self.most:
+                break
+        return tuple(out)
+
+    def extract(self, page: Page, corpus: Corpus, n: int, *,
+                taken: Any = None) -> tuple[str, ...]:
+        return self._pack(page, self.base.extract(page, corpus, max(n, self.depth), taken=taken))
+
+    def extract_all(self, pages: Sequence[Page], n: int) -> dict[Any, tuple[str, ...]]:
+        ranked = self.base.extract_all(pages, max(n, self.depth))  # type: ignore[attr-defined]
+        return {p.id: self._pack(p, ranked[p.id]) for p in pages}
+
+
+def register_packed() -> None:
+    from copage.core.keywords import EXTRACTORS
+
+    if "packed" not in EXTRACTORS.names():
+        EXTRACTORS.register("packed", lambda **o: PackedExtractor(**o))  # type: ignore[arg-type]
 
 
 class FullTextFormat:
@@ -125,7 +236,8 @@ class FullTextFormat:
 
 
 def routing(spec: str, seeds: Sequence[int], conversations: Sequence[str],
-            extractors: Sequence[str], boundary: str, policy: str, k: int, fmt: str) -> None:
+            extractors: Sequence[str], boundary: str, policy: str, k: int, fmt: str,
+            n_keywords: int = 4) -> None:
     """routing_top1 and bookmark tokens per extractor, pooled over seeds."""
     from copage.eval.datasets import load_dataset
     from copage.eval.simulate import Cell, ConversationRun, run_conversation
@@ -152,8 +264,8 @@ def routing(spec: str, seeds: Sequence[int], conversations: Sequence[str],
             memo: dict[tuple[Any, ...], Any] = {}  # one per row: its key ignores options
             base, options = parse_extractor(name)
             cell: Any = Cell(boundary, policy, k, base, f, "end", "shuffled", seed)
-            if options:
-                cell = OptionCell(cell, tuple(sorted(options.items())))
+            if options or n_keywords != 4:
+                cell = OptionCell(cell, tuple(sorted(options.items())), n_keywords)
             runs[(name, f)].extend(run_conversation(c, cell, memo) for c in convs)
     print(f"data {spec} seeds {','.join(map(str, seeds))} "
           f"conversations {','.join(conversations) or 'all'}: {n_conv} conversations, "
@@ -171,18 +283,29 @@ def routing(spec: str, seeds: Sequence[int], conversations: Sequence[str],
 
 
 def conversation_routing(files: Sequence[str], spec: str, boundary: str, policy: str,
-                         k: int, fmt: str) -> dict[str, tuple[float, int, float]]:
+                         k: int, fmt: str, n_keywords: int = 4
+                         ) -> dict[str, tuple[float, int, float]]:
     """Per conversation of ``files``: (routing_top1, faults, mean bookmark tokens) of ``spec``."""
+    base, options = parse_extractor(spec)
+    return routing_with(files, base, options, boundary, policy, k, fmt, n_keywords)
+
+
+def routing_with(files: Sequence[str], base: str, options: dict[str, object], boundary: str,
+                 policy: str, k: int, fmt: str, n_keywords: int = 4,
+                 only: Sequence[str] = ()) -> dict[str, tuple[float, int, float]]:
+    """:func:`conversation_routing` with the extractor's options given as objects
+    (``bench/fit_askable.py`` passes fitted weights); ``only``: these conversations."""
     from copage.eval.datasets import load_dataset
     from copage.eval.simulate import Cell, run_conversation
 
-    base, options = parse_extractor(spec)
     out: dict[str, tuple[float, int, float]] = {}
     for path in files:
         for conv in load_dataset(path, seed=0).conversations:
+            if only and conv.id not in only:
+                continue
             cell: Any = Cell(boundary, policy, k, base, fmt, "end", "shuffled", 0)
-            if options:
-                cell = OptionCell(cell, tuple(sorted(options.items())))
+            if options or n_keywords != 4:
+                cell = OptionCell(cell, tuple(sorted(options.items())), n_keywords)
             run = run_conversation(conv, cell, {})
             credit = [o.routing for o in run.outcomes if o.routing is not None]
             toks = run.bookmark_tokens
@@ -192,7 +315,7 @@ def conversation_routing(files: Sequence[str], spec: str, boundary: str, policy:
 
 
 def loco(files: Sequence[str], specs: Sequence[str], boundary: str, policy: str, k: int,
-         fmt: str, max_tokens: float) -> None:
+         fmt: str, max_tokens: float, n_keywords: int = 4) -> None:
     """Leave-one-conversation-out selection of an extractor (with its options).
 
     For each conversation: the spec with the best mean routing_top1 over the other
@@ -200,9 +323,11 @@ def loco(files: Sequence[str], specs: Sequence[str], boundary: str, policy: str,
     scored on it. Prints every spec's per-conversation figures, each fold's
     choice, and the mean of the held-out figures.
     """
-    table = {spec: conversation_routing(files, spec, boundary, policy, k, fmt) for spec in specs}
+    table = {spec: conversation_routing(files, spec, boundary, policy, k, fmt, n_keywords)
+             for spec in specs}
     convs = list(next(iter(table.values())))
-    print(f"{boundary} + {policy}, k={k}, placement end, {fmt}; routing_top1 / bookmark tokens")
+    print(f"{boundary} + {policy}, k={k}, placement end, {fmt}, {n_keywords} keywords; "
+          "routing_top1 / bookmark tokens")
     print(f"{'spec':44s} " + " ".join(f"{c:>13s}" for c in convs) + f" {'mean':>6s}")
     for spec, row in table.items():
         mean = sum(v[0] for v in row.values()) / len(row)
@@ -245,10 +370,16 @@ def main() -> None:
     v.add_argument("--format", default="minimal")
     v.add_argument("--max-tokens", type=float, default=12.0,
                    help="a spec whose mean bookmark exceeds this on a training set is not chosen")
+    for q in (r, v):
+        q.add_argument("--n-keywords", type=int, default=4, help="keywords per bookmark")
+        q.add_argument("--reader", default="library", choices=("library", "stem"),
+                       help="routing reader: the library's BM25 words, or them stemmed")
     args = p.parse_args()
+    use_reader(getattr(args, "reader", "library"))
+    register_packed()
     if args.report == "loco":
         loco(args.files, [x for x in args.extractors.split(",") if x], args.boundary,
-             args.policy, args.k, args.format, args.max_tokens)
+             args.policy, args.k, args.format, args.max_tokens, args.n_keywords)
         return
     if args.report in (None, "cost"):
         cost(getattr(args, "extractors", ",".join(ALL_EXTRACTORS)).split(","))
@@ -258,7 +389,8 @@ def main() -> None:
         return [x for x in s.split(",") if x]
 
     routing(args.data, [int(s) for s in split(args.seeds)], split(args.conversations),
-            split(args.extractors), args.boundary, args.policy, args.k, args.format)
+            split(args.extractors), args.boundary, args.policy, args.k, args.format,
+            args.n_keywords)
 
 
 if __name__ == "__main__":

@@ -106,7 +106,8 @@ def test_extractors_say_whether_they_use_the_corpus() -> None:
 
     reads = {n: uses_corpus(get_extractor(n)) for n in EXTRACTORS.names()}
     assert reads == {"random": False, "heuristic": False, "generic": False,
-                     "tfidf": True, "discriminative": True, "contrast": True}
+                     "tfidf": True, "discriminative": True, "contrast": True,
+                     "askable": True}
     assert {n: refreshes_with_corpus(get_extractor(n)) for n in EXTRACTORS.names()} == reads
 
     class Plain:  # an extractor that says nothing: corpus kept, never refreshed

@@ -10,7 +10,7 @@ from copage.core.keywords.heuristic import HEURISTIC_STOPWORDS
 from copage.core.keywords.terms import body, display_forms, term_counts
 from copage.core.registry import UnknownNameError
 
-NAMES = ["random", "heuristic", "tfidf", "discriminative", "generic", "contrast"]
+NAMES = ["random", "heuristic", "tfidf", "discriminative", "generic", "contrast", "askable"]
 
 CRAFTED = make_page(
     0,

@@ -83,7 +83,7 @@ def test_default_bookmarks_name_something_on_number_heavy_chat(seed: int) -> Non
             assert any(fact.lower() in shown for fact in facts), (facts, keywords)
 
 
-@pytest.mark.parametrize("name", ["contrast", "discriminative"])
+@pytest.mark.parametrize("name", ["askable", "contrast", "discriminative"])
 def test_numbers_stay_beside_what_they_count(name: str) -> None:
     page = make_page(0, [
         "Day 31 check-in: flights were 450 dollars, 450 dollars each way.",
@@ -123,18 +123,19 @@ def test_speaker_names_are_not_keywords() -> None:
                                   ("Caroline", "Great hike, Melanie.")])
     corpus = Corpus.from_pages([page, other])
     assert speaker_words(page) == {"caroline", "caroline's", "melanie", "melanie's"}
-    keywords = get_extractor("contrast").extract(page, corpus, 4)
-    assert keywords and not {"caroline", "melanie"} & {k.lower() for k in keywords}
+    for name in ("contrast", "askable"):
+        keywords = get_extractor(name).extract(page, corpus, 4)
+        assert keywords and not {"caroline", "melanie"} & {k.lower() for k in keywords}
     kept = get_extractor("contrast", skip_speakers=False).extract(page, corpus, 4)
     assert "Caroline" in kept
 
 
-@pytest.mark.parametrize("name", ["contrast", "discriminative"])
+@pytest.mark.parametrize("name", ["askable", "contrast", "discriminative"])
 def test_refresh_reuses_the_page_analysis(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
     # A stale bookmark's refresh used to tokenize its page again (four times); a closed
     # page never changes, so its analysis is kept and only the corpus-dependent scores
     # are computed again. Same keywords as a fresh extractor.
-    from copage.core.keywords import contrast, names, terms
+    from copage.core.keywords import features, names, terms
 
     pages = [make_page(i, [f"Day {i}: the pottery class {i} and the {w} fair.",
                            f"Nice, {w} fair and pottery."])
@@ -152,7 +153,7 @@ def test_refresh_reuses_the_page_analysis(name: str, monkeypatch: pytest.MonkeyP
         calls += 1
         return real(text)
 
-    modules = (terms, names, contrast)  # every module that tokenizes page text
+    modules = (terms, names, features)  # every module that tokenizes page text
     for module in modules:
         monkeypatch.setattr(module, "tokenize", counting)
     again = ex.extract(pages[0], corpus, 4)

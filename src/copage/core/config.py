@@ -12,7 +12,7 @@ from copage.core.tokens import TOKENIZERS
 DEFAULT_BOUNDARY = "fixed_10"
 DEFAULT_POLICY = "lru"
 DEFAULT_RESIDENT_PAGES = 5
-DEFAULT_KEYWORDS = "contrast"
+DEFAULT_KEYWORDS = "askable"
 DEFAULT_FORMAT = "minimal"
 DEFAULT_TOOL_NAME = "recall"
 DEFAULT_INDEX = "grouped"

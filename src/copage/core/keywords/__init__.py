@@ -2,8 +2,8 @@
 
 ``random``, ``heuristic`` and ``tfidf`` follow the paper's generator study,
 ``generic`` its category-label baseline; ``discriminative`` (Fightin' Words with a
-cross-bookmark penalty) and ``contrast`` (that plus cues that a word will be asked
-about) go beyond it. See ``docs/keywords.md``.
+cross-bookmark penalty), ``contrast`` (that plus cues that a word will be asked
+about) and ``askable`` (``contrast`` plus a learned askability score) go beyond it. See ``docs/keywords.md``.
 All are offline and deterministic. Build one by name with :func:`get_extractor`.
 Each class says whether it reads the corpus (``uses_corpus``) and whether its keywords
 change as the corpus grows (``refresh_with_corpus``); the pager asks through
@@ -90,12 +90,25 @@ def _contrast(**options: object) -> KeywordExtractor:
 EXTRACTORS.register("contrast", _contrast)
 
 
+def _askable(**options: object) -> KeywordExtractor:
+    import inspect
+
+    from copage.core.keywords.askable import AskableExtractor
+
+    allowed = [p for p in inspect.signature(AskableExtractor).parameters if p != "self"]
+    check_options("keyword extractor 'askable'", options, allowed)
+    return AskableExtractor(**options)  # type: ignore[arg-type]
+
+
+EXTRACTORS.register("askable", _askable)  # contrast + a learned askability score (not default)
+
+
 def get_extractor(name: str, **options: object) -> KeywordExtractor:
     """The keyword extractor called ``name``; raises ``UnknownNameError`` listing valid names.
 
     Options: ``random(seed=0)``,
     ``discriminative(alpha0=2000.0, penalty=1.5, skip_speakers=True)``,
     ``contrast(alpha0=2000.0, penalty=0.0, skip_speakers=True, z_weight=0.5, rarity=0.25,
-    cue_weight=1.0)``.
+    cue_weight=1.0)``, ``askable(...contrast's..., beta=1.0, weights=None)``.
     """
     return EXTRACTORS.create(name, **options)

@@ -29,8 +29,6 @@ choice are those of ``discriminative``. Cost: O(page), like
 from __future__ import annotations
 
 import math
-import re
-from collections import Counter, defaultdict
 
 from copage.core.keywords.common_words import COMMON_WORDS
 from copage.core.keywords.corpus import Corpus
@@ -39,7 +37,8 @@ from copage.core.keywords.discriminative import (
     DiscriminativeExtractor,
     PageView,
 )
-from copage.core.keywords.terms import is_content, tokenize
+from copage.core.keywords.features import DETERMINERS as _DETERMINERS
+from copage.core.keywords.features import WordStats, word_stats
 from copage.core.types import Page
 
 Z_WEIGHT = 0.5
@@ -61,37 +60,8 @@ RARITY = 0.25
 CONTRAST_PENALTY = 0.0
 """``contrast``'s cross-bookmark penalty (``discriminative`` uses 1.5)."""
 
-DETERMINERS = frozenset(
-    [
-        "a",
-        "an",
-        "the",
-        "my",
-        "your",
-        "our",
-        "his",
-        "her",
-        "their",
-        "this",
-        "that",
-        "these",
-        "those",
-        "some",
-        "any",
-        "every",
-        "each",
-        "another",
-        "its",
-        "one",
-        "two",
-        "three",
-        "four",
-        "five",
-        "few",
-        "several",
-    ]
-)
-_SENTENCE = re.compile(r"[^.!?\n]+[.!?]*")
+DETERMINERS = _DETERMINERS
+"""Words after which a word is taken for a noun (``features.DETERMINERS``)."""
 
 
 class ContrastExtractor(DiscriminativeExtractor):
@@ -111,10 +81,13 @@ class ContrastExtractor(DiscriminativeExtractor):
         self.rarity = float(rarity)
         self.cue_weight = float(cue_weight)
 
-    def static_scores(self, page: Page, view: PageView) -> dict[str, tuple[float, float]]:
+    def static_scores(self, page: Page, view: PageView) -> dict[str, tuple[float, ...]]:
         """(weighted cues, everyday-word penalty) per eligible term (module docstring)."""
-        ask = word_cues(page)
-        out: dict[str, tuple[float, float]] = {}
+        return self.cue_scores(view, word_cues(page))
+
+    def cue_scores(self, view: PageView, ask: dict[str, float]) -> dict[str, tuple[float, ...]]:
+        """(weighted cues, everyday-word penalty) per eligible term, from the word cues."""
+        out: dict[str, tuple[float, ...]] = {}
         for term in view.eligible:
             words = term.split(" ")
             cue = sum(ask.get(w, 0.0) for w in words) / len(words)
@@ -130,8 +103,8 @@ class ContrastExtractor(DiscriminativeExtractor):
         n_pages = corpus.n_pages + extra
         out: dict[str, float] = {}
         for term, zt in z.items():
-            cue, common = static[term]
-            score = self.z_weight * zt + cue - common
+            parts = static[term]
+            score = self.z_weight * zt + parts[0] - parts[1]
             if self.rarity:
                 score += self.rarity * math.log(n_pages / (corpus.df(term) + extra))
             out[term] = round(score, 9)
@@ -140,30 +113,16 @@ class ContrastExtractor(DiscriminativeExtractor):
 
 def word_cues(page: Page) -> dict[str, float]:
     """The askability points of each content word of ``page`` (see the module docstring)."""
-    count: Counter[str] = Counter()
-    in_question: Counter[str] = Counter()
-    noun: set[str] = set()
-    speakers: defaultdict[str, set[str]] = defaultdict(set)
-    for turn in page.turns:
-        who = turn.speaker or turn.role
-        text = turn.text.replace("\u2019", "'")
-        for m in _SENTENCE.finditer(text):
-            question = m.group(0).rstrip().endswith("?")
-            prev = ""
-            for tok in tokenize(m.group(0)):
-                word = tok.lower
-                if is_content(word):
-                    count[word] += 1
-                    in_question[word] += question
-                    speakers[word].add(who)
-                    if prev in DETERMINERS or prev[:1].isdigit():
-                        noun.add(word)
-                prev = word
+    return cues_from_stats(word_stats(page))
+
+
+def cues_from_stats(stats: WordStats) -> dict[str, float]:
+    """:func:`word_cues` from a page's :func:`features.word_stats` (one pass shared)."""
     return {
-        w: NOUN_CUE * (w in noun)
-        + BOTH_SIDES * (len(speakers[w]) > 1)
+        w: NOUN_CUE * (w in stats.noun)
+        + BOTH_SIDES * (w in stats.both_sides)
         + RECUR * math.log(c)
         - PAST_TENSE * w.endswith("ed")
-        - QUESTION_ONLY * (in_question[w] == c)
-        for w, c in count.items()
+        - QUESTION_ONLY * (stats.in_question[w] == c)
+        for w, c in stats.count.items()
     }

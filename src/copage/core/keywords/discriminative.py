@@ -105,7 +105,7 @@ class PageView:
     phrase_of: dict[str, list[str]]
     eligible: tuple[str, ...]
     shown: dict[str, str] = field(default_factory=dict)
-    static: dict[str, tuple[float, float]] | None = None
+    static: dict[str, tuple[float, ...]] | None = None
 
 
 class DiscriminativeExtractor:
@@ -159,7 +159,7 @@ class DiscriminativeExtractor:
             self._views[page.id] = view
         return view
 
-    def static_scores(self, page: Page, view: PageView) -> dict[str, tuple[float, float]] | None:
+    def static_scores(self, page: Page, view: PageView) -> dict[str, tuple[float, ...]] | None:
         """Corpus-free score parts per eligible term (none here; ``contrast`` has cues)."""
         return None
 

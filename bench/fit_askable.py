@@ -1,0 +1,296 @@
+"""Fit ``askable``'s weights, and measure the fit leave-one-conversation-out.
+
+``askable`` (``core/keywords/askable.py``) scores a term by ``contrast``'s score
+plus ``beta`` times a weighted sum of its ``features.FEATURES``. Two ways to fit
+the weights, both on LoCoMo-format files with pages cut as in the simulation
+(``fixed_10``):
+
+``--method routing`` (the shipped weights): coordinate ascent on the measure
+itself, the mean routing_top1 of the training conversations (fixed_10 + LRU,
+k = 5, placement end, ``minimal``, 4 keywords; the simulation's faults and the
+library's BM25 reader), starting from ``contrast`` (all weights 0), trying each
+weight in turn at +-0.25, 0.5, 1 (``digit`` is always 0: digits are never
+routable alone), keeping a change only if it raises the objective, two rounds.
+A conversation whose mean bookmark exceeds ``--max-tokens`` costs 10 points per
+token over.
+
+``--method logit``: a conditional logit (McFadden 1974: a softmax over each
+page's candidate terms), fitted by Newton's method with an L2 penalty on
+standardised features, on which of a page's terms share a word with a later
+question whose evidence is in the page; ``beta`` is then the weight of that
+score beside ``contrast``'s.
+
+``loco``: for each conversation, fit on the others, then score it with the real
+simulation (``bench_keywords.routing_with``); prints the fold's weights, its
+training objective, the held-out routing_top1 / bookmark tokens, and the mean.
+``fit``: fit on every conversation of FILES and write the weights module
+(``--write``; by default print it). numpy only.
+
+Run::
+
+    L=../shared/data/locomo
+    .venv/bin/python bench/fit_askable.py loco $L/locomo-sample.json $L/locomo-more.json
+    .venv/bin/python bench/fit_askable.py loco $L/locomo-sample.json $L/locomo-more.json \\
+        --method logit --beta 1
+    .venv/bin/python bench/fit_askable.py fit $L/locomo-sample.json $L/locomo-more.json \\
+        --write src/copage/core/keywords/askable_weights.py
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_keywords import routing_with, use_reader
+
+from copage.core.bookmarks import get_format, make_bookmark
+from copage.core.keywords.askable import AskableExtractor
+from copage.core.keywords.contrast import ContrastExtractor
+from copage.core.keywords.corpus import Corpus
+from copage.core.keywords.discriminative import PageView
+from copage.core.keywords.features import FEATURES
+from copage.core.text import content_words
+from copage.core.tokens import get_tokenizer
+from copage.core.types import Page
+
+CELL = ("fixed_10", "lru", 5, "contrast", "minimal", "end", "shuffled", 0)
+GRID = (-1.0, -0.5, -0.25, 0.25, 0.5, 1.0)
+FIXED_ZERO = ("digit",)
+
+
+class _Preset(AskableExtractor):
+    """``askable`` whose rank scores are given (the fast path of the fit)."""
+
+    ranks: dict[str, float]
+
+    def rank_terms(self, page: Page, corpus: Corpus, view: PageView) -> dict[str, float]:
+        return self.ranks
+
+
+@dataclass
+class Prepared:
+    """One conversation, analysed once: pages, faults, per-page term features."""
+
+    conv: str
+    pages: list[Page]
+    faults: list[tuple[str, list[int], set[int]]]  # question, candidate pages, needed
+    asked: dict[int, set[str]]  # page index -> words of questions about it
+    corpus: Corpus
+    ex: _Preset
+    terms: dict[int, list[str]]
+    base: dict[int, np.ndarray]  # contrast's score per term
+    x: dict[int, np.ndarray]  # FEATURES per term
+
+
+@contextmanager
+def _recording(sink: list[tuple[str, list[int], set[int]]]) -> Iterator[type]:
+    """Record every routing decision of the simulation; yields the Pager class used."""
+    from copage.eval import simulate
+
+    real_route, real_pager = simulate.route, simulate.Pager
+
+    def route(question: str, books: Sequence[str], want: Any) -> Any:
+        ids = [int(m.group(1)) - 1 for m in (re.match(r"\[p(\d+)", b) for b in books) if m]
+        if len(ids) != len(books):
+            raise SystemExit("fit_askable needs the minimal format: [pN:...]")
+        sink.append((question, ids, {ids[i] for i in want}))
+        return real_route(question, books, want)
+
+    class Kept(real_pager):  # type: ignore[misc, valid-type]
+        last: Any = None
+
+        def __init__(self, *a: Any, **k: Any) -> None:
+            super().__init__(*a, **k)
+            Kept.last = self
+
+    simulate.route, simulate.Pager = route, Kept  # type: ignore[assignment, misc]
+    try:
+        yield Kept
+    finally:
+        simulate.route, simulate.Pager = real_route, real_pager  # type: ignore[misc]
+
+
+def prepare(files: Sequence[str]) -> list[Prepared]:
+    """Every conversation of ``files``, with its faults under the simulation's cell."""
+    from copage.eval.datasets import load_dataset
+    from copage.eval.simulate import Cell, run_conversation
+
+    out: list[Prepared] = []
+    for path in files:
+        for conv in load_dataset(path, seed=0).conversations:
+            faults: list[tuple[str, list[int], set[int]]] = []
+            with _recording(faults) as kept:
+                run_conversation(conv, Cell(*CELL), {})
+                pages = list(kept.last.pages)
+            page_of = {t.id: p.index for p in pages for t in p.turns}
+            asked: dict[int, set[str]] = {p.index: set() for p in pages}
+            for probe in conv.probes:
+                words = set(content_words(probe.question))
+                for e in probe.evidence:
+                    if e in page_of:
+                        asked[page_of[e]] |= words
+            corpus = Corpus.from_pages(pages)
+            ex = _Preset()
+            terms, base, x = {}, {}, {}
+            for p in pages:
+                view = ex.view(p, corpus)
+                b = ContrastExtractor.rank_terms(ex, p, corpus, view)
+                f = ex.features(p, corpus, view)
+                terms[p.index] = list(b)
+                base[p.index] = np.array([b[t] for t in b], dtype=float)
+                x[p.index] = np.array([f[t] for t in b], dtype=float).reshape(len(b),
+                                                                             len(FEATURES))
+            out.append(Prepared(conv.id, pages, faults, asked, corpus, ex, terms, base, x))
+    return out
+
+
+def keywords(prep: Prepared, w: np.ndarray, beta: float = 1.0) -> dict[int, tuple[str, ...]]:
+    """Each page's 4 keywords under weights ``w`` (the extractor's own greedy choice)."""
+    out: dict[int, tuple[str, ...]] = {}
+    for p in prep.pages:
+        s = prep.base[p.index] + beta * (prep.x[p.index] @ w)
+        prep.ex.ranks = {t: round(float(v), 9) for t, v in zip(prep.terms[p.index], s,
+                                                                 strict=True)}
+        out[p.index] = prep.ex.extract(p, prep.corpus, 4)
+    return out
+
+
+def routing(prep: Prepared, kws: dict[int, tuple[str, ...]]) -> tuple[float, float]:
+    """(routing_top1, mean bookmark tokens) of these keywords: the simulation's reader."""
+    from copage.eval.routing import route
+
+    fmt, tok = get_format("minimal"), get_tokenizer("o200k_base")
+    books = {p.index: make_bookmark(p, kws[p.index], fmt, tok) for p in prep.pages}
+    credit = [route(q, [books[i].text for i in ids], {j for j, i in enumerate(ids) if i in need})
+              .credit for q, ids, need in prep.faults]
+    return sum(credit) / max(len(credit), 1), sum(b.tokens for b in books.values()) / len(books)
+
+
+def objective(preps: Sequence[Prepared], w: np.ndarray, max_tokens: float) -> float:
+    """Mean routing_top1, minus 10 per token over ``max_tokens`` on the worst conversation."""
+    figures = [routing(p, keywords(p, w)) for p in preps]
+    over = max(t for _, t in figures) - max_tokens
+    return sum(r for r, _ in figures) / len(figures) - 10.0 * max(over, 0.0)
+
+
+def fit_routing(preps: Sequence[Prepared], max_tokens: float, rounds: int = 2
+                ) -> tuple[np.ndarray, float]:
+    """Coordinate ascent of the weights on :func:`objective` from 0 (``contrast``)."""
+    w = np.zeros(len(FEATURES))
+    best = objective(preps, w, max_tokens)
+    for _ in range(rounds):
+        improved = False
+        for j, name in enumerate(FEATURES):
+            if name in FIXED_ZERO:
+                continue
+            for step in GRID:
+                trial = w.copy()
+                trial[j] += step
+                value = objective(preps, trial, max_tokens)
+                if value > best + 1e-9:
+                    best, w, improved = value, trial, True
+        if not improved:
+            break
+    return w, best
+
+
+def fit_logit(preps: Sequence[Prepared], l2: float = 100.0, iters: int = 100) -> np.ndarray:
+    """Conditional logit weights (raw feature scale): the mean log softmax probability of
+    each page's asked-about terms, minus ``l2/2 |w|^2`` on standardised features."""
+    groups = []
+    for prep in preps:
+        for p in prep.pages:
+            terms = prep.terms[p.index]
+            y = np.array([float(bool(set(t.split(" ")) & prep.asked[p.index])) for t in terms])
+            if terms and y.sum() > 0:
+                groups.append((prep.x[p.index], y / y.sum()))
+    allx = np.vstack([x for x, _ in groups])
+    mu, sd = allx.mean(0), allx.std(0)
+    sd[sd == 0] = 1.0
+    gz = [((x - mu) / sd, y) for x, y in groups]
+    w = np.zeros(allx.shape[1])
+    for _ in range(iters):
+        grad, hess = l2 * w, l2 * np.eye(len(w))
+        for z, y in gz:
+            s = z @ w
+            p = np.exp(s - s.max())
+            p /= p.sum()
+            grad += z.T @ (p - y)
+            zc = z - p @ z
+            hess += (zc * p[:, None]).T @ zc
+        step = np.linalg.solve(hess, grad)
+        w -= step
+        if np.abs(step).max() < 1e-8:
+            break
+    return w / sd
+
+
+def fit(preps: Sequence[Prepared], method: str, max_tokens: float, l2: float
+        ) -> tuple[np.ndarray, float]:
+    if method == "logit":
+        return fit_logit(preps, l2), float("nan")
+    return fit_routing(preps, max_tokens)
+
+
+def weights_module(w: np.ndarray, convs: Sequence[str], method: str) -> str:
+    rows = "\n".join(f"    {round(float(v), 6)!r},  # {name}"
+                     for name, v in zip(FEATURES, w, strict=True))
+    return (
+        '"""``askable``\'s weights, one per ``features.FEATURES``.\n\n'
+        f"Written by ``bench/fit_askable.py fit --method {method}`` on\n"
+        f"{', '.join(convs)}. Do not edit by hand: fit again.\n"
+        '"""\n\n'
+        "ASKABLE_WEIGHTS: tuple[float, ...] = (\n" + rows + "\n)\n"
+    )
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    p.add_argument("cmd", choices=("loco", "fit"))
+    p.add_argument("files", nargs="+", help="LoCoMo-format files")
+    p.add_argument("--method", choices=("routing", "logit"), default="routing")
+    p.add_argument("--beta", type=float, default=1.0, help="weight of the fitted score")
+    p.add_argument("--l2", type=float, default=100.0, help="logit: L2 penalty")
+    p.add_argument("--max-tokens", type=float, default=12.0)
+    p.add_argument("--write", default="", help="fit: path of the weights module")
+    p.add_argument("--reader", default="library", choices=("library", "stem"),
+                   help="routing reader of the fit and the scores (bench_keywords --reader)")
+    args = p.parse_args()
+    use_reader(args.reader)
+    preps = prepare(args.files)
+    if args.cmd == "fit":
+        w, obj = fit(preps, args.method, args.max_tokens, args.l2)
+        text = weights_module(w, [pp.conv for pp in preps], args.method)
+        if args.write:
+            Path(args.write).write_text(text)
+            print(f"wrote {args.write} (training objective {obj:.3f})")
+        else:
+            print(text)
+        return
+    print(f"fixed_10 + LRU, k=5, placement end, minimal, 4 keywords; method {args.method}, "
+          f"beta {args.beta:g}, reader {args.reader}")
+    held: list[float] = []
+    for prep in preps:
+        train = [o for o in preps if o is not prep]
+        w, obj = fit(train, args.method, args.max_tokens, args.l2)
+        r = routing_with(args.files, "askable", {"weights": tuple(map(float, w)),
+                                                 "beta": args.beta},
+                         "fixed_10", "lru", 5, "minimal", only=[prep.conv])[prep.conv]
+        held.append(r[0])
+        shown = ", ".join(f"{n} {v:+g}" for n, v in zip(FEATURES, w, strict=True) if v)
+        print(f"held out {prep.conv}: train {obj:.3f}, held-out {r[0]:.3f} / {r[2]:.1f} "
+              f"tokens ({r[1]} faults); weights: {shown}")
+    print(f"mean of held-out: {sum(held) / len(held):.3f}")
+
+
+if __name__ == "__main__":
+    main()

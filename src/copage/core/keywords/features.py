@@ -1,0 +1,129 @@
+"""Per-term features of a page: the cues that a term will be asked about.
+
+``askable`` (``core/keywords/askable.py``) scores each candidate term of a page
+by a logistic regression over these features, fitted offline on which words of
+a page later questions used (``bench/fit_askable.py``). Every feature is one
+already measured as a cue (``docs/keywords.md``): the Fightin' Words z-score,
+rarity over pages, ``contrast``'s word cues, the everyday-word list, names.
+
+Word-level features of a two-word term are the mean over its words. All are
+computed from the page alone except ``z`` and ``rarity`` (the corpus). The
+order of :data:`FEATURES` is the order of the weights.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter, defaultdict
+from dataclasses import dataclass
+
+from copage.core.keywords.common_words import COMMON_WORDS
+from copage.core.keywords.terms import is_content, tokenize
+from copage.core.types import Page
+
+FEATURES: tuple[str, ...] = (
+    "z",  # Fightin' Words z-score of the term, page against the rest
+    "rarity",  # ln(pages / pages holding the term)
+    "log_count",  # ln of the term's count in the page
+    "noun",  # share of words that follow a determiner, possessive or number
+    "both_sides",  # share of words used by two speakers in the page
+    "past",  # share of -ed words
+    "question_only",  # share of words said only in questions
+    "in_question",  # share of the words' occurrences inside questions
+    "first_person",  # share of the words' occurrences in "I/my/we" sentences
+    "common",  # share of everyday words (``common_words``)
+    "capitalised",  # shown capitalised (a name) in the page
+    "bigram",  # a two-word term
+    "length",  # mean characters per word / 10
+    "ing",  # share of -ing words
+    "plural",  # share of words ending in a single "s"
+    "ly",  # share of -ly words
+    "digit",  # share of words holding a digit
+)
+"""Names of the features, in weight order."""
+
+_SENTENCE = re.compile(r"[^.!?\n]+[.!?]*")
+_FIRST_PERSON = frozenset(["i", "i'm", "i've", "i'd", "i'll", "my", "me", "we", "our", "we're",
+                           "we've", "mine", "myself"])
+DETERMINERS = frozenset(
+    ["a", "an", "the", "my", "your", "our", "his", "her", "their", "this", "that", "these", "those", "some", "any", "every", "each", "another", "its", "one", "two", "three", "four", "five", "few", "several"]
+)
+
+
+@dataclass(frozen=True, slots=True)
+class WordStats:
+    """What one pass over a page's turns says about each content word."""
+
+    count: Counter[str]
+    in_question: Counter[str]
+    first_person: Counter[str]
+    noun: frozenset[str]
+    both_sides: frozenset[str]
+
+
+def word_stats(page: Page) -> WordStats:
+    """Counts and cues of each content word of ``page`` (one pass over its turns)."""
+    count: Counter[str] = Counter()
+    in_question: Counter[str] = Counter()
+    first_person: Counter[str] = Counter()
+    noun: set[str] = set()
+    speakers: defaultdict[str, set[str]] = defaultdict(set)
+    for turn in page.turns:
+        who = turn.speaker or turn.role
+        text = turn.text.replace("\u2019", "'")
+        for m in _SENTENCE.finditer(text):
+            question = m.group(0).rstrip().endswith("?")
+            toks = [t.lower for t in tokenize(m.group(0))]
+            mine = not question and any(t in _FIRST_PERSON for t in toks)
+            prev = ""
+            for word in toks:
+                if is_content(word):
+                    count[word] += 1
+                    in_question[word] += question
+                    first_person[word] += mine
+                    speakers[word].add(who)
+                    if prev in DETERMINERS or prev[:1].isdigit():
+                        noun.add(word)
+                prev = word
+    both = frozenset(w for w, s in speakers.items() if len(s) > 1)
+    return WordStats(count, in_question, first_person, frozenset(noun), both)
+
+
+def word_features(stats: WordStats) -> dict[str, tuple[float, ...]]:
+    """The word-level features (``FEATURES[3:10]`` and ``[12:]``, in order) of each word."""
+    out: dict[str, tuple[float, ...]] = {}
+    for w, c in stats.count.items():
+        out[w] = (
+            float(w in stats.noun),
+            float(w in stats.both_sides),
+            float(w.endswith("ed")),
+            float(stats.in_question[w] == c),
+            stats.in_question[w] / c,
+            stats.first_person[w] / c,
+            float(w in COMMON_WORDS),
+            len(w) / 10.0,
+            float(w.endswith("ing")),
+            float(w.endswith("s") and not w.endswith("ss")),
+            float(w.endswith("ly")),
+            float(any(ch.isdigit() for ch in w)),
+        )
+    return out
+
+
+_ZERO_WORD = (0.0,) * 12
+
+
+def term_static(term: str, count: int, capitalised: bool,
+                words: dict[str, tuple[float, ...]]) -> tuple[float, ...]:
+    """Corpus-free features of ``term``: every feature but ``z`` and ``rarity``."""
+    parts = term.split(" ")
+    rows = [words.get(w, _ZERO_WORD) for w in parts]
+    mean = [sum(col) / len(rows) for col in zip(*rows, strict=True)]
+    return (
+        math.log(max(count, 1)),
+        *mean[:7],
+        float(capitalised),
+        float(len(parts) > 1),
+        *mean[7:],
+    )
