@@ -104,7 +104,9 @@ def chat(mem: PagedMemory, turns: int) -> list[float]:
 
 
 def test_prefix_share_and_costs_in_stats() -> None:
-    mem = PagedMemory()  # library defaults: fixed_10, lru, k=5
+    mem = PagedMemory()  # library defaults: fixed_10, lru, k=4
+    # pages of 10 turns (5 requests): the first eviction comes when page k + 1 closes
+    first = 5 * (mem.config.resident_pages + 1)  # type: ignore[operator]
     assert mem.stats().prompt_cache == {
         "requests": 0, "prefix_share_median": None, "prefix_share_last": None,
         "prompt_tokens": 0, "prefix_tokens": 0, "full_tokens": 0,
@@ -116,11 +118,11 @@ def test_prefix_share_and_costs_in_stats() -> None:
     assert shares[0] == 0.0  # nothing before the first request
     # Requests between page closes only append a turn: the whole previous prompt repeats.
     assert statistics.median(shares) == pc["prefix_share_median"] >= 0.9
-    assert all(shares[i] > shares[i - 1] for i in range(1, 30))  # before the first eviction
+    assert all(shares[i] > shares[i - 1] for i in range(1, first))  # before the first eviction
     # The first eviction puts the tool schema and preamble first: nothing repeats. Later
     # eviction batches drop the oldest resident pages from the front: that request
     # shares little more than the system message.
-    assert shares[30] == 0.0 and min(shares[31:]) < 0.5
+    assert shares[first] == 0.0 and min(shares[first + 1:]) < 0.5
     assert 0 < pc["prefix_tokens"] < pc["prompt_tokens"] < pc["full_tokens"]
     for model, c in pc["cost_usd"].items():
         assert c["paged_cached"] <= c["paged"] < c["full"], model
