@@ -69,8 +69,8 @@ def register_price(model: str, input: float, output: float, cached: float | None
     _user[model] = Price(float(input), float(output), _opt(cached), _opt(write))
 
 
-def _opt(value: object) -> float | None:
-    return None if value is None else float(value)  # type: ignore[arg-type]
+def _opt(value: float | str | None) -> float | None:
+    return None if value is None else float(value)
 
 
 def _from_file() -> dict[str, Price]:
