@@ -81,9 +81,10 @@ def replay_chat(turns: Sequence[Any], n: int, settings: dict[str, Any],
 
 
 def _costs(pc: dict[str, Any]) -> str:
-    o, a = pc["cost_usd"]["gpt-4o-mini"], pc["cost_usd"]["claude-haiku-4-5"]
+    o, a, s = (pc["cost_usd"][m] for m in ("gpt-4o-mini", "claude-haiku-4-5", "claude-sonnet-4-5"))
     return (f"{o['paged_cached']:.4f} / {o['full_cached']:.4f}, "
-            f"{a['paged_cached']:.4f} / {a['full_cached']:.4f}")
+            f"{a['paged_cached']:.4f} / {a['full_cached']:.4f}, "
+            f"{s['paged_cached']:.4f} / {s['full_cached']:.4f}")
 
 
 def main() -> None:
@@ -117,7 +118,8 @@ def main() -> None:
               f"settings {settings or 'defaults'}; chat options {chat_options or 'defaults'}")
         print(f"{'conversation':12s} {'requests':>8s} {'stats() median':>14s} "
               f"{'sent median':>11s} {'sent mean':>9s} {'filled turns':>12s}  "
-              "stats() USD, paged cached / full cached: gpt-4o-mini, claude-haiku-4-5")
+              "stats() USD, paged cached / full cached: gpt-4o-mini, claude-haiku-4-5, "
+              "claude-sonnet-4-5")
         for path in args.files:
             for conv in load_dataset(path, seed=0).conversations:
                 pc, shares, filled = replay_chat(conv.turns, args.turns, settings, args.mode,

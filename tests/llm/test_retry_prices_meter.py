@@ -154,3 +154,44 @@ def test_request_validation() -> None:
         ChatRequest(())
     with pytest.raises(ValueError, match="'role'"):
         ChatRequest(({"content": "x"},))
+
+
+def test_prompt_cache_tokens_are_billed_at_their_price() -> None:
+    """A call whose prompt was partly read from (or written to) the provider's cache
+    costs what the vendor bills: OpenAI's cached input at half price on gpt-4o-mini;
+    Anthropic's ``input_tokens`` leaves out the cache read and write tokens, which cost
+    0.1x and 1.25x input (before, Anthropic's prompt was undercounted and both were
+    billed at the plain input price)."""
+    from copage.llm.anthropic_convert import from_anthropic
+    from copage.llm.openai_parse import Accumulator
+    from copage.llm.responses_model import from_response
+
+    acc = Accumulator("openai", "gpt-4o-mini")
+    acc.feed({"model": "gpt-4o-mini", "choices": [{"message": {"content": "hi"},
+                                                     "finish_reason": "stop"}],
+              "usage": {"prompt_tokens": 2000, "completion_tokens": 10,
+                        "prompt_tokens_details": {"cached_tokens": 1536}}}, whole=True)
+    r = acc.response()
+    assert (r.usage.prompt_tokens, r.usage.cached_tokens) == (2000, 1536)
+    assert r.cost_usd == pytest.approx((464 * 0.15 + 1536 * 0.075 + 10 * 0.60) / 1e6)
+
+    r = from_anthropic({"content": [{"type": "text", "text": "hi"}], "stop_reason": "end_turn",
+                        "usage": {"input_tokens": 50, "output_tokens": 10,
+                                  "cache_read_input_tokens": 5000,
+                                  "cache_creation_input_tokens": 300}},
+                       "anthropic", "claude-haiku-4-5", None)
+    assert (r.usage.prompt_tokens, r.usage.cached_tokens, r.usage.cache_write_tokens) == (
+        5350, 5000, 300)
+    assert r.cost_usd == pytest.approx((50 * 1.00 + 5000 * 0.10 + 300 * 1.25 + 10 * 5.00) / 1e6)
+
+    r = from_response({"output": [{"type": "message", "content": [
+                          {"type": "output_text", "text": "hi"}]}], "status": "completed",
+                       "usage": {"input_tokens": 2000, "output_tokens": 0,
+                                 "input_tokens_details": {"cached_tokens": 1024}}},
+                      "openai", "gpt-4o-mini", None)
+    assert r.cost_usd == pytest.approx((976 * 0.15 + 1024 * 0.075) / 1e6)
+    # a model without a cache price bills cached tokens as input; a replayed response
+    # keeps its cache counts
+    register_price("cacheless-model", 1.0, 0.0)
+    assert cost_of("cacheless-model", Usage(1000, 0, 600, 100)) == pytest.approx(1000 / 1e6)
+    assert ChatResponse.from_json(r.to_json()).usage == r.usage

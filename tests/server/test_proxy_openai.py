@@ -183,6 +183,18 @@ def test_metrics_count_prompt_tokens_repeating_the_previous_prefix(proxy: Proxy)
     prefix = proxy.state.metrics.value("copage_prompt_cache_prefix_tokens_total")
     assert "copage_prompt_cache_prefix_tokens_total" in text
     assert 0 < prefix < sent  # later requests repeat the earlier ones' beginning
+    # the cost with caching priced in, paged beside full context, per model: what the
+    # conversation's stats() report
+    mem = proxy.state.service.cache.take("alice", "cached")  # the warm object holds the meter
+    assert mem is not None
+    pc = mem.stats().prompt_cache
+    assert pc is not None
+    for model, costs in pc["cost_usd"].items():
+        for kind in ("paged_cached", "full_cached"):
+            value = proxy.state.metrics.value("copage_prompt_cache_cost_usd_total",
+                                              model=model, kind=kind)
+            assert value == pytest.approx(costs[kind]) and value > 0, (model, kind)
+    assert 'copage_prompt_cache_cost_usd_total{kind="full_cached",model="gpt-4o-mini"}' in text
 
 
 def test_speculative_mode_fills_before_the_question_over_http(make_proxy: Any) -> None:

@@ -263,6 +263,9 @@ class Pager:
         self._pins: list[PageId] = []
         self._pins_user = -1
         self.prompt_meter = PromptMeter(self.tokenizer)  # in memory only, not stored
+        # full context as the meter renders it: each turn's message (session header
+        # included), counted when first metered; cut back by pop_turn and rewind
+        self._full_parts: list[int] = []
         tools = self.tools()
         self._fixed_tokens = self.tokenizer.count(self._preamble()) + self.tokenizer.count(
             prompt.tool_tokens_text(tools)
@@ -299,6 +302,7 @@ class Pager:
             return None
         turn = self.turns.pop()
         self._turn_tokens.pop()
+        del self._full_parts[seq:]
         pending = self._pending
         if pending.turns and pending.turns[-1][0] == seq:
             pending.turns.pop()  # added in this transaction: never stored
@@ -742,8 +746,21 @@ class Pager:
         """Count one request as sent (``stats().prompt_cache``): its repeated prefix and
         cost, beside full context's with ``question`` (None: the conversation's latest
         turn is the question)."""
-        self.prompt_meter.record(messages, tools, self.full_tokens(question),
-                                 self.tokenizer.count(question) if question else 0)
+        asked = self.prompt_meter.part_tokens({"role": "user", "content": question}) if question else 0
+        self.prompt_meter.record(messages, tools, self.full_request_tokens() + asked, asked)
+
+    def full_request_tokens(self) -> int:
+        """Tokens of the whole conversation sent as it is (the pinned system prompt and
+        every turn as a message, session headers included), as the prompt meter renders
+        a request: what full context would send before the question."""
+        done = len(self._full_parts)
+        if done < len(self.turns):
+            before = self.turns[done - 1:done]  # the previous turn decides the header
+            messages = prompt.turn_messages([*before, *self.turns[done:]])[len(before):]
+            self._full_parts.extend(self.prompt_meter.part_tokens(m) for m in messages)
+        system = (self.prompt_meter.part_tokens({"role": "system", "content": self.system})
+                  if self.system else 0)
+        return system + sum(self._full_parts)
 
     def prompt_tokens(self, question: str | None = None) -> int:
         """Content tokens of :meth:`context` (preamble, tool schema, bookmarks, resident
@@ -894,6 +911,7 @@ class Pager:
         heapq.heapify(self._stale_heap)
         self.turns = self.turns[:n_turns]
         self._turn_tokens = self._turn_tokens[:n_turns]
+        del self._full_parts[n_turns:]
         self.pages = self.pages[:n_pages]
         back = dict(rows or {})
         pager = Pager.restore(self.config, self.turns, [], {}, dict(state), base=self,

@@ -3,24 +3,34 @@
 Providers bill a prompt prefix they have seen before at a fraction of the input
 price, and local servers reuse the KV cache of an unchanged prefix, so a paged
 prompt is only cheap if consecutive requests share their beginning. The
-:class:`PromptMeter` of a pager sees every :meth:`~copage.core.pager.Pager.context`
-(one request), renders it as the provider would read it (tool schemas, then the
-messages in order), and records how many of its tokens repeat the previous
-request's prefix. Beside it, the same figures for sending the full conversation
-every time (whose history only grows, so its prefix is the previous request's
-history).
+:class:`PromptMeter` of a pager sees every request (:meth:`~copage.core.pager.Pager.context`
+or what a front end sends, ``meter_request``), renders it as the provider would read
+it (tool schemas, then the messages in order), and records how many of its tokens
+repeat the previous request's prefix. Beside it, the same figures for sending the
+full conversation every time, rendered the same way (each turn a message, the
+session headers included), whose history only grows, so its prefix is the previous
+request's history.
 
-Prices (USD per 1M input tokens, list prices of 2026-02):
+Prices (USD per 1M input tokens, list prices of 2026-02) and caching rules, as a
+user is billed (:data:`PRICES`):
 
-* ``gpt-4o-mini``: 0.15 input, 0.075 cached input (half). Caching is automatic for
-  prompts of 1,024 tokens or more, in steps of 128 tokens past the first 1,024.
-* ``claude-haiku-4-5``: 1.00 input, 0.10 cache read (a tenth), 1.25 cache write.
-  Anthropic caches up to a ``cache_control`` breakpoint, which copage's Anthropic
-  client (``copage.llm.anthropic_convert``) puts at the end of the latest assistant
-  message: the stable history. What comes after it (the user's new message, a
-  speculative fill) is billed as plain input, not written to the cache, since the
-  next request will not repeat it. A stable part of 1,024 tokens or more is cached:
-  what it repeats of the previous request is read, the rest written.
+* ``gpt-4o-mini``: 0.15 input, 0.075 cached input (half), no write premium. Caching
+  is automatic for prompts of 1,024 tokens or more; the cached part is the repeated
+  prefix rounded down to 1,024 + a multiple of 128 tokens.
+* Anthropic (``claude-haiku-4-5``: 1.00 input, 0.10 cache read, 1.25 cache write;
+  ``claude-sonnet-4-5``: 3.00 / 0.30 / 3.75): the prompt is cached up to a
+  ``cache_control`` breakpoint, which copage's Anthropic client
+  (``copage.llm.anthropic_convert.mark_history``) puts at the end of the latest
+  assistant message: the stable history. What comes after it (the user's new
+  message, a speculative fill) is plain input. A breakpoint prefix shorter than the
+  model's **minimum cacheable length** (Haiku 4.5: 4,096 tokens; Sonnet 4.5: 1,024)
+  is neither written nor read: the whole request is plain input. A cache entry is
+  read only **whole**: a request reads the longest earlier breakpoint prefix (of the
+  last :data:`ENTRIES` requests, within :data:`LOOKBACK` messages of its own
+  breakpoint) that it repeats exactly, and writes the rest up to its breakpoint at
+  the write price; a prompt that repeats only part of an earlier entry (a page
+  evicted from the front) reads nothing. The 5-minute lifetime of an entry is
+  assumed (turns come faster than that).
 
 Output tokens are not counted: they do not depend on how the prompt is built.
 The meter lives in memory only (a reopened conversation starts a new count).
@@ -30,56 +40,72 @@ from __future__ import annotations
 
 import bisect
 import json
+from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from copage.core.tokens import Tokenizer
 
 MIN_CACHED = 1024
-"""Shortest prompt (tokens) either provider caches."""
+"""OpenAI's shortest cached prompt (tokens), and the smallest minimum of any model here."""
 OPENAI_STEP = 128
-"""gpt-4o-mini caches its prefix in steps of this many tokens past ``MIN_CACHED``."""
+"""OpenAI caches its prefix in steps of this many tokens past its minimum."""
+LOOKBACK = 20
+"""Anthropic looks for an earlier cache entry at most this many blocks (here: messages)
+before a request's breakpoint."""
+ENTRIES = 4
+"""Earlier requests whose breakpoint prefixes the meter keeps as Anthropic cache entries."""
 MAX_SHARES = 10_000
 """Per-request shares kept for the median (the oldest are dropped)."""
 
 
 @dataclass(frozen=True, slots=True)
 class CachePrice:
-    """USD per 1M input tokens: uncached, read from the cache, written to it."""
+    """USD per 1M input tokens (uncached, read from the cache, written to it), the
+    shortest prefix the provider caches, and whose caching rules apply."""
 
     input: float
     cached: float
     write: float
+    min_cached: int = MIN_CACHED
+    provider: Literal["openai", "anthropic"] = "openai"
 
 
 PRICES: dict[str, CachePrice] = {
-    "gpt-4o-mini": CachePrice(0.15, 0.075, 0.15),
-    "claude-haiku-4-5": CachePrice(1.00, 0.10, 1.25),
+    "gpt-4o-mini": CachePrice(0.15, 0.075, 0.15, 1024, "openai"),
+    "claude-haiku-4-5": CachePrice(1.00, 0.10, 1.25, 4096, "anthropic"),
+    "claude-sonnet-4-5": CachePrice(3.00, 0.30, 3.75, 1024, "anthropic"),
 }
 
 
 def cached_tokens(model: str, prompt: int, prefix: int) -> int:
-    """Tokens of a ``prompt``-token request that ``model``'s provider bills as cached,
-    when its first ``prefix`` tokens repeat the previous request."""
-    if prompt < MIN_CACHED or prefix < MIN_CACHED:
+    """Tokens of a ``prompt``-token request that ``model``'s provider bills as read from
+    the cache, when its first ``prefix`` tokens repeat a cached prompt (OpenAI: any
+    repeated prefix, rounded down to its steps; Anthropic: ``prefix`` is a whole cache
+    entry's length)."""
+    price = PRICES[model]
+    if prompt < price.min_cached or prefix < price.min_cached:
         return 0
-    if model.startswith("gpt"):
-        return MIN_CACHED + (prefix - MIN_CACHED) // OPENAI_STEP * OPENAI_STEP
+    prefix = min(prefix, prompt)
+    if price.provider == "openai":
+        return price.min_cached + (prefix - price.min_cached) // OPENAI_STEP * OPENAI_STEP
     return prefix
 
 
 def request_cost(model: str, prompt: int, prefix: int, stable: int | None = None) -> float:
     """USD of one request's input under ``model``'s caching rules (see module docstring).
 
-    ``stable``: tokens up to the cache breakpoint (Anthropic: the end of the latest
-    assistant message; None: the whole request). OpenAI caches any prefix itself."""
+    OpenAI: ``prefix`` is the repeated prefix (it caches any prefix itself). Anthropic:
+    ``prefix`` is the length of the cache entry the request reads (an earlier
+    breakpoint prefix it repeats whole; 0: none), ``stable`` the tokens up to its own
+    breakpoint (None: the whole request)."""
     price = PRICES[model]
-    if model.startswith("gpt"):
+    if price.provider == "openai":
         cached = cached_tokens(model, prompt, prefix)
         return (cached * price.cached + (prompt - cached) * price.input) / 1e6
     stable = prompt if stable is None else max(0, min(stable, prompt))
-    if stable < MIN_CACHED:
+    if stable < price.min_cached:
         return prompt * price.input / 1e6
     cached = cached_tokens(model, stable, min(prefix, stable))
     return (cached * price.cached + (stable - cached) * price.write
@@ -137,7 +163,14 @@ class PromptMeter:
         }
         self._last: list[str] = []  # the previous request's parts
         self._counts: dict[str, int] = {}  # their token counts
+        # Anthropic cache entries: the breakpoint prefixes (parts, tokens) of the latest
+        # requests; an entry exists for a model when its tokens reach the model's minimum.
+        self._entries: deque[tuple[list[str], int]] = deque(maxlen=ENTRIES)
         self._last_history = 0  # full context: tokens of the previous request's history
+
+    def part_tokens(self, message: Mapping[str, Any]) -> int:
+        """Tokens of one message as the meter renders it (its part of a request)."""
+        return self.tokenizer.count(request_parts([message], [])[0])
 
     def record(self, messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]],
                full: int, question: int) -> None:
@@ -159,6 +192,9 @@ class PromptMeter:
         # the cache breakpoint: the end of the latest assistant message (the history)
         last = max((i for i, p in enumerate(parts) if p.startswith("<|assistant|>")), default=-1)
         stable = sum(counts[p] for p in parts[:last + 1]) if last >= 0 else 0
+        entries = self._matching_entries(parts, last + 1)
+        if last >= 0:
+            self._entries.append((parts[:last + 1], stable))
         self._last, self._counts = parts, counts
         full_prefix = min(self._last_history, full)
         self._last_history = full - question
@@ -175,10 +211,25 @@ class PromptMeter:
         for model, price in PRICES.items():
             c = self.cost[model]
             c["paged"] += tokens * price.input / 1e6
-            c["paged_cached"] += request_cost(model, tokens, prefix, stable)
+            if price.provider == "anthropic":
+                read = max((t for _, t in entries if t >= price.min_cached), default=0)
+                c["paged_cached"] += request_cost(model, tokens, read, stable)
+            else:
+                c["paged_cached"] += request_cost(model, tokens, prefix)
             c["full"] += full * price.input / 1e6
-            # full context: the breakpoint after its history (all but the question)
+            # full context: the breakpoint after its history (all but the question); its
+            # history only grows, so the previous request's history is its cache entry
             c["full_cached"] += request_cost(model, full, full_prefix, full - question)
+
+    def _matching_entries(self, parts: Sequence[str], end: int) -> list[tuple[int, int]]:
+        """(parts, tokens) of the kept cache entries that ``parts`` repeats whole, ending
+        at most :data:`LOOKBACK` parts before ``end`` (this request's breakpoint)."""
+        out = []
+        for prefix, tokens in self._entries:
+            n = len(prefix)
+            if n <= end and end - n <= LOOKBACK and list(parts[:n]) == prefix:
+                out.append((n, tokens))
+        return out
 
     def summary(self) -> dict[str, Any]:
         """JSON-able figures: requests, median and last prefix share, tokens, costs (USD)."""

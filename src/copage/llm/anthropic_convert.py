@@ -188,7 +188,11 @@ def _from_anthropic(data: Any, provider: str, model: str, raw: Any) -> ChatRespo
     if not "".join(text) and not calls:
         raise BadResponse(provider, f"empty reply (stop_reason={reason!r})")
     u = data.get("usage") or {}
-    usage = Usage(int(u.get("input_tokens") or 0), int(u.get("output_tokens") or 0))
+    # input_tokens is only what follows the cache breakpoint: the prompt is all three
+    read = int(u.get("cache_read_input_tokens") or 0)
+    written = int(u.get("cache_creation_input_tokens") or 0)
+    usage = Usage(int(u.get("input_tokens") or 0) + read + written,
+                  int(u.get("output_tokens") or 0), read, written)
     return ChatResponse(
         text="".join(text),
         tool_calls=tuple(calls),

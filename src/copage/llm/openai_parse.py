@@ -49,8 +49,11 @@ class Accumulator:
         self.model = str(payload.get("model") or self.model)
         usage = payload.get("usage")
         if isinstance(usage, Mapping):
+            details = usage.get("prompt_tokens_details")
+            cached = details.get("cached_tokens") if isinstance(details, Mapping) else 0
             self.usage = Usage(
-                int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0)
+                int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0),
+                int(cached or 0),
             )
         choices = payload.get("choices") or []
         if not isinstance(choices, list):

@@ -96,7 +96,10 @@ def from_response(data: Any, provider: str, model: str, raw: Any) -> ChatRespons
     finish = "tool_calls" if calls else (
         "length" if data.get("status") == "incomplete" else "stop")
     u = data.get("usage") or {}
-    usage = Usage(int(u.get("input_tokens") or 0), int(u.get("output_tokens") or 0))
+    details = u.get("input_tokens_details")
+    cached = details.get("cached_tokens") if isinstance(details, Mapping) else 0
+    usage = Usage(int(u.get("input_tokens") or 0), int(u.get("output_tokens") or 0),
+                  int(cached or 0))
     return ChatResponse(text="".join(text), tool_calls=tuple(calls), finish_reason=finish,
                         usage=usage, cost_usd=cost_of(model, usage), logprobs=None,
                         model=str(data.get("model") or model), raw=raw)

@@ -23,10 +23,16 @@ T = TypeVar("T")
 
 @dataclass(frozen=True, slots=True)
 class Usage:
-    """Token counts of one call."""
+    """Token counts of one call.
+
+    ``prompt_tokens`` is all of the prompt; of it, ``cached_tokens`` were read from the
+    provider's prompt cache and ``cache_write_tokens`` written to it (Anthropic), each
+    billed at its own price (:func:`copage.llm.prices.cost_of`)."""
 
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    cached_tokens: int = 0
+    cache_write_tokens: int = 0
 
     @property
     def total_tokens(self) -> int:
@@ -116,6 +122,8 @@ class ChatResponse:
             "usage": {
                 "prompt_tokens": self.usage.prompt_tokens,
                 "completion_tokens": self.usage.completion_tokens,
+                "cached_tokens": self.usage.cached_tokens,
+                "cache_write_tokens": self.usage.cache_write_tokens,
             },
             "cost_usd": self.cost_usd,
             "logprobs": self.logprobs,
@@ -136,7 +144,9 @@ class ChatResponse:
             text=str(data["text"]),
             tool_calls=calls,
             finish_reason=data.get("finish_reason"),
-            usage=Usage(int(usage["prompt_tokens"]), int(usage["completion_tokens"])),
+            usage=Usage(int(usage["prompt_tokens"]), int(usage["completion_tokens"]),
+                        int(usage.get("cached_tokens") or 0),
+                        int(usage.get("cache_write_tokens") or 0)),
             cost_usd=None if cost is None else float(cost),
             logprobs=None if lp is None else [float(x) for x in lp],
             model=str(data.get("model", "")),

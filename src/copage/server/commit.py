@@ -154,6 +154,12 @@ class Committer:
         for key in ("prefix_tokens", "prompt_tokens"):
             inc(f"copage_prompt_cache_{key}_total",
                 max(0, int(pa.get(key, 0)) - int(pb.get(key, 0))))
+        # ... and their cost with caching priced in, beside full context's (per model)
+        ca, cb = pa.get("cost_usd") or {}, pb.get("cost_usd") or {}
+        for model, kinds in ca.items():
+            for kind in ("paged_cached", "full_cached"):
+                spent = float(kinds.get(kind, 0.0)) - float((cb.get(model) or {}).get(kind, 0.0))
+                inc("copage_prompt_cache_cost_usd_total", max(0.0, spent), model=model, kind=kind)
         return {
             "pages": after["pages"], "resident_pages": len(after["resident"]),
             "evicted_pages": after["evicted"], "recalls": len(out.recalls),

@@ -23,6 +23,9 @@ COUNTERS = {
     "copage_prompt_cache_prompt_tokens_total": "Prompt tokens of the requests stats() metered",
     "copage_prompt_cache_prefix_tokens_total": "Of those, tokens repeating the previous "
                                                "request's prefix",
+    "copage_prompt_cache_cost_usd_total": "Input cost of the requests stats() metered with "
+                                          "each model's prompt caching priced in, paged and "
+                                          "full context (by model, kind)",
     "copage_upstream_prompt_tokens_total": "Prompt tokens reported by the upstream",
     "copage_upstream_completion_tokens_total": "Completion tokens reported by the upstream",
     "copage_lock_timeouts_total": "Turns refused because the conversation stayed locked",
