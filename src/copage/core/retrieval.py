@@ -26,6 +26,7 @@ nothing here lower-cases or filters BM25 input.
 
 from __future__ import annotations
 
+import heapq
 import math
 from collections import Counter
 from collections.abc import Collection, Hashable, Iterable, Mapping, Sequence
@@ -216,8 +217,9 @@ class BM25Index(Generic[K]):
 
     def best(self, query: Iterable[str]) -> Best:
         """The best document for ``query`` (ties: the smallest key) and its score;
-        ``Best(None, 0.0)`` when no document scores above 0."""
-        found = self.score_map(query)
+        ``Best(None, 0.0)`` when no document scores above 0. The same as taking it from
+        :meth:`score_map`, at the cost of :meth:`top`'s pruned pass."""
+        found = self._pruned(query, 1, tie=True)
         if not found:
             return Best(None, 0.0)
         top = max(found.values())
@@ -225,6 +227,89 @@ class BM25Index(Generic[K]):
             return Best(None, 0.0)
         key = min(k for k, s in found.items() if _is_tied(s, top))
         return Best(key, found[key])
+
+    def top(self, query: Iterable[str], k: int | None = None) -> list[tuple[K, float]]:
+        """The ``k`` best documents for ``query`` (all when None) scoring above 0, best
+        first (ties: the smaller key), with their scores: exactly the first ``k`` of
+        :meth:`score_map`'s items sorted by ``(-score, key)``, the same floats.
+
+        Max-score pruning (Turtle & Flood 1995): the query's terms are read from the
+        highest score bound (``qtf * idf * (k1 + 1)``, the rarest) down, and once the
+        bound of the terms left is below the k-th best partial score, no document
+        holding none of the terms read can be among the ``k`` (nor tie with one), so
+        the long postings of common terms are not walked; the documents that can are
+        scored exactly, term by term in the query's order, as :meth:`score_map` does.
+        """
+        if k is not None and (isinstance(k, bool) or not isinstance(k, int) or k < 1):
+            raise ValueError(f"k must be an int >= 1 or None, got {k!r}")
+        found = self._pruned(query, k)
+        order = sorted((key for key, s in found.items() if s > 0),
+                       key=lambda key: (-found[key], key))
+        return [(key, found[key]) for key in order[:k]]
+
+    def _pruned(self, query: Iterable[str], k: int | None, *, tie: bool = False
+                ) -> dict[K, float]:
+        """:meth:`score_map`'s scores of a set of documents that holds the ``k`` best
+        (all when None) and every document tied with the k-th (``tie``: within the
+        module's tie tolerance, else equal)."""
+        q = _query(query)
+        n = len(self._tf)
+        if k is None or not n:
+            return self.score_map(q)
+        avgdl = self._total / n
+        k1, b = self.k1, self.b
+        tfs, lengths = self._tf, self._len
+        terms = []  # (term, weight, holders) in the query's order
+        for term, qtf in q.items():
+            holders = self._postings.get(term)
+            if holders:
+                terms.append((term, qtf * bm25_idf(n, len(holders)), holders))
+        # a term adds at most weight * (k1 + 1) (tf / (tf + k1 * norm) <= 1), up to rounding
+        bounds = [w * (k1 + 1.0) * _UP for _, w, _ in terms]
+        order = sorted(range(len(terms)), key=lambda j: -bounds[j])
+        left = [0.0] * (len(order) + 1)  # left[i]: bound of the terms order[i:]
+        for i in range(len(order) - 1, -1, -1):
+            left[i] = (left[i + 1] + bounds[order[i]]) * _UP
+        partial: dict[K, float] = {}
+        get = partial.get
+        theta, rest, done = 0.0, 0.0, len(order)
+        for i, j in enumerate(order):
+            if len(partial) >= k:
+                theta = _kth(partial, k) * _DOWN  # at least k documents score this much
+                if tie:
+                    theta -= TIE_RTOL * max(1.0, theta) * 2
+                if left[i] < theta:  # an unseen document scores below k seen ones
+                    done, rest = i, left[i]
+                    break
+            term, weight, holders = terms[j]
+            for key in holders:
+                partial[key] = get(key, 0.0) + _term(weight, tfs[key][term], lengths[key],
+                                                     avgdl, k1, b)
+        if done == len(order) and len(partial) >= k:
+            theta = _kth(partial, k) * _DOWN
+            if tie:
+                theta -= TIE_RTOL * max(1.0, theta) * 2
+        out: dict[K, float] = {}
+        for key, part in partial.items():
+            if (part + rest) * _UP < theta:  # scores below k others: not among the k
+                continue
+            tf, length, total = tfs[key], lengths[key], 0.0
+            for term, weight, _ in terms:  # score_map's sum, in its order
+                f = tf.get(term, 0)
+                if f:
+                    total += _term(weight, f, length, avgdl, k1, b)
+            out[key] = total
+        return out
+
+
+_UP, _DOWN = 1.0 + 1e-9, 1.0 - 1e-9  # margins far above the rounding of a few float operations
+
+
+def _kth(scores: Mapping[Any, float], k: int) -> float:
+    """The k-th largest value (``len(scores) >= k``)."""
+    if k == 1:
+        return max(scores.values())
+    return heapq.nlargest(k, scores.values())[-1]
 
 
 def _term(weight: float, tf: int, length: int, avgdl: float, k1: float, b: float) -> float:
