@@ -10,7 +10,7 @@ import random
 
 import pytest
 
-from copage.core.retrieval import TIE_RTOL, Best, BM25Index
+from copage.core.retrieval import DENSE_MIN, TIE_RTOL, Best, BM25Index
 
 
 def plain_top(index: BM25Index[int], query: list[str], k: int | None) -> list[tuple[int, float]]:
@@ -87,3 +87,28 @@ def test_top_checks_k() -> None:
         with pytest.raises(ValueError, match="k must be"):
             index.top(["a"], bad)  # type: ignore[arg-type]
     assert BM25Index().top(["a"], 3) == [] and index.top([], 2) == []
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_the_array_path_follows_adds_and_removes(seed: int) -> None:
+    """Queries of common words only (scored on arrays from DENSE_MIN documents), with
+    documents added, replaced and removed between queries: still the plain scoring."""
+    rng = random.Random(seed)
+    vocab = [f"w{i}" for i in range(rng.choice([3, 6, 12]))]
+    index: BM25Index[int] = BM25Index()
+    present: list[int] = []
+    for step in range(400):
+        if present and rng.random() < 0.3:
+            key = present.pop(rng.randrange(len(present)))
+            index.remove(key)
+        else:
+            key = rng.choice(present) if present and rng.random() < 0.1 else step
+            index.set(key, rng.choices(vocab, k=rng.randint(1, 20)))
+            if key not in present:
+                present.append(key)
+        if step % 7 == 0:
+            query = rng.choices(vocab, k=rng.randint(1, 6))
+            for k in (1, 2, 5, 40):
+                assert index.top(query, k) == plain_top(index, query, k)
+            assert index.best(query) == plain_best(index, query)
+    assert len(present) > DENSE_MIN and index._dense is not None  # the array path was used

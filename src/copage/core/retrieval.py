@@ -32,6 +32,9 @@ from collections import Counter
 from collections.abc import Collection, Hashable, Iterable, Mapping, Sequence
 from typing import Any, Generic, NamedTuple, Protocol, TypeVar
 
+import numpy as np
+import numpy.typing as npt
+
 from copage.core.text import STOPWORDS
 
 __all__ = [
@@ -120,6 +123,7 @@ class BM25Index(Generic[K]):
         self._len: dict[K, int] = {}
         self._postings: dict[str, set[K]] = {}
         self._total = 0
+        self._dense: _Dense[K] | None = None  # arrays for queries of common words only
         for i, doc in enumerate(docs):
             self.set(i, doc)  # type: ignore[arg-type]  # positional keys: BM25Index[int]
 
@@ -151,6 +155,8 @@ class BM25Index(Generic[K]):
         self._total += length
         for term in counts:
             self._postings.setdefault(term, set()).add(key)
+        if self._dense is not None:
+            self._dense.add(key, counts, length)
 
     def remove(self, key: K) -> None:
         """Remove the document under ``key`` (no-op if absent)."""
@@ -166,6 +172,8 @@ class BM25Index(Generic[K]):
             holders.discard(key)
             if not holders:
                 del self._postings[term]
+        if self._dense is not None:
+            self._dense.remove(key, self._tf[key])
 
     # --------------------------------------------------------------- scoring
     def df(self, term: str) -> int:
@@ -239,13 +247,20 @@ class BM25Index(Generic[K]):
         holding none of the terms read can be among the ``k`` (nor tie with one), so
         the long postings of common terms are not walked; the documents that can are
         scored exactly, term by term in the query's order, as :meth:`score_map` does.
+        When nothing can be pruned within as many postings as there are documents
+        (every query word is common), every document is scored as :meth:`score_map`
+        does, the same operations on arrays (``numpy``; from ``DENSE_MIN`` documents).
         """
         if k is not None and (isinstance(k, bool) or not isinstance(k, int) or k < 1):
             raise ValueError(f"k must be an int >= 1 or None, got {k!r}")
         found = self._pruned(query, k)
-        order = sorted((key for key, s in found.items() if s > 0),
-                       key=lambda key: (-found[key], key))
-        return [(key, found[key]) for key in order[:k]]
+        keys = (key for key, s in found.items() if s > 0)
+
+        def rank(key: K) -> tuple[float, K]:
+            return -found[key], key
+
+        order = sorted(keys, key=rank) if k is None else heapq.nsmallest(k, keys, key=rank)
+        return [(key, found[key]) for key in order]
 
     def _pruned(self, query: Iterable[str], k: int | None, *, tie: bool = False
                 ) -> dict[K, float]:
@@ -272,7 +287,7 @@ class BM25Index(Generic[K]):
             left[i] = (left[i + 1] + bounds[order[i]]) * _UP
         partial: dict[K, float] = {}
         get = partial.get
-        theta, rest, done = 0.0, 0.0, len(order)
+        theta, rest, done, read = 0.0, 0.0, len(order), 0
         for i, j in enumerate(order):
             if len(partial) >= k:
                 theta = _kth(partial, k) * _DOWN  # at least k documents score this much
@@ -282,6 +297,11 @@ class BM25Index(Generic[K]):
                     done, rest = i, left[i]
                     break
             term, weight, holders = terms[j]
+            read += len(holders)
+            if read > n:  # nothing pruned within as many postings as documents:
+                if n < DENSE_MIN:  # every query word is common
+                    return self.score_map(q)
+                return self._dense_top(terms, k, tie)
             for key in holders:
                 partial[key] = get(key, 0.0) + _term(weight, tfs[key][term], lengths[key],
                                                      avgdl, k1, b)
@@ -302,6 +322,94 @@ class BM25Index(Generic[K]):
         return out
 
 
+    def _dense_top(self, terms: Sequence[tuple[str, float, Collection[K]]], k: int, tie: bool
+                   ) -> dict[K, float]:
+        """:meth:`_pruned`'s answer for ``terms`` (term, weight, holders; the query's
+        order) from arrays: every document's score summed as :meth:`score_map` sums it
+        (the same operations in the same order, so the same floats), then the
+        documents at or above the k-th score (``tie``: within the tie tolerance)."""
+        if self._dense is None:
+            self._dense = _Dense(self._tf, self._len)
+        dense, n = self._dense, len(self._tf)
+        avgdl = self._total / n
+        acc = np.zeros(len(dense.keys))
+        for term, weight, _ in terms:
+            slots, tf = dense.postings(term, self._postings[term], self._tf)
+            if avgdl:
+                norm = (1.0 - self.b) + (self.b * dense.lens[slots]) / avgdl
+            else:
+                norm = np.ones(len(slots))
+            acc[slots] += ((weight * tf) * (self.k1 + 1.0)) / (tf + self.k1 * norm)
+        positive = int(np.count_nonzero(acc > 0))
+        if not positive:
+            return {}
+        kth = float(np.partition(acc, -k)[-k]) if k < positive else float(acc[acc > 0].min())
+        if tie:
+            kth -= TIE_RTOL * max(1.0, abs(float(acc.max()))) * 2
+        keys = dense.keys
+        return {keys[i]: float(acc[i]) for i in np.flatnonzero(acc >= kth).tolist()
+                if acc[i] > 0}
+
+
+class _Dense(Generic[K]):
+    """A BM25Index's documents as array slots, for scoring common words at C speed:
+    the documents' lengths by slot, and for the terms asked for so far their postings
+    as (slots, tf) arrays; kept up to date by the index's adds and removes."""
+
+    def __init__(self, tfs: Mapping[K, Mapping[str, int]], lengths: Mapping[K, int]) -> None:
+        self.keys: list[Any] = []  # slot -> key (None: a free slot)
+        self.slot: dict[K, int] = {}
+        self.free: list[int] = []
+        self.lens = np.zeros(max(16, 2 * len(lengths)))
+        self.terms: dict[str, tuple[npt.NDArray[np.intp], npt.NDArray[np.float64]]] = {}
+        for key, length in lengths.items():
+            self._place(key, length)
+
+    def _place(self, key: K, length: int) -> int:
+        if self.free:
+            i = self.free.pop()
+            self.keys[i] = key
+        else:
+            i = len(self.keys)
+            self.keys.append(key)
+            if i >= len(self.lens):
+                self.lens = np.concatenate([self.lens, np.zeros(len(self.lens))])
+        self.slot[key] = i
+        self.lens[i] = length
+        return i
+
+    def add(self, key: K, counts: Mapping[str, int], length: int) -> None:
+        i = self._place(key, length)
+        for term, f in counts.items():
+            got = self.terms.get(term)
+            if got is not None:
+                self.terms[term] = (np.append(got[0], i), np.append(got[1], float(f)))
+
+    def remove(self, key: K, counts: Mapping[str, int]) -> None:
+        i = self.slot.pop(key)
+        self.keys[i] = None
+        self.lens[i] = 0.0
+        self.free.append(i)
+        for term in counts:
+            got = self.terms.get(term)
+            if got is not None:
+                keep = got[0] != i
+                self.terms[term] = (got[0][keep], got[1][keep])
+
+    def postings(self, term: str, holders: Collection[K], tfs: Mapping[K, Mapping[str, int]]
+                 ) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.float64]]:
+        got = self.terms.get(term)
+        if got is None:
+            slot = self.slot
+            got = self.terms[term] = (
+                np.fromiter((slot[k] for k in holders), dtype=np.intp, count=len(holders)),
+                np.fromiter((tfs[k][term] for k in holders), dtype=np.float64,
+                            count=len(holders)))
+        return got
+
+
+DENSE_MIN = 64
+"""From this many documents, a query whose words are all common is scored with arrays."""
 _UP, _DOWN = 1.0 + 1e-9, 1.0 - 1e-9  # margins far above the rounding of a few float operations
 
 
