@@ -247,7 +247,7 @@ class BM25Index(Generic[K]):
         holding none of the terms read can be among the ``k`` (nor tie with one), so
         the long postings of common terms are not walked; the documents that can are
         scored exactly, term by term in the query's order, as :meth:`score_map` does.
-        When nothing can be pruned within as many postings as there are documents
+        When nothing can be pruned within half as many postings as there are documents
         (every query word is common), every document is scored as :meth:`score_map`
         does, the same operations on arrays (``numpy``; from ``DENSE_MIN`` documents).
         """
@@ -298,7 +298,7 @@ class BM25Index(Generic[K]):
                     break
             term, weight, holders = terms[j]
             read += len(holders)
-            if read > n:  # nothing pruned within as many postings as documents:
+            if 2 * read > n:  # nothing pruned within half as many postings as documents:
                 if n < DENSE_MIN:  # every query word is common
                     return self.score_map(q)
                 return self._dense_top(terms, k, tie)
