@@ -248,8 +248,9 @@ class BM25Index(Generic[K]):
         the long postings of common terms are not walked; the documents that can are
         scored exactly, term by term in the query's order, as :meth:`score_map` does.
         When nothing can be pruned within half as many postings as there are documents
-        (every query word is common), every document is scored as :meth:`score_map`
-        does, the same operations on arrays (``numpy``; from ``DENSE_MIN`` documents).
+        (every query word is common), or within 256 postings, every document is scored
+        as :meth:`score_map` does, the same operations on arrays (``numpy``; from
+        ``DENSE_MIN`` documents; below, :meth:`score_map` itself).
         """
         if k is not None and (isinstance(k, bool) or not isinstance(k, int) or k < 1):
             raise ValueError(f"k must be an int >= 1 or None, got {k!r}")
@@ -298,8 +299,8 @@ class BM25Index(Generic[K]):
                     break
             term, weight, holders = terms[j]
             read += len(holders)
-            if 2 * read > n:  # nothing pruned within half as many postings as documents:
-                if n < DENSE_MIN:  # every query word is common
+            if read > min(n // 2, _PRUNED_READ):  # too many postings to read one by one
+                if n < DENSE_MIN:
                     return self.score_map(q)
                 return self._dense_top(terms, k, tie)
             for key in holders:
@@ -410,6 +411,7 @@ class _Dense(Generic[K]):
 
 DENSE_MIN = 64
 """From this many documents, a query whose words are all common is scored with arrays."""
+_PRUNED_READ = 256  # postings read one by one before the array pass is cheaper
 _UP, _DOWN = 1.0 + 1e-9, 1.0 - 1e-9  # margins far above the rounding of a few float operations
 
 
