@@ -20,6 +20,13 @@ are tied. :func:`rank_top1_credit` shares top-1 credit among the tied
 candidates; :func:`top1` and :meth:`BM25Index.best` pick the tied candidate
 with the smallest key (document position, or the earliest page).
 
+The best documents of a query (:meth:`BM25Index.top`, :meth:`BM25Index.best`) are
+found without scoring every document that holds a common query word (max-score
+pruning, or the same sums on arrays when nothing can be pruned); the documents,
+their order and their scores are exactly those of :meth:`BM25Index.score_map`
+(``tests/core/test_retrieval_top.py``), at a cost that does not grow with the
+documents that cannot be among the best.
+
 Inputs are already tokenised (e.g. :func:`copage.core.text.content_words`):
 nothing here lower-cases or filters BM25 input.
 """
