@@ -10,6 +10,7 @@
   :class:`ConversationPool` objects (two conversation caches) on one file: A appends a
   user/assistant pair, then B answers ``recall_page`` (page p1: an answer whose size
   does not grow), so B must catch up with A's write; the time of B's call.
+* ``mcp-append``: one MCP process appending a user/assistant pair (``append_turns``).
 * ``pop``: ``CopageSession.pop_item`` then ``add_items`` of the popped item back, with
   the latest item in the open page (``open``: 9 of 10 items with pages of 10) or the
   one that closed its page (``closing``: the session's latest commit is taken back;
@@ -116,6 +117,25 @@ def bench_mcp(n: int, turns: int, tmp: Path) -> float:
     return out
 
 
+def bench_mcp_append(n: int, turns: int, tmp: Path) -> float:
+    """MCP ``append_turns`` of one user/assistant pair (the per-turn call of a client
+    that stores its conversation through MCP), one process, SQLite."""
+    from copage.adapters.mcp import ConversationPool, tools
+    from copage.core.config import PagerConfig
+
+    pool = ConversationPool(f"sqlite://{tmp / f'mcp-append-{n}.db'}", PagerConfig(**PAGING))
+    for s in range(0, n, 500):
+        tools.append_turns(pool, "default", "c", [
+            ("user" if i % 2 == 0 else "assistant", _text(i)) for i in range(s, min(n, s + 500))])
+
+    def turn(i: int) -> None:
+        tools.append_turns(pool, "default", "c", [("user", _text(i)), ("assistant", _text(i + 1))])
+
+    out = _median_ms(turn, n, turns)
+    pool.close()
+    return out
+
+
 def bench_pop(n: int, turns: int, closing: bool) -> tuple[float, float, float]:
     from copage.adapters.agents import CopageSession
 
@@ -152,7 +172,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--sizes", default="100,500,1000,2000,3000")
     ap.add_argument("--turns", type=int, default=15, help="measured turns per size")
-    ap.add_argument("--only", default="langchain,langchain-resent,mcp-2proc,pop")
+    ap.add_argument("--only", default="langchain,langchain-resent,mcp-2proc,mcp-append,pop")
     ap.add_argument("--clock", choices=["wall", "cpu"], default="wall",
                     help="cpu: this process's CPU time (all its threads), which other jobs "
                          "on a shared machine do not inflate")
@@ -172,6 +192,9 @@ def main() -> None:
                     bench_langchain(n, args.turns, "resent"))
             if "mcp-2proc" in only:
                 rows.setdefault("mcp, 2 processes", []).append(bench_mcp(n, args.turns, Path(d)))
+            if "mcp-append" in only:
+                rows.setdefault("mcp append_turns", []).append(
+                    bench_mcp_append(n, args.turns, Path(d)))
             if "pop" in only:
                 rows.setdefault("agents pop+add (open)", []).append(
                     bench_pop(n, args.turns, False)[0])

@@ -9,6 +9,12 @@ time). Two ways to score one question over N bookmarks, both the same BM25:
 And recall by query over the evicted pages: the pager's incremental index (one add or
 remove per eviction / page-in) against rebuilding an index over all evicted pages.
 
+And the best pages of a query over N evicted pages (the speculative fill's ranking,
+issue 18): ``BM25Index.top(query, k)`` (max-score pruning) against scoring every page
+holding a query word (``score_map``) and sorting, for a question of 8 words drawn as
+the pages' words are (``zipf``: a few common words, mostly rarer ones) and one of the 8
+commonest words only (``common``: nothing to prune, the worst case).
+
 Run: ``.venv/bin/python bench/bench_bm25.py [--seed N]``. Prints only; compare ratios
 within one run (the machine is shared).
 """
@@ -80,6 +86,26 @@ def main() -> None:
         inc = _rate(incremental, reps)
         reb = _rate(lambda: BM25Index(pages).best(query), max(3, reps // 20))  # type: ignore[arg-type]  # noqa: B023
         print(f"{n:>6}{inc:>15,.0f}{reb:>11,.1f}{inc / reb:>8.0f}")
+
+    print("\nbest pages: N evicted pages of 60 words, top-k pruned against score_map + sort")
+    print(f"{'N':>6}{'query':>8}{'k':>4}{'top/s':>10}{'full/s':>10}{'ratio':>8}")
+    for n in (30, 100, 300, 1000, 3000):
+        pages = [rng.choices(WORDS, zipf, k=60) for _ in range(n)]
+        ranked: BM25Index[int] = BM25Index(pages)  # type: ignore[arg-type]
+        queries = {"zipf": rng.choices(WORDS, zipf, k=8), "common": WORDS[:8]}
+        for name, query in queries.items():
+            for k in (1, 8):
+                def full(q: list[str] = query, k: int = k,
+                         index: BM25Index[int] = ranked) -> list[tuple[int, float]]:
+                    found = index.score_map(q)
+                    order = sorted((i for i, s in found.items() if s > 0),
+                                   key=lambda i: (-found[i], i))
+                    return [(i, found[i]) for i in order[:k]]
+                assert ranked.top(query, k) == full()
+                reps = max(20, 20_000 // n)
+                top = _rate(lambda q=query, k=k, index=ranked: index.top(q, k), reps)  # type: ignore[misc]
+                plain = _rate(full, reps)
+                print(f"{n:>6}{name:>8}{k:>4}{top:>10,.0f}{plain:>10,.0f}{top / plain:>8.1f}")
 
 
 if __name__ == "__main__":

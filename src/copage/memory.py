@@ -605,10 +605,8 @@ class PagedMemory:
         terms = list(query_terms(query))
         if not terms or not self.pager.evicted:
             return []
-        scores = self.pager.evicted_index.score_map(terms)
-        best = sorted((i for i in scores if scores[i] > 0), key=lambda i: (-scores[i], i))
-        return [SearchHit(page_id(i), scores[i], self.pager.bookmark(page_id(i)))
-                for i in best[:limit]]
+        return [SearchHit(page_id(i), score, self.pager.bookmark(page_id(i)))
+                for i, score in self.pager.evicted_index.top(terms, limit)]
 
     def stats(self, question: str | None = None) -> PagerStats:
         """The paging figures now: pages, resident set, counts and tokens.

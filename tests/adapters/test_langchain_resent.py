@@ -190,3 +190,52 @@ def test_the_view_of_a_resent_history_holds_the_callers_own_messages() -> None:
     first = model.seen[-1][0]
     assert first.content == blocks and first.id != out["messages"][0].id
     assert [t.text for t in mw.memory("t").turns] == ["my code is 4471", "noted", "ok?", "ok"]
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_the_bulk_comparison_of_a_history_is_the_canonical_one(seed: int) -> None:
+    """``_all_same`` (the pairs compared with map over whole lists) against comparing
+    every pair's canonical form, on random histories with tool calls, tool results,
+    content blocks, chunks and system messages, equal or changed at one place."""
+    import random
+
+    from langchain_core.messages import AIMessageChunk, SystemMessage, ToolMessage
+
+    from copage.adapters.langchain.convert import to_turn
+    from copage.adapters.langchain.history import _all_same, of_message, of_turn
+    from copage.core.types import ToolCall, Turn
+
+    rng = random.Random(seed)
+    words = ["hi", "yo", "", "Hi", "hi "]
+
+    def message(i: int) -> Any:
+        text = rng.choice(words)
+        calls = [{"name": "f", "args": {"a": rng.randint(0, 1)}, "id": f"c{rng.randint(0, 1)}",
+                  "type": "tool_call"}]
+        return rng.choice([
+            lambda: HumanMessage(text, id=str(i)), lambda: AIMessage(text, id=str(i)),
+            lambda: AIMessage(text, tool_calls=calls, id=str(i)),
+            lambda: AIMessageChunk(content=text, id=str(i)),
+            lambda: ToolMessage(text, tool_call_id=f"c{rng.randint(0, 1)}", id=str(i)),
+            lambda: SystemMessage(text, id=str(i)),
+            lambda: HumanMessage([{"type": "text", "text": text}], id=str(i))])()
+
+    def turn(m: Any, i: int) -> Turn:
+        role, text, meta = to_turn(m)
+        return Turn(f"t{i}", role, text, tool_calls=tuple(meta.get("tool_calls") or ()),
+                    tool_call_id=meta.get("tool_call_id"))
+
+    for _ in range(30):
+        n = rng.randint(0, 12)
+        messages = [message(i) for i in range(n)]
+        turns = [turn(m, i) for i, m in enumerate(messages)]
+        if n and rng.random() < 0.6:  # one place changed: the message, or the turn
+            i = rng.randrange(n)
+            if rng.random() < 0.5:
+                messages[i] = message(i)
+            else:
+                turns[i] = rng.choice([turn(message(i), i), Turn(f"t{i}", "tool", "hi"),
+                                       Turn(f"t{i}", "assistant", "hi",
+                                            tool_calls=(ToolCall("c1", "f", "{}"),))])
+        want = all(of_message(m) == of_turn(t) for m, t in zip(messages, turns, strict=True))
+        assert _all_same(messages, turns) == want

@@ -992,7 +992,9 @@ class Pager:
                 for idx, row in rows.items():
                     history.set_page(page_id(idx), int(row["first"]), int(row["last"]),
                                      int(row["count"]))
-                missing = next((p.id for p in pager.pages if p.id not in history.first), None)
+                # base's pages have their states (from base or the rows): check the rest
+                checked = pager.pages[len(base.pages):] if base is not None else pager.pages
+                missing = next((p.id for p in checked if p.id not in history.first), None)
                 if missing is not None:
                     raise ValueError(f"no stored state for page {missing}")
         res = set(pager.cache.resident)

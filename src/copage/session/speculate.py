@@ -29,7 +29,8 @@ evicted for them. A page the model still recalls is paged in as usual.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import itertools
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -130,6 +131,31 @@ class Speculator:
             return {}, 1.0
         return index.score_map(terms), sum(index.idf(t) for t in terms) or 1.0
 
+    @staticmethod
+    def _ranking(pager: PagedView, message: str) -> tuple[Iterator[tuple[PageId, float]], float]:
+        """:meth:`ranked`, read lazily (the pages in the same order with the same scores),
+        and the query's idf mass: the best pages come from the index's pruned top-k
+        (:meth:`BM25Index.top`), which reads the long postings of common words only
+        when they can change the order, so a turn's cost does not grow with the
+        evicted pages; more are ranked only if the walk goes on."""
+        index = pager.evicted_index
+        terms = query_terms(message) if len(index) else ()
+        if not terms:
+            return iter(()), 1.0
+        mass = sum(index.idf(t) for t in terms) or 1.0
+
+        def walk() -> Iterator[tuple[PageId, float]]:
+            k, done = 1, 0
+            while True:
+                top = index.top(terms, k)
+                for key, score in top[done:]:
+                    yield page_id(key), score / mass
+                if len(top) < k:
+                    return
+                done, k = len(top), max(8, 4 * k)
+
+        return walk(), mass
+
     def score(self, pager: PagedView, message: str) -> tuple[PageId | None, float]:
         """The best evicted page for ``message`` and its normalised score (None, 0.0 if none)."""
         match = pager.search_evicted(message)
@@ -155,15 +181,14 @@ class Speculator:
         """The fill for ``message`` within ``tokens`` (default: :attr:`tokens`); changes nothing."""
         allowance = self.tokens if tokens is None else tokens
         _check_int("speculative_tokens", allowance, low=0, none=False)
-        found, mass = self._scores(pager, message)
-        high = max(found.values(), default=0.0)
-        if high <= 0:
+        ranked, _ = self._ranking(pager, message)
+        first = next(ranked, None)
+        if first is None:
             return Speculation(None, 0.0)
-        if high / mass < self.threshold or allowance <= 0:  # most turns: no sort, no fill
-            first = min(k for k, v in found.items() if v == high)
-            return Speculation(page_id(first), high / mass)
-        ranked = _ranked(found, mass)
-        best, top = ranked[0]
+        best, top = first
+        if top < self.threshold or allowance <= 0:  # most turns: only the best page ranked
+            return Speculation(best, top)
+        ranked = itertools.chain([first], ranked)
         evicted = set(pager.evicted) if self.neighbours else set()
         room = allowance - _count(pager, FILL_HEADER + "\n" + prompt.RECALLED_NOTE)
         picked: list[PageId] = []
@@ -171,7 +196,9 @@ class Speculator:
         for pid, score in ranked:
             if self.pages is not None and taken >= self.pages:
                 break
-            if pid in picked or (taken and score < self.relative * top):
+            if taken and score < self.relative * top:
+                break  # best first: every later page scores below too (skipped as this)
+            if pid in picked:
                 continue
             idx = page_index(pid)
             group = [pid] + [page_id(i) for d in range(1, self.neighbours + 1)

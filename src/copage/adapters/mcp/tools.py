@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 from copage.adapters._pool import ConversationPool
 from copage.core import prompt
-from copage.core.types import parse_page_arg
+from copage.core.types import page_id, page_index, parse_page_arg
 from copage.ids import CONVERSATION_ID_RULE, is_conversation_id
 from copage.memory import PagedMemory
 from copage.stores.base import ConversationNotFound
@@ -56,8 +56,9 @@ def bookmarks_resource(pool: ConversationPool, tenant: str, conversation: str) -
 
 
 def _counts(mem: PagedMemory) -> str:
-    return (f"{len(mem.turns)} turns, {len(mem.pages)} pages "
-            f"({len(mem.resident)} resident, {len(mem.evicted)} evicted)")
+    pages, resident = len(mem.pages), len(mem.resident)  # closed pages: resident or evicted
+    return (f"{len(mem.turns)} turns, {pages} pages "
+            f"({resident} resident, {pages - resident} evicted)")
 
 
 def append_turns(pool: ConversationPool, tenant: str, conversation: str,
@@ -76,19 +77,22 @@ def append_turns(pool: ConversationPool, tenant: str, conversation: str,
             raise ToolInputError(f"turn {i} is {len(text)} characters; the limit is "
                                  f"{MAX_TURN_CHARS}.")
     with pool.use(cid, tenant=tenant, create=True) as mem:
-        before = set(mem.evicted)
+        # appending pages nothing in: the pages it evicts were resident before or closed
+        # by it (found without listing every evicted page: the cost stays flat)
+        maybe = set(mem.resident)
+        closed = len(mem.pages)
         try:
             with mem.transaction():
                 for role, text in turns:
                     mem.add(role, text)
         except ValueError as e:  # e.g. text that is not valid Unicode: nothing was stored
             raise ToolInputError(str(e)) from None
-        newly = [p for p in mem.evicted if p not in before]
-        books = mem.bookmarks()
+        maybe.update(page_id(i) for i in range(closed, len(mem.pages)))
+        newly = sorted((p for p in maybe if not mem.is_resident(p)), key=page_index)
         out = f"Stored {len(turns)} turn(s) in {cid!r}: now {_counts(mem)}."
         if newly:
             out += ("\nPages evicted by this call (recall_page reads one):\n"
-                    + "\n".join(books[p].text for p in newly))
+                    + "\n".join(mem.bookmark(p).text for p in newly))
     return out
 
 
