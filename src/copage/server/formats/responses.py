@@ -283,7 +283,8 @@ class Output:
 
     :meth:`event` returns the Responses stream events of one turn event;
     :meth:`end` closes the open item and returns ``response.completed`` (its
-    response holds the items as streamed); :meth:`response` is the object itself.
+    response holds the items as streamed); :meth:`whole` is the same response for a
+    turn that was not streamed; :meth:`response` is the object itself.
     """
 
     def __init__(self, opened: Opened, req: ResponsesRequest, *, model: str,
@@ -333,6 +334,12 @@ class Output:
     def end(self, result: TurnResult) -> list[str]:
         out = self._start() + self._close()
         return out + [self._sse("response.completed", response=self.response(result.outcome))]
+
+    def whole(self, result: TurnResult) -> dict[str, Any]:
+        """The finished response of a turn that was not streamed: the open item closed
+        (``status: completed``, as in ``response.completed``), no events."""
+        self._close()
+        return self.response(result.outcome)
 
     def response(self, outcome: Outcome | None) -> dict[str, Any]:
         """The ``response`` object: in progress (None) or completed with ``outcome``."""
