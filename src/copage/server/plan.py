@@ -17,6 +17,7 @@ from typing import Any
 
 from copage.core.types import ToolCall
 from copage.memory import PagedMemory
+from copage.server.body import Messages
 from copage.server.errors import ProxyError, bad_request
 from copage.server.loop import Outcome
 from copage.server.recognise import (
@@ -140,11 +141,37 @@ def plan(mem: PagedMemory, tenant: str, cid: str, call: ChatCall, ask: Ask,
     check_key(rq, ask)
     return msgs, head  # only new messages
 
+def request_system(call: ChatCall, upto: int | None = None) -> str | None:
+    """The system prompt the request's messages (those before ``upto``) carry: the last
+    system message's text. None when they carry none, or when they continue this
+    worker's known prefix: byte for byte the last request's, whose system prompt was
+    stored with it (so a resent history is still not parsed)."""
+    raw = call.raw
+    if isinstance(raw, Messages) and raw.matched is not None:
+        return None
+    msgs = call.messages if upto is None else call.messages[:upto]
+    return next((m.text for m in reversed(msgs) if m.role == "system"), None)
+
+
+def system_change(mem: PagedMemory, call: ChatCall, new: Sequence[Message]) -> str | None:
+    """The system prompt to pin before ``new`` (the tail of the request's messages):
+    the one the earlier messages carry when it is not the stored one, else None. The
+    system prompt is not part of the transcript chain, so a client whose system prompt
+    changes each request (the time, retrieved context) continues its conversation."""
+    system = request_system(call, len(call.raw) - len(new))
+    return system if system is not None and system != mem.system else None
+
+
 def again(mem: PagedMemory, rq: Mapping[str, Any], call: ChatCall, ask: Ask, window: float
           ) -> Outcome | None:
-    """The last turn's request came again: its stored answer if this is a retry."""
+    """The last turn's request came again: its stored answer if this is a retry (not
+    when, without a key, it carries another system prompt than the stored one)."""
     if ask.key is not None and rq.get("key") == ask.key and rq.get("fp") != call.fingerprint:
         raise key_reused()
+    if ask.key is None:
+        system = request_system(call)
+        if system is not None and system != mem.system:
+            return None
     if is_retry(rq, call, ask, window):
         return replay_of(mem, rq)
     return None

@@ -64,7 +64,17 @@ from copage.server.loop import (
     replay_events,
 )
 from copage.server.metrics import Metrics
-from copage.server.plan import SMALL, Fork, Hint, Stale, check_new, head_of, hint_of, last_rq
+from copage.server.plan import (
+    SMALL,
+    Fork,
+    Hint,
+    Stale,
+    check_new,
+    head_of,
+    hint_of,
+    last_rq,
+    system_change,
+)
 from copage.server.plan import plan as plan_turn
 from copage.server.recognise import Ask, Guess, Recent
 from copage.server.request import ChatCall, Message
@@ -517,9 +527,12 @@ class ProxyService:
                 return Prep(mem, None, lock, created, head_of(mem), {}, {}, replay=plan)
             new, h = plan
             check_new(new, mem.config.tool_name, call)
+            system = system_change(mem, call, new) if override is None else None
             before = mem.stats().to_dict()
             tx = mem.transaction()
             tx.__enter__()
+            if system is not None:  # the client's system prompt changed: pin the new one
+                mem.add("system", system)
             for m in new:
                 h = link(h, m)
                 if m.role == "system":
