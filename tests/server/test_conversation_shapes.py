@@ -328,3 +328,40 @@ def test_a_changed_system_prompt_is_no_retry(numbered: Proxy) -> None:
     assert _roles_texts(numbered, cid_a) == [("user", "what is new?"), ("assistant", first)]
     assert _system(numbered, cid_a) == "You are a pirate."
     assert _system(numbered, cid_b) == "You are a poet."
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_every_system_message_reaches_the_upstream(numbered: Proxy, stream: bool) -> None:
+    """Clients send several system (or developer) messages: the app's instructions, then
+    the date or retrieved context, or a reminder later in the conversation. Every one
+    reaches the model, in order, in the one system message the proxy sends, and the
+    conversation continues (only the last one was kept: the instructions were lost)."""
+    c = numbered.client()
+    history: list[dict[str, Any]] = [_sys("You are Ada, a pirate."), _sys("Today is Monday."),
+                                     _u("hi")]
+    expected = ["You are Ada, a pirate.", "Today is Monday."]
+    cids = []
+    for i in range(3):
+        if stream:
+            raw = c.chat.completions.with_raw_response.create(
+                model="fake-model", messages=history, stream=True)  # type: ignore[arg-type]
+            text = "".join(ch.choices[0].delta.content or "" for ch in raw.parse()
+                           if ch.choices)
+            cid = raw.headers["x-copage-conversation"]
+        else:
+            text, cid, _ = _send(c, history)
+        cids.append(cid)
+        system = numbered.upstream.received[-1]["messages"][0]
+        assert system["role"] == "system"
+        assert system["content"].startswith("\n\n".join(expected))
+        history.append(_a(text))
+        if i == 0:  # a developer message later in the conversation
+            history += [{"role": "developer", "content": "Be brief."}, _u("and then?")]
+            expected.append("Be brief.")
+        else:
+            history.append(_u(f"more {i}"))
+    assert len(set(cids)) == 1, cids
+    assert _system(numbered, cids[0]) == "\n\n".join(expected)
+    assert [t for t in _roles_texts(numbered, cids[0])] == [
+        (m["role"], m["content"]) for m in history[:-1] if m["role"] not in ("system",
+                                                                              "developer")]

@@ -34,6 +34,7 @@ from copage.server.recognise import (
 )
 from copage.server.request import ChatCall, Message
 from copage.server.transcript import GENESIS, chain, digest
+from copage.session.prompts import join_system
 
 #: A request with at most this many messages may be handled on the event loop.
 SMALL = 32
@@ -141,24 +142,37 @@ def plan(mem: PagedMemory, tenant: str, cid: str, call: ChatCall, ask: Ask,
     check_key(rq, ask)
     return msgs, head  # only new messages
 
-def request_system(call: ChatCall, upto: int | None = None) -> str | None:
-    """The system prompt the request's messages (those before ``upto``) carry: the last
-    system message's text. None when they carry none, or when they continue this
-    worker's known prefix: byte for byte the last request's, whose system prompt was
-    stored with it (so a resent history is still not parsed)."""
+def request_system(mem: PagedMemory, call: ChatCall, new: Sequence[Message] = ()
+                   ) -> str | None:
+    """The system prompt the request gives the conversation: every system (and developer)
+    message of it, in order, joined by a blank line (None: it has none, so the stored one
+    stays). When the messages continue this worker's known prefix (byte for byte the last
+    request's, whose system prompt is the stored one), only ``new`` is looked at: the
+    stored prompt, then the system messages ``new`` adds (a resent history is still not
+    parsed)."""
     raw = call.raw
     if isinstance(raw, Messages) and raw.matched is not None:
-        return None
-    msgs = call.messages if upto is None else call.messages[:upto]
-    return next((m.text for m in reversed(msgs) if m.role == "system"), None)
+        added = [m.text for m in new if m.role == "system"]
+        if not added:
+            return None
+        return join_system([*([mem.system] if mem.system is not None else []), *added])
+    return joined_system(call.messages)
 
 
-def system_change(mem: PagedMemory, call: ChatCall, new: Sequence[Message]) -> str | None:
-    """The system prompt to pin before ``new`` (the tail of the request's messages):
-    the one the earlier messages carry when it is not the stored one, else None. The
-    system prompt is not part of the transcript chain, so a client whose system prompt
-    changes each request (the time, retrieved context) continues its conversation."""
-    system = request_system(call, len(call.raw) - len(new))
+def joined_system(messages: Sequence[Message]) -> str | None:
+    """The system messages of ``messages`` joined in order (None: there are none)."""
+    return join_system(m.text for m in messages if m.role == "system")
+
+
+def system_change(mem: PagedMemory, call: ChatCall, new: Sequence[Message],
+                  override: Sequence[Message] | None = None) -> str | None:
+    """The system prompt to pin before ``new`` (the tail of the request's messages, or a
+    branch's ``override``) when it is not the stored one, else None. System messages are
+    not part of the transcript chain, so a client whose system prompt changes each
+    request (the time, retrieved context) continues its conversation, and none of a
+    request's several system messages is dropped."""
+    system = (joined_system(override) if override is not None
+              else request_system(mem, call, new))
     return system if system is not None and system != mem.system else None
 
 
@@ -169,7 +183,7 @@ def again(mem: PagedMemory, rq: Mapping[str, Any], call: ChatCall, ask: Ask, win
     if ask.key is not None and rq.get("key") == ask.key and rq.get("fp") != call.fingerprint:
         raise key_reused()
     if ask.key is None:
-        system = request_system(call)
+        system = request_system(mem, call)
         if system is not None and system != mem.system:
             return None
     if is_retry(rq, call, ask, window):
@@ -187,9 +201,8 @@ def branch(mem: PagedMemory, rq: Mapping[str, Any], call: ChatCall) -> tuple[Mes
     k, kt = int(rq.get("k") or 0), int(rq.get("kt") or 0)
     turns, system = mem.turns, mem.system
     before = [answer_of(t) for t in turns[: len(turns) - kt - 1]]
-    again = list(call.messages[len(call.raw) - k:])
-    first = [Message("system", system)] if system is not None and not any(
-        m.role == "system" for m in again) else []
+    again = [m for m in call.messages[len(call.raw) - k:] if m.role != "system"]
+    first = [Message("system", system)] if system is not None else []  # all of them, joined
     return tuple(first + before + again)
 
 
