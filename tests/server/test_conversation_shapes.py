@@ -365,3 +365,24 @@ def test_every_system_message_reaches_the_upstream(numbered: Proxy, stream: bool
     assert [t for t in _roles_texts(numbered, cids[0])] == [
         (m["role"], m["content"]) for m in history[:-1] if m["role"] not in ("system",
                                                                               "developer")]
+
+
+def test_a_system_message_after_the_question_is_accepted(numbered: Proxy) -> None:
+    """OpenAI accepts a system (or developer) message after the last user message (a
+    reminder some frameworks append); the proxy answered 400 "the last message must be
+    a user or tool message". It is a system message like the others: joined into the
+    system prompt, and the turn is answered; the conversation continues."""
+    c = numbered.client()
+    history: list[dict[str, Any]] = [_sys("You are Ada."), _u("hi"),
+                                     {"role": "developer", "content": "Answer in French."}]
+    text, cid, _ = _send(c, history)
+    assert numbered.upstream.received[-1]["messages"][0]["content"].startswith(
+        "You are Ada.\n\nAnswer in French.")
+    assert numbered.upstream.received[-1]["messages"][-1] == _u("hi")
+    history += [_a(text), _u("and then?")]
+    text2, cid2, _ = _send(c, history)
+    assert cid2 == cid
+    assert _roles_texts(numbered, cid) == [("user", "hi"), ("assistant", text),
+                                           ("user", "and then?"), ("assistant", text2)]
+    with pytest.raises(openai.BadRequestError, match="user or tool message"):
+        _send(c, [_sys("only a system message")])

@@ -281,11 +281,14 @@ def asks_again(msgs: Sequence[Message], turns: Sequence[Any], rq: Mapping[str, A
 
 
 def check_new(new: tuple[Message, ...], name: str, call: ChatCall) -> None:
-    """A 400 unless ``new`` is a turn's worth of new messages (ends with user or tool)."""
+    """A 400 unless ``new`` is a turn's worth of new messages: it ends with a user or tool
+    message, system messages aside (a system message after the question is a system
+    message like the others: it joins the system prompt, as OpenAI accepts it)."""
     if not new:
         raise bad_request("no new message: the conversation already ends with these messages",
                           "no_new_messages", "messages")
-    if new[-1].role not in ("user", "tool"):
+    last = next((m for m in reversed(new) if m.role != "system"), None)
+    if last is None or last.role not in ("user", "tool"):
         raise bad_request("the last message must be a user or tool message", param="messages")
     if name in call.tool_names:
         raise bad_request(f"a client tool is named {name!r}, like this conversation's recall "
