@@ -635,3 +635,17 @@ def test_responses_items_of_a_whole_response_are_completed(proxy: Proxy) -> None
         got = client.responses.retrieve(made.id)
         assert [(o.type, o.status) for o in got.output] == [
             (o.type, o.status) for o in made.output]
+
+
+def test_responses_reasoning_effort_reaches_the_upstream(proxy: Proxy) -> None:
+    """``reasoning={"effort": ...}`` (the Responses API's, and the Agents SDK's
+    ``ModelSettings(reasoning=...)``) is the Chat Completions ``reasoning_effort`` (it was
+    dropped); a ``reasoning`` that is not an object is a 400 naming it."""
+    client = proxy.client()
+    client.responses.create(model="m", input="think", reasoning={"effort": "low"})
+    assert proxy.upstream.received[-1]["reasoning_effort"] == "low"
+    client.responses.create(model="m", input="think less")
+    assert "reasoning_effort" not in proxy.upstream.received[-1]
+    with pytest.raises(openai.BadRequestError) as err:
+        client.responses.create(model="m", input="x", reasoning="low")  # type: ignore[arg-type]
+    assert err.value.param == "reasoning"

@@ -158,6 +158,13 @@ def to_chat(data: Mapping[str, Any]) -> ResponsesRequest:
     fmt = _format(data.get("text"))
     if fmt is not None:
         chat["response_format"] = fmt
+    reasoning = data.get("reasoning")
+    if reasoning is not None:
+        if not isinstance(reasoning, Mapping):
+            raise bad_request("reasoning must be an object such as {\"effort\": \"low\"}",
+                              param="reasoning")
+        if reasoning.get("effort") is not None:
+            chat["reasoning_effort"] = reasoning["effort"]
     prev = data.get("previous_response_id")
     if prev is not None and not isinstance(prev, str):
         raise bad_request("previous_response_id must be a string", param="previous_response_id")
