@@ -43,3 +43,37 @@ def test_chat_openai_gets_the_paged_view_and_recalls() -> None:
     assert second["messages"][-2]["tool_calls"][0]["function"]["name"] == "recall"
     assert out["messages"][-1].content == "Bring your insurance card."
     assert [type(m).__name__ for m in out["messages"]] == ["HumanMessage", "AIMessage"]
+
+
+@pytest.mark.parametrize("checkpointer", [False, True])
+def test_every_system_message_of_the_state_reaches_the_model(checkpointer: bool) -> None:
+    """System messages in the agent's messages (the date, retrieved context, a reminder
+    later on) all reach the model, in order, after the agent's system prompt, as through
+    the proxy: the one rule ``copage.session.prompts.join_system`` (a later one replaced
+    the earlier ones, which the model then never saw)."""
+    from langchain_core.messages import AIMessage, SystemMessage
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    with FakeUpstream() as up:
+        model = ChatOpenAI(model="fake-model", base_url=up.url, api_key="sk-test",
+                           max_retries=0)
+        memory = CopageMiddleware()
+        agent = create_agent(model, middleware=[memory], system_prompt="You are Ada.",
+                             checkpointer=InMemorySaver() if checkpointer else None)
+        cfg = {"configurable": {"thread_id": "sys"}}
+        first = [SystemMessage("Today is Monday."), HumanMessage("hi")]
+        out = agent.invoke({"messages": first}, cfg)
+        assert up.received[-1]["messages"][0] == {
+            "role": "system", "content": "You are Ada.\n\nToday is Monday."}
+        later = [SystemMessage("Be brief."), HumanMessage("and then?")]
+        history = [] if checkpointer else [*first, AIMessage(out["messages"][-1].text)]
+        agent.invoke({"messages": history + later}, cfg)
+    assert up.received[-1]["messages"][0] == {
+        "role": "system", "content": "You are Ada.\n\nToday is Monday.\n\nBe brief."}
+    assert [m["role"] for m in up.received[-1]["messages"][1:]] == [
+        "user", "assistant", "user"]
+    mem = memory.memory("sys")
+    assert mem.system == "Today is Monday.\n\nBe brief."
+    assert [(t.role, t.text) for t in mem.turns] == [
+        ("user", "hi"), ("assistant", "echo: hi"), ("user", "and then?"),
+        ("assistant", "echo: and then?")]

@@ -386,3 +386,14 @@ def test_every_chat_model_class_is_in_the_contract() -> None:
                 found.add(cls)
     assert found - covered - set(not_clients) == set()
     assert {HttpChatModel, TextProtocolModel, CachedModel} <= found  # the walk sees them
+
+
+def test_responses_upstream_gets_the_reasoning_effort() -> None:
+    """A Chat Completions ``reasoning_effort`` goes to a Responses upstream as
+    ``reasoning: {"effort": ...}`` (it was dropped)."""
+    from copage.llm.types import ChatRequest
+
+    model = ResponsesModel("o4-mini", base_url="http://127.0.0.1:9/v1", api_key=SECRET)
+    body = model.body(ChatRequest(messages=USER, extra={"reasoning_effort": "high"}))
+    assert body["reasoning"] == {"effort": "high"}
+    assert "reasoning" not in model.body(ChatRequest(messages=USER))

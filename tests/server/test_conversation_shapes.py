@@ -258,3 +258,131 @@ def test_retry_window_is_measured_from_the_commit() -> None:
     assert is_retry(rq, call, Ask(now=700.0), 600.0)
     assert not is_retry(rq, call, Ask(now=700.5), 600.0)
     assert not is_retry(rq, call, Ask(now=95.0, retry_count=0), 600.0)
+
+
+# ------------------------------------------------------ a changing system prompt
+def _sys(text: str) -> dict[str, str]:
+    return {"role": "system", "content": text}
+
+
+def _system(proxy: Proxy, cid: str) -> str | None:
+    """The stored conversation's pinned system prompt (a read-only copy)."""
+    from copage.memory import PagedMemory
+
+    return PagedMemory(store=proxy.state.store, conversation_id=cid, tenant="alice",
+                       create=False).system
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_system_prompt_that_changes_each_request_continues_the_conversation(
+        numbered: Proxy, stream: bool) -> None:
+    """Apps put the time, the date or retrieved context in the system prompt, so it
+    differs on every request. The system prompt is the conversation's setting, not part
+    of its transcript: such a client continues its conversation (one conversation, each
+    message stored once) and the latest system prompt is the one sent upstream. (Each
+    request started a new conversation holding the whole history again.)"""
+    c = numbered.client()
+    history: list[dict[str, Any]] = []
+    cids = []
+    for i in range(4):
+        history.append(_u(f"question {i}"))
+        msgs = [_sys(f"You are helpful. The time is 10:0{i}."), *history]
+        if stream:
+            raw = c.chat.completions.with_raw_response.create(
+                model="fake-model", messages=msgs, stream=True)  # type: ignore[arg-type]
+            text = "".join(ch.choices[0].delta.content or "" for ch in raw.parse()
+                           if ch.choices)
+            cid = raw.headers["x-copage-conversation"]
+        else:
+            text, cid, _ = _send(c, msgs)
+        cids.append(cid)
+        history.append(_a(text))
+        sent = numbered.upstream.received[-1]["messages"]
+        assert sent[0]["role"] == "system"
+        assert sent[0]["content"].startswith(f"You are helpful. The time is 10:0{i}.")
+        assert sent[-1] == _u(f"question {i}")
+    assert len(set(cids)) == 1, cids
+    assert _roles_texts(numbered, cids[0]) == [(m["role"], m["content"]) for m in history]
+    assert _system(numbered, cids[0]) == "You are helpful. The time is 10:03."
+
+
+def test_a_changed_system_prompt_is_no_retry(numbered: Proxy) -> None:
+    """The same question under another system prompt is another request: never answered
+    from the store as a retry of the first (raw HTTP: no SDK retry counter)."""
+    import httpx
+    from proxy_helpers import KEY_A
+
+    def ask(system: str) -> tuple[str, str]:
+        r = httpx.post(f"{numbered.url}/v1/chat/completions",
+                       headers={"authorization": f"Bearer {KEY_A}"},
+                       json={"model": "fake-model",
+                             "messages": [_sys(system), _u("what is new?")]})
+        assert r.status_code == 200, r.text
+        return r.json()["choices"][0]["message"]["content"], r.headers["x-copage-conversation"]
+
+    first, cid_a = ask("You are a pirate.")
+    again, cid_again = ask("You are a pirate.")  # a retry: the stored answer
+    assert (again, cid_again) == (first, cid_a)
+    other, cid_b = ask("You are a poet.")
+    assert other != first and cid_b != cid_a
+    assert _roles_texts(numbered, cid_a) == [("user", "what is new?"), ("assistant", first)]
+    assert _system(numbered, cid_a) == "You are a pirate."
+    assert _system(numbered, cid_b) == "You are a poet."
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_every_system_message_reaches_the_upstream(numbered: Proxy, stream: bool) -> None:
+    """Clients send several system (or developer) messages: the app's instructions, then
+    the date or retrieved context, or a reminder later in the conversation. Every one
+    reaches the model, in order, in the one system message the proxy sends, and the
+    conversation continues (only the last one was kept: the instructions were lost)."""
+    c = numbered.client()
+    history: list[dict[str, Any]] = [_sys("You are Ada, a pirate."), _sys("Today is Monday."),
+                                     _u("hi")]
+    expected = ["You are Ada, a pirate.", "Today is Monday."]
+    cids = []
+    for i in range(3):
+        if stream:
+            raw = c.chat.completions.with_raw_response.create(
+                model="fake-model", messages=history, stream=True)  # type: ignore[arg-type]
+            text = "".join(ch.choices[0].delta.content or "" for ch in raw.parse()
+                           if ch.choices)
+            cid = raw.headers["x-copage-conversation"]
+        else:
+            text, cid, _ = _send(c, history)
+        cids.append(cid)
+        system = numbered.upstream.received[-1]["messages"][0]
+        assert system["role"] == "system"
+        assert system["content"].startswith("\n\n".join(expected))
+        history.append(_a(text))
+        if i == 0:  # a developer message later in the conversation
+            history += [{"role": "developer", "content": "Be brief."}, _u("and then?")]
+            expected.append("Be brief.")
+        else:
+            history.append(_u(f"more {i}"))
+    assert len(set(cids)) == 1, cids
+    assert _system(numbered, cids[0]) == "\n\n".join(expected)
+    assert [t for t in _roles_texts(numbered, cids[0])] == [
+        (m["role"], m["content"]) for m in history[:-1] if m["role"] not in ("system",
+                                                                              "developer")]
+
+
+def test_a_system_message_after_the_question_is_accepted(numbered: Proxy) -> None:
+    """OpenAI accepts a system (or developer) message after the last user message (a
+    reminder some frameworks append); the proxy answered 400 "the last message must be
+    a user or tool message". It is a system message like the others: joined into the
+    system prompt, and the turn is answered; the conversation continues."""
+    c = numbered.client()
+    history: list[dict[str, Any]] = [_sys("You are Ada."), _u("hi"),
+                                     {"role": "developer", "content": "Answer in French."}]
+    text, cid, _ = _send(c, history)
+    assert numbered.upstream.received[-1]["messages"][0]["content"].startswith(
+        "You are Ada.\n\nAnswer in French.")
+    assert numbered.upstream.received[-1]["messages"][-1] == _u("hi")
+    history += [_a(text), _u("and then?")]
+    text2, cid2, _ = _send(c, history)
+    assert cid2 == cid
+    assert _roles_texts(numbered, cid) == [("user", "hi"), ("assistant", text),
+                                           ("user", "and then?"), ("assistant", text2)]
+    with pytest.raises(openai.BadRequestError, match="user or tool message"):
+        _send(c, [_sys("only a system message")])

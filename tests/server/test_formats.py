@@ -610,3 +610,42 @@ def test_responses_upstream_streams_deltas(make_proxy: Callable[..., Proxy]) -> 
     (call,) = comp.choices[0].message.tool_calls or []
     assert call.function.name == "get_weather"
     assert json.loads(call.function.arguments) == {"city": "Paris"}
+
+
+def test_responses_items_of_a_whole_response_are_completed(proxy: Proxy) -> None:
+    """A non-streamed ``responses.create`` is a finished response: its output items
+    (the message, a client tool's function_call) have ``status: completed``, as
+    OpenAI returns them and as ``response.completed`` and ``retrieve`` show them
+    (they said ``in_progress``)."""
+    client = proxy.client()
+    said = client.responses.create(model="m", input="hello")
+    assert said.status == "completed"
+    assert [(o.type, o.status) for o in said.output] == [("message", "completed")]
+    tool = {"type": "function", "name": "get_weather", "parameters": {"type": "object"}}
+    called = client.responses.create(model="m", input="the WEATHER?", tools=[tool],
+                                     previous_response_id=said.id)
+    assert [(o.type, o.status) for o in called.output] == [("function_call", "completed")]
+    with client.responses.stream(model="m", input="hi again",
+                                 previous_response_id=called.id) as stream:
+        for _ in stream:
+            pass
+        streamed = stream.get_final_response()
+    assert [(o.type, o.status) for o in streamed.output] == [("message", "completed")]
+    for made in (said, called, streamed):
+        got = client.responses.retrieve(made.id)
+        assert [(o.type, o.status) for o in got.output] == [
+            (o.type, o.status) for o in made.output]
+
+
+def test_responses_reasoning_effort_reaches_the_upstream(proxy: Proxy) -> None:
+    """``reasoning={"effort": ...}`` (the Responses API's, and the Agents SDK's
+    ``ModelSettings(reasoning=...)``) is the Chat Completions ``reasoning_effort`` (it was
+    dropped); a ``reasoning`` that is not an object is a 400 naming it."""
+    client = proxy.client()
+    client.responses.create(model="m", input="think", reasoning={"effort": "low"})
+    assert proxy.upstream.received[-1]["reasoning_effort"] == "low"
+    client.responses.create(model="m", input="think less")
+    assert "reasoning_effort" not in proxy.upstream.received[-1]
+    with pytest.raises(openai.BadRequestError) as err:
+        client.responses.create(model="m", input="x", reasoning="low")  # type: ignore[arg-type]
+    assert err.value.param == "reasoning"

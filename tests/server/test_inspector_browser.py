@@ -189,3 +189,38 @@ def test_inspector_with_keys_shows_only_the_login(make_proxy: Any, browser: Any)
     wait.until(ec.visibility_of_element_located((By.ID, "login")))
     assert _shown(browser) == {"login": True, "main": False, "logout": False}
     assert browser.find_element(By.ID, "login-error").text == ""
+
+
+@pytest.mark.browser
+def test_inspector_timeline_names_the_pages_the_fill_showed(make_proxy: Any,
+                                                            browser: Any) -> None:
+    """In the default recall mode each turn records a ``speculative`` event naming the
+    best-matching evicted page, also when its score was below the threshold and nothing
+    was shown. The timeline labels each one with the pages the fill showed ("none
+    shown" when none), not with the best page alone (it read as a page shown)."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as ec
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    proxy = make_proxy(store="sqlite", recall_mode="speculative")
+    c = proxy.client(default_headers={"X-Copage-Conversation": "fills"})
+    for text in ("My sister Marta lives in Lisbon near the river.",
+                 "Marta works at the Lisbon aquarium with penguins.",
+                 "I am allergic to peanuts and cashews.", "Budget is 450 dollars.",
+                 "Flight on Thursday at noon.", "Where does Marta live in Lisbon?",
+                 "Peanuts or pretzels or chips or crackers or popcorn for the party tonight?"):
+        c.chat.completions.create(model="m", messages=[{"role": "user", "content": text}])
+    spec = [e for e in proxy.state.store.events("fills", tenant="alice")
+            if e.kind == "speculative"]
+    expected = [f"t{e.turn_seq + 1} speculative {', '.join(e.detail['paged_in'])}"
+                if e.detail["paged_in"] else f"t{e.turn_seq + 1} speculative: none shown"
+                for e in spec]
+    assert any(e.detail["paged_in"] for e in spec), "a turn showed pages"
+    assert any(not e.detail["paged_in"] for e in spec), "a turn showed none"
+
+    _login(browser, proxy, KEY_A, "fills")
+    WebDriverWait(browser, 10).until(
+        ec.visibility_of_element_located((By.CSS_SELECTOR, "#timeline .event")))
+    shown = [e.text for e in browser.find_elements(By.CSS_SELECTOR,
+                                                   "#timeline .event.speculative")]
+    assert shown == expected

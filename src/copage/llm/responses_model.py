@@ -140,6 +140,8 @@ class ResponsesModel(NetworkModel):
             kw["max_output_tokens"] = request.max_tokens
         if request.temperature is not None:
             kw["temperature"] = request.temperature
+        if request.extra.get("reasoning_effort") is not None:
+            kw["reasoning"] = {"effort": request.extra["reasoning_effort"]}
         extra = {k: v for k, v in request.extra.items() if k in ("top_p", "parallel_tool_calls",
                                                                  "user")}
         if extra:

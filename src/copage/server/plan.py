@@ -17,6 +17,7 @@ from typing import Any
 
 from copage.core.types import ToolCall
 from copage.memory import PagedMemory
+from copage.server.body import Messages
 from copage.server.errors import ProxyError, bad_request
 from copage.server.loop import Outcome
 from copage.server.recognise import (
@@ -33,6 +34,7 @@ from copage.server.recognise import (
 )
 from copage.server.request import ChatCall, Message
 from copage.server.transcript import GENESIS, chain, digest
+from copage.session.prompts import join_system
 
 #: A request with at most this many messages may be handled on the event loop.
 SMALL = 32
@@ -140,11 +142,50 @@ def plan(mem: PagedMemory, tenant: str, cid: str, call: ChatCall, ask: Ask,
     check_key(rq, ask)
     return msgs, head  # only new messages
 
+def request_system(mem: PagedMemory, call: ChatCall, new: Sequence[Message] = ()
+                   ) -> str | None:
+    """The system prompt the request gives the conversation: every system (and developer)
+    message of it, in order, joined by a blank line (None: it has none, so the stored one
+    stays). When the messages continue this worker's known prefix (byte for byte the last
+    request's, whose system prompt is the stored one), only ``new`` is looked at: the
+    stored prompt, then the system messages ``new`` adds (a resent history is still not
+    parsed)."""
+    raw = call.raw
+    if isinstance(raw, Messages) and raw.matched is not None:
+        added = [m.text for m in new if m.role == "system"]
+        if not added:
+            return None
+        return join_system([*([mem.system] if mem.system is not None else []), *added])
+    return joined_system(call.messages)
+
+
+def joined_system(messages: Sequence[Message]) -> str | None:
+    """The system messages of ``messages`` joined in order (None: there are none)."""
+    return join_system(m.text for m in messages if m.role == "system")
+
+
+def system_change(mem: PagedMemory, call: ChatCall, new: Sequence[Message],
+                  override: Sequence[Message] | None = None) -> str | None:
+    """The system prompt to pin before ``new`` (the tail of the request's messages, or a
+    branch's ``override``) when it is not the stored one, else None. System messages are
+    not part of the transcript chain, so a client whose system prompt changes each
+    request (the time, retrieved context) continues its conversation, and none of a
+    request's several system messages is dropped."""
+    system = (joined_system(override) if override is not None
+              else request_system(mem, call, new))
+    return system if system is not None and system != mem.system else None
+
+
 def again(mem: PagedMemory, rq: Mapping[str, Any], call: ChatCall, ask: Ask, window: float
           ) -> Outcome | None:
-    """The last turn's request came again: its stored answer if this is a retry."""
+    """The last turn's request came again: its stored answer if this is a retry (not
+    when, without a key, it carries another system prompt than the stored one)."""
     if ask.key is not None and rq.get("key") == ask.key and rq.get("fp") != call.fingerprint:
         raise key_reused()
+    if ask.key is None:
+        system = request_system(mem, call)
+        if system is not None and system != mem.system:
+            return None
     if is_retry(rq, call, ask, window):
         return replay_of(mem, rq)
     return None
@@ -160,9 +201,8 @@ def branch(mem: PagedMemory, rq: Mapping[str, Any], call: ChatCall) -> tuple[Mes
     k, kt = int(rq.get("k") or 0), int(rq.get("kt") or 0)
     turns, system = mem.turns, mem.system
     before = [answer_of(t) for t in turns[: len(turns) - kt - 1]]
-    again = list(call.messages[len(call.raw) - k:])
-    first = [Message("system", system)] if system is not None and not any(
-        m.role == "system" for m in again) else []
+    again = [m for m in call.messages[len(call.raw) - k:] if m.role != "system"]
+    first = [Message("system", system)] if system is not None else []  # all of them, joined
     return tuple(first + before + again)
 
 
@@ -241,11 +281,14 @@ def asks_again(msgs: Sequence[Message], turns: Sequence[Any], rq: Mapping[str, A
 
 
 def check_new(new: tuple[Message, ...], name: str, call: ChatCall) -> None:
-    """A 400 unless ``new`` is a turn's worth of new messages (ends with user or tool)."""
+    """A 400 unless ``new`` is a turn's worth of new messages: it ends with a user or tool
+    message, system messages aside (a system message after the question is a system
+    message like the others: it joins the system prompt, as OpenAI accepts it)."""
     if not new:
         raise bad_request("no new message: the conversation already ends with these messages",
                           "no_new_messages", "messages")
-    if new[-1].role not in ("user", "tool"):
+    last = next((m for m in reversed(new) if m.role != "system"), None)
+    if last is None or last.role not in ("user", "tool"):
         raise bad_request("the last message must be a user or tool message", param="messages")
     if name in call.tool_names:
         raise bad_request(f"a client tool is named {name!r}, like this conversation's recall "

@@ -64,7 +64,17 @@ from copage.server.loop import (
     replay_events,
 )
 from copage.server.metrics import Metrics
-from copage.server.plan import SMALL, Fork, Hint, Stale, check_new, head_of, hint_of, last_rq
+from copage.server.plan import (
+    SMALL,
+    Fork,
+    Hint,
+    Stale,
+    check_new,
+    head_of,
+    hint_of,
+    last_rq,
+    system_change,
+)
 from copage.server.plan import plan as plan_turn
 from copage.server.recognise import Ask, Guess, Recent
 from copage.server.request import ChatCall, Message
@@ -517,14 +527,15 @@ class ProxyService:
                 return Prep(mem, None, lock, created, head_of(mem), {}, {}, replay=plan)
             new, h = plan
             check_new(new, mem.config.tool_name, call)
+            system = system_change(mem, call, new, override)
             before = mem.stats().to_dict()
             tx = mem.transaction()
             tx.__enter__()
+            if system is not None:  # the request's system messages, joined, are pinned
+                mem.add("system", system)
             for m in new:
-                h = link(h, m)
-                if m.role == "system":
-                    mem.add("system", m.text)
-                else:
+                if m.role != "system":  # (system messages leave the chain as it is)
+                    h = link(h, m)
                     mem.add(m.role, m.text, tool_calls=list(m.tool_calls),
                             tool_call_id=m.tool_call_id, h=h)
             return Prep(mem, tx, lock, created, h, before, mem.stats().to_dict(), new,

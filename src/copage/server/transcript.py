@@ -1,8 +1,11 @@
 """Recognising a conversation from the messages a client resends (transparent mode).
 
 Each stored turn carries ``meta["h"]``, a hash chain over the client-visible
-transcript up to and including it: ``h_i = sha256(h_{i-1} || canonical(message_i))``
-(system messages take part in the chain though they are not turns). A client that
+transcript up to and including it: ``h_i = sha256(h_{i-1} || canonical(message_i))``.
+System messages leave the chain as it is: the system prompt is a setting of the
+conversation (the latest one is pinned), not part of its transcript, so a client
+whose system prompt changes on every request (the time, the date, retrieved context)
+still continues its conversation. A client that
 resends the whole history sends messages whose prefix hashes to the head of the
 conversation it continues. :class:`TranscriptIndex` maps (tenant, head) to the
 conversation, so the lookup is one indexed query, restricted to the caller's tenant.
@@ -27,7 +30,9 @@ GENESIS = ""
 
 
 def link(prev: str, message: Message) -> str:
-    """The chain hash after ``message``."""
+    """The chain hash after ``message`` (``prev`` itself after a system message)."""
+    if message.role == "system":
+        return prev
     payload = json.dumps(message.canonical(), separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256((prev + "\n" + payload).encode("utf-8", "surrogatepass")).hexdigest()
 

@@ -19,13 +19,25 @@ schema. This is the setup the paper measured; keep it to reproduce it.
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from copage.core.types import Page, page_index
 from copage.session.view import PagedView
 
 PROMPT_STYLES = ("paper", "compact")
+
+#: What joins a caller's several system messages into a conversation's one system prompt.
+SYSTEM_JOIN = "\n\n"
+
+
+def join_system(texts: Iterable[str]) -> str | None:
+    """A caller's system (and developer) messages, in order, as the conversation's one
+    pinned system prompt (None: there are none). The one rule of the proxy and the
+    LangChain middleware: the app's instructions, then the date or retrieved context, or a
+    reminder later in the history: none is dropped."""
+    parts = list(texts)
+    return SYSTEM_JOIN.join(parts) if parts else None
 
 COMPACT_PREAMBLE = (
     "Earlier parts of this conversation are stored in pages. Pages not shown below "

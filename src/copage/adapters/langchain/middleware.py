@@ -45,7 +45,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest
-from langchain_core.messages import BaseMessage
+from langchain_core.messages import BaseMessage, SystemMessage
 from langgraph.runtime import Runtime
 
 from copage.adapters._pool import ConversationPool
@@ -58,7 +58,7 @@ from copage.memory import PagedMemory
 from copage.session.drive import in_worker, iterate_sync
 from copage.session.engine import LoopEnd, LoopSettings, run_recall_loop
 from copage.session.modes import DEFAULT_RECALL_MODE, RecallMode, parse_mode
-from copage.session.prompts import styled
+from copage.session.prompts import join_system, styled
 from copage.session.speculate import DEFAULT_THRESHOLD, DEFAULT_TOKENS, Speculator, speculate
 from copage.stores.base import PageStore
 
@@ -170,9 +170,15 @@ class CopageMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         new = unstored(mem, messages)
         if not new:
             return
+        system = None  # new system messages: the state's system messages, joined, are pinned
+        if any(role == "system" for role, _, _ in new):
+            system = join_system(str(m.text) for m in messages if isinstance(m, SystemMessage))
         with mem.transaction():
+            if system is not None and system != mem.system:
+                mem.add("system", system)
             for role, text, meta in new:
-                mem.add(role, text, **meta)
+                if role != "system":
+                    mem.add(role, text, **meta)
 
     @contextmanager
     def _opened(self, cid: str, request: ModelRequest[Any]

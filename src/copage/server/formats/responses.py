@@ -158,6 +158,13 @@ def to_chat(data: Mapping[str, Any]) -> ResponsesRequest:
     fmt = _format(data.get("text"))
     if fmt is not None:
         chat["response_format"] = fmt
+    reasoning = data.get("reasoning")
+    if reasoning is not None:
+        if not isinstance(reasoning, Mapping):
+            raise bad_request("reasoning must be an object such as {\"effort\": \"low\"}",
+                              param="reasoning")
+        if reasoning.get("effort") is not None:
+            chat["reasoning_effort"] = reasoning["effort"]
     prev = data.get("previous_response_id")
     if prev is not None and not isinstance(prev, str):
         raise bad_request("previous_response_id must be a string", param="previous_response_id")
@@ -283,7 +290,8 @@ class Output:
 
     :meth:`event` returns the Responses stream events of one turn event;
     :meth:`end` closes the open item and returns ``response.completed`` (its
-    response holds the items as streamed); :meth:`response` is the object itself.
+    response holds the items as streamed); :meth:`whole` is the same response for a
+    turn that was not streamed; :meth:`response` is the object itself.
     """
 
     def __init__(self, opened: Opened, req: ResponsesRequest, *, model: str,
@@ -333,6 +341,12 @@ class Output:
     def end(self, result: TurnResult) -> list[str]:
         out = self._start() + self._close()
         return out + [self._sse("response.completed", response=self.response(result.outcome))]
+
+    def whole(self, result: TurnResult) -> dict[str, Any]:
+        """The finished response of a turn that was not streamed: the open item closed
+        (``status: completed``, as in ``response.completed``), no events."""
+        self._close()
+        return self.response(result.outcome)
 
     def response(self, outcome: Outcome | None) -> dict[str, Any]:
         """The ``response`` object: in progress (None) or completed with ``outcome``."""

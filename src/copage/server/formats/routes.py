@@ -164,7 +164,7 @@ async def create_response(request: Request) -> Response:
             cid = None
 
     def whole(output: Any, result: TurnResult) -> dict[str, Any]:
-        return dict(output.response(result.outcome))
+        return dict(output.whole(result))
 
     outputs: list[oai.Output] = []
 

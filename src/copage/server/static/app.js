@@ -88,10 +88,22 @@ async function openConversation(id) {
   const tl = $("timeline");
   tl.replaceChildren();
   for (const e of c.events) {
-    const tag = el("span", { className: "event " + e.kind,
-      title: JSON.stringify(e.detail) }, `t${e.turn} ${e.kind}${e.page ? " " + e.page : ""}`);
+    const [label, empty] = eventLabel(e);
+    const tag = el("span", { className: "event " + e.kind + (empty ? " empty" : ""),
+      title: JSON.stringify(e.detail) }, label);
     tl.append(tag);
   }
+}
+
+// A speculative event names the best-matching evicted page even when nothing was
+// shown (its score below the threshold): label it with the pages the fill showed.
+function eventLabel(e) {
+  if (e.kind === "speculative") {
+    const shown = (e.detail && e.detail.paged_in) || [];
+    return shown.length ? [`t${e.turn} speculative ${shown.join(", ")}`, false]
+                        : [`t${e.turn} speculative: none shown`, true];
+  }
+  return [`t${e.turn} ${e.kind}${e.page ? " " + e.page : ""}`, false];
 }
 
 $("login-form").onsubmit = (ev) => {
