@@ -54,7 +54,7 @@ def test_every_system_message_of_the_state_reaches_the_model(checkpointer: bool)
     from langchain_core.messages import AIMessage, SystemMessage
     from langgraph.checkpoint.memory import InMemorySaver
 
-    with FakeUpstream() as up:
+    with FakeServer() as up:
         model = ChatOpenAI(model="fake-model", base_url=up.url, api_key="sk-test",
                            max_retries=0)
         memory = CopageMiddleware()
