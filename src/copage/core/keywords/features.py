@@ -1,8 +1,9 @@
 """Per-term features of a page: the cues that a term will be asked about.
 
-``askable`` (``core/keywords/askable.py``) scores each candidate term of a page
-by a logistic regression over these features, fitted offline on which words of
-a page later questions used (``bench/fit_askable.py``). Every feature is one
+``askable`` (``core/keywords/askable.py``) adds to ``contrast``'s score of each
+candidate term of a page a weighted sum of these features, the weights fitted
+offline by ``bench/fit_askable.py`` (the shipped ones by coordinate ascent on
+routing_top1; ``--method logit`` fits a conditional logit instead). Every feature is one
 already measured as a cue (``docs/keywords.md``): the Fightin' Words z-score,
 rarity over pages, ``contrast``'s word cues, the everyday-word list, names.
 
