@@ -100,6 +100,22 @@ def test_header_regenerate_branches(numbered: Proxy) -> None:
     assert c1 != c2 and [r for r, _ in _roles_texts(proxy, "s")] == ["user", "assistant"] * 2
 
 
+def test_a_header_regenerate_keeps_the_requests_system_prompt(numbered: Proxy) -> None:
+    """A regenerate whose system prompt changed (the time in it, another persona) starts
+    a branch under the system prompt the request carries, not the stored one (the branch
+    was sent upstream, and stored, with the previous request's)."""
+    c = numbered.client()
+    a1, _, _ = _send(c, [_sys("The time is 10:00."), _u("u1")], "g")
+    hist = [_u("u1"), _a(a1), _u("u2")]
+    _send(c, [_sys("The time is 10:01."), *hist], "g")
+    _, branch, _ = _send(c, [_sys("The time is 10:02."), *hist], "g")
+    assert branch != "g"
+    assert numbered.upstream.received[-1]["messages"][0]["content"].startswith(
+        "The time is 10:02.")
+    assert _system(numbered, branch) == "The time is 10:02."
+    assert _system(numbered, "g") == "The time is 10:01."
+
+
 # -------------------------------------------------------- transparent mode
 def test_transparent_regenerate_and_unrelated(numbered: Proxy) -> None:
     proxy = numbered
