@@ -5,7 +5,8 @@ transcript up to and including it: ``h_i = sha256(h_{i-1} || canonical(message_i
 System messages leave the chain as it is: the system prompt is a setting of the
 conversation (the latest one is pinned), not part of its transcript, so a client
 whose system prompt changes on every request (the time, the date, retrieved context)
-still continues its conversation. A client that
+still continues its conversation (conversations stored while system messages were
+linked are still found by that chain, :func:`legacy_chain`). A client that
 resends the whole history sends messages whose prefix hashes to the head of the
 conversation it continues. :class:`TranscriptIndex` maps (tenant, head) to the
 conversation, so the lookup is one indexed query, restricted to the caller's tenant.
