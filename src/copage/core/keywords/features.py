@@ -47,9 +47,11 @@ FEATURES: tuple[str, ...] = (
 _SENTENCE = re.compile(r"[^.!?\n]+[.!?]*")
 _FIRST_PERSON = frozenset(["i", "i'm", "i've", "i'd", "i'll", "my", "me", "we", "our", "we're",
                            "we've", "mine", "myself"])
-DETERMINERS = frozenset(
-    ["a", "an", "the", "my", "your", "our", "his", "her", "their", "this", "that", "these", "those", "some", "any", "every", "each", "another", "its", "one", "two", "three", "four", "five", "few", "several"]
-)
+DETERMINERS = frozenset([
+    "a", "an", "the", "my", "your", "our", "his", "her", "their", "this", "that", "these",
+    "those", "some", "any", "every", "each", "another", "its", "one", "two", "three", "four",
+    "five", "few", "several",
+])
 
 
 @dataclass(frozen=True, slots=True)
