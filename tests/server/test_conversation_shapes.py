@@ -344,6 +344,12 @@ def test_a_conversation_stored_by_the_previous_version_continues(
         text, got, _ = _send(proxy.client(), history)
         assert got == cid
         history.append(_a(text))
+    proxy.server.stop()
+    proxy = make_proxy(store="sqlite")  # a fresh worker: found by the index again
+    history.append(_u("hello five"))
+    text, got, _ = _send(proxy.client(), history)
+    assert got == cid
+    history.append(_a(text))
     assert _roles_texts(proxy, cid) == [(m["role"], m["content"]) for m in history[1:]]
     assert _system(proxy, cid) == "You are terse."
 
