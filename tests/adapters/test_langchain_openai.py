@@ -77,3 +77,28 @@ def test_every_system_message_of_the_state_reaches_the_model(checkpointer: bool)
     assert [(t.role, t.text) for t in mem.turns] == [
         ("user", "hi"), ("assistant", "echo: hi"), ("user", "and then?"),
         ("assistant", "echo: and then?")]
+
+
+def test_a_system_message_that_changes_each_call_is_the_one_pinned() -> None:
+    """An app that resends its history with the date or retrieved context in its first
+    system message gets the latest one to the model, as through the proxy (the stored
+    one stayed: only system messages after the stored turns were read)."""
+    from langchain_core.messages import AIMessage, SystemMessage
+
+    with FakeServer() as up:
+        model = ChatOpenAI(model="fake-model", base_url=up.url, api_key="sk-test",
+                           max_retries=0)
+        memory = CopageMiddleware()
+        agent = create_agent(model, middleware=[memory])
+        cfg = {"configurable": {"thread_id": "today"}}
+        out = agent.invoke({"messages": [SystemMessage("Today is Monday."),
+                                         HumanMessage("hi")]}, cfg)
+        agent.invoke({"messages": [SystemMessage("Today is Tuesday."), HumanMessage("hi"),
+                                   AIMessage(out["messages"][-1].text),
+                                   HumanMessage("and then?")]}, cfg)
+    assert up.received[-1]["messages"][0] == {"role": "system", "content": "Today is Tuesday."}
+    mem = memory.memory("today")
+    assert mem.system == "Today is Tuesday."
+    assert [(t.role, t.text) for t in mem.turns] == [
+        ("user", "hi"), ("assistant", "echo: hi"), ("user", "and then?"),
+        ("assistant", "echo: and then?")]

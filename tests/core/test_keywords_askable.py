@@ -43,7 +43,7 @@ def test_registered_and_options_come_from_the_signature() -> None:
         get_extractor("askable", weight=1)
 
 
-@pytest.mark.parametrize("bad", [{"beta": -1}, {"weights": (1.0, 2.0)},
+@pytest.mark.parametrize("bad", [{"beta": -1}, {"beta": math.inf}, {"weights": (1.0, 2.0)},
                                  {"weights": (math.nan,) * len(FEATURES)},
                                  {"weights": ("x",) * len(FEATURES)}, {"weights": 5}])
 def test_bad_settings_are_refused(bad: dict[str, object]) -> None:

@@ -6,6 +6,7 @@ All through the official ``openai`` SDK (and ``langchain-openai``), as real clie
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import openai
@@ -13,6 +14,8 @@ import pytest
 from proxy_helpers import Proxy, stats
 
 from copage.llm.fake_server import Reply, echo
+
+DATA = Path(__file__).parent / "data"
 
 
 def _send(c: openai.OpenAI, msgs: list[dict[str, Any]], cid: str | None = None,
@@ -95,6 +98,22 @@ def test_header_regenerate_branches(numbered: Proxy) -> None:
     c1, _, _ = _send(c, [_u("same again")], "s")
     c2, _, _ = _send(c, [_u("same again")], "s")
     assert c1 != c2 and [r for r, _ in _roles_texts(proxy, "s")] == ["user", "assistant"] * 2
+
+
+def test_a_header_regenerate_keeps_the_requests_system_prompt(numbered: Proxy) -> None:
+    """A regenerate whose system prompt changed (the time in it, another persona) starts
+    a branch under the system prompt the request carries, not the stored one (the branch
+    was sent upstream, and stored, with the previous request's)."""
+    c = numbered.client()
+    a1, _, _ = _send(c, [_sys("The time is 10:00."), _u("u1")], "g")
+    hist = [_u("u1"), _a(a1), _u("u2")]
+    _send(c, [_sys("The time is 10:01."), *hist], "g")
+    _, branch, _ = _send(c, [_sys("The time is 10:02."), *hist], "g")
+    assert branch != "g"
+    assert numbered.upstream.received[-1]["messages"][0]["content"].startswith(
+        "The time is 10:02.")
+    assert _system(numbered, branch) == "The time is 10:02."
+    assert _system(numbered, "g") == "The time is 10:01."
 
 
 # -------------------------------------------------------- transparent mode
@@ -304,6 +323,35 @@ def test_a_system_prompt_that_changes_each_request_continues_the_conversation(
     assert len(set(cids)) == 1, cids
     assert _roles_texts(numbered, cids[0]) == [(m["role"], m["content"]) for m in history]
     assert _system(numbered, cids[0]) == "You are helpful. The time is 10:03."
+
+
+def test_a_conversation_stored_by_the_previous_version_continues(
+        make_proxy: Callable[..., Proxy], tmp_path: Path) -> None:
+    """A SQLite store written by copage 3d7bf42 (``data/store_3d7bf42.sql``: a transparent
+    conversation with a system prompt, its config naming ``contrast``), whose heads hash
+    the system message as the transcript chain did then: a client resending that history
+    continues the stored conversation (it started a new one holding the history again)."""
+    import sqlite3
+
+    with sqlite3.connect(tmp_path / "proxy.db") as db:  # make_proxy's "sqlite" store
+        db.executescript((DATA / "store_3d7bf42.sql").read_text())
+    proxy = make_proxy(store="sqlite")
+    cid = "c_qJ82PMbhOCBwDmEy-F4SXA"
+    history = [_sys("You are terse."), _u("hello one"), _a("echo: hello one"),
+               _u("hello two"), _a("echo: hello two")]
+    for question in ("hello three", "hello four"):
+        history.append(_u(question))
+        text, got, _ = _send(proxy.client(), history)
+        assert got == cid
+        history.append(_a(text))
+    proxy.server.stop()
+    proxy = make_proxy(store="sqlite")  # a fresh worker: found by the index again
+    history.append(_u("hello five"))
+    text, got, _ = _send(proxy.client(), history)
+    assert got == cid
+    history.append(_a(text))
+    assert _roles_texts(proxy, cid) == [(m["role"], m["content"]) for m in history[1:]]
+    assert _system(proxy, cid) == "You are terse."
 
 
 def test_a_changed_system_prompt_is_no_retry(numbered: Proxy) -> None:

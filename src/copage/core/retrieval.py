@@ -329,7 +329,6 @@ class BM25Index(Generic[K]):
             out[key] = total
         return out
 
-
     def _dense_top(self, terms: Sequence[tuple[str, float, Collection[K]]], k: int, tie: bool
                    ) -> dict[K, float]:
         """:meth:`_pruned`'s answer for ``terms`` (term, weight, holders; the query's

@@ -196,10 +196,13 @@ def check_key(rq: Mapping[str, Any] | None, ask: Ask) -> None:
         raise key_reused()
 
 def branch(mem: PagedMemory, rq: Mapping[str, Any], call: ChatCall) -> tuple[Message, ...]:
-    """The history a regenerate branches from: the transcript before the last turn,
-    then that turn's request messages again (header mode)."""
+    """The history a regenerate branches from: the request's system prompt (the stored
+    one when it carries none), the transcript before the last turn, then that turn's
+    request messages again (header mode)."""
     k, kt = int(rq.get("k") or 0), int(rq.get("kt") or 0)
-    turns, system = mem.turns, mem.system
+    turns, system = mem.turns, request_system(mem, call)
+    if system is None:
+        system = mem.system
     before = [answer_of(t) for t in turns[: len(turns) - kt - 1]]
     again = [m for m in call.messages[len(call.raw) - k:] if m.role != "system"]
     first = [Message("system", system)] if system is not None else []  # all of them, joined

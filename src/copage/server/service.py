@@ -40,7 +40,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from concurrent.futures import Executor
 from contextlib import AbstractContextManager, AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field, replace
@@ -78,7 +78,7 @@ from copage.server.plan import (
 from copage.server.plan import plan as plan_turn
 from copage.server.recognise import Ask, Guess, Recent
 from copage.server.request import ChatCall, Message
-from copage.server.transcript import TranscriptIndex, chain, link
+from copage.server.transcript import TranscriptIndex, chain, legacy_chain, link
 from copage.server.upstream import Upstream
 from copage.session.conversations import Conversations
 from copage.session.engine import ClientToolDelta, LoopEnd, RecallServed, TextDelta
@@ -432,18 +432,27 @@ class ProxyService:
         def find() -> Guess:
             msgs = call.messages  # validates every message (a 400 names the bad one)
             heads = chain(msgs)
-            prev_cid = self.index.find_prev(tenant, heads[-1])
-            if prev_cid is not None:
-                return Guess("retry", prev_cid, prev=heads[-1])
-            wanted = [h if i == 0 or msgs[i - 1].role == "assistant" else ""
-                      for i, h in enumerate(heads[:-1])]
-            match = self.index.find(tenant, wanted)
-            if match is None:
-                return Guess("new", prev=heads[-1])
-            return Guess("continue", match.conversation_id, start=match.length,
-                         head=heads[match.length])
+            found = self._find(tenant, msgs, heads)
+            if found is None:  # a conversation stored when system messages were linked
+                legacy = legacy_chain(msgs)
+                found = None if legacy is None else self._find(tenant, msgs, legacy)
+            return found or Guess("new", prev=heads[-1])
 
         return await self._index(find)
+
+    def _find(self, tenant: str, msgs: Sequence[Message], heads: Sequence[str]
+              ) -> Guess | None:
+        """The conversation ``msgs`` (chained as ``heads``) retries or continues, or None."""
+        prev_cid = self.index.find_prev(tenant, heads[-1])
+        if prev_cid is not None:
+            return Guess("retry", prev_cid, prev=heads[-1])
+        wanted = [h if i == 0 or msgs[i - 1].role == "assistant" else ""
+                  for i, h in enumerate(heads[:-1])]
+        match = self.index.find(tenant, wanted)
+        if match is None:
+            return None
+        return Guess("continue", match.conversation_id, start=match.length,
+                     head=heads[match.length])
 
     async def _index(self, fn: Callable[..., T], *args: Any) -> T:
         """An index lookup in the pool; the index's failure is a 503 ``index_error``."""

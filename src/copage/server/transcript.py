@@ -5,7 +5,8 @@ transcript up to and including it: ``h_i = sha256(h_{i-1} || canonical(message_i
 System messages leave the chain as it is: the system prompt is a setting of the
 conversation (the latest one is pinned), not part of its transcript, so a client
 whose system prompt changes on every request (the time, the date, retrieved context)
-still continues its conversation. A client that
+still continues its conversation (conversations stored while system messages were
+linked are still found by that chain, :func:`legacy_chain`). A client that
 resends the whole history sends messages whose prefix hashes to the head of the
 conversation it continues. :class:`TranscriptIndex` maps (tenant, head) to the
 conversation, so the lookup is one indexed query, restricted to the caller's tenant.
@@ -33,6 +34,10 @@ def link(prev: str, message: Message) -> str:
     """The chain hash after ``message`` (``prev`` itself after a system message)."""
     if message.role == "system":
         return prev
+    return _hash(prev, message)
+
+
+def _hash(prev: str, message: Message) -> str:
     payload = json.dumps(message.canonical(), separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256((prev + "\n" + payload).encode("utf-8", "surrogatepass")).hexdigest()
 
@@ -42,6 +47,19 @@ def chain(messages: Sequence[Message], start: str = GENESIS) -> list[str]:
     out = [start]
     for m in messages:
         out.append(link(out[-1], m))
+    return out
+
+
+def legacy_chain(messages: Sequence[Message]) -> list[str] | None:
+    """:func:`chain` as stored before system messages left it (they were linked like the
+    others), or None when ``messages`` holds no system message (the two chains agree).
+    Conversations stored then keep heads of that chain until they continue, so a
+    transparent-mode lookup that finds nothing by :func:`chain` looks them up by this."""
+    if not any(m.role == "system" for m in messages):
+        return None
+    out = [GENESIS]
+    for m in messages:
+        out.append(_hash(out[-1], m))
     return out
 
 

@@ -170,9 +170,9 @@ class CopageMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         new = unstored(mem, messages)
         if not new:
             return
-        system = None  # new system messages: the state's system messages, joined, are pinned
-        if any(role == "system" for role, _, _ in new):
-            system = join_system(str(m.text) for m in messages if isinstance(m, SystemMessage))
+        # the state's system messages, joined, are pinned (None: it has none, the stored
+        # one stays), as the proxy pins a request's: one that changes each call included
+        system = join_system(str(m.text) for m in messages if isinstance(m, SystemMessage))
         with mem.transaction():
             if system is not None and system != mem.system:
                 mem.add("system", system)

@@ -100,7 +100,7 @@ def _askable(**options: object) -> KeywordExtractor:
     return AskableExtractor(**options)  # type: ignore[arg-type]
 
 
-EXTRACTORS.register("askable", _askable)  # contrast + a learned askability score (not default)
+EXTRACTORS.register("askable", _askable)  # contrast + a learned askability score (the default)
 
 
 def get_extractor(name: str, **options: object) -> KeywordExtractor:

@@ -52,8 +52,8 @@ class AskableExtractor(ContrastExtractor):
                  weights: Sequence[float] | None = None) -> None:
         super().__init__(alpha0=alpha0, penalty=penalty, skip_speakers=skip_speakers,
                          z_weight=z_weight, rarity=rarity, cue_weight=cue_weight)
-        if not (isinstance(beta, int | float) and beta >= 0):
-            raise ValueError(f"beta must be a non-negative number, got {beta!r}")
+        if not (isinstance(beta, int | float) and math.isfinite(beta) and beta >= 0):
+            raise ValueError(f"beta must be a finite non-negative number, got {beta!r}")
         try:
             w = ASKABLE_WEIGHTS if weights is None else tuple(weights)
         except TypeError:

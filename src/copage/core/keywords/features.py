@@ -1,8 +1,9 @@
 """Per-term features of a page: the cues that a term will be asked about.
 
-``askable`` (``core/keywords/askable.py``) scores each candidate term of a page
-by a logistic regression over these features, fitted offline on which words of
-a page later questions used (``bench/fit_askable.py``). Every feature is one
+``askable`` (``core/keywords/askable.py``) adds to ``contrast``'s score of each
+candidate term of a page a weighted sum of these features, the weights fitted
+offline by ``bench/fit_askable.py`` (the shipped ones by coordinate ascent on
+routing_top1; ``--method logit`` fits a conditional logit instead). Every feature is one
 already measured as a cue (``docs/keywords.md``): the Fightin' Words z-score,
 rarity over pages, ``contrast``'s word cues, the everyday-word list, names.
 
@@ -46,9 +47,11 @@ FEATURES: tuple[str, ...] = (
 _SENTENCE = re.compile(r"[^.!?\n]+[.!?]*")
 _FIRST_PERSON = frozenset(["i", "i'm", "i've", "i'd", "i'll", "my", "me", "we", "our", "we're",
                            "we've", "mine", "myself"])
-DETERMINERS = frozenset(
-    ["a", "an", "the", "my", "your", "our", "his", "her", "their", "this", "that", "these", "those", "some", "any", "every", "each", "another", "its", "one", "two", "three", "four", "five", "few", "several"]
-)
+DETERMINERS = frozenset([
+    "a", "an", "the", "my", "your", "our", "his", "her", "their", "this", "that", "these",
+    "those", "some", "any", "every", "each", "another", "its", "one", "two", "three", "four",
+    "five", "few", "several",
+])
 
 
 @dataclass(frozen=True, slots=True)

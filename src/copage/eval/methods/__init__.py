@@ -22,7 +22,7 @@ over all its calls (a probe that cannot fit "does not fit" and is a miss):
                               from the bookmarks, then the answer (no tool offered)
 ``bookmark_recall+choose+tool`` ``choose``, with the recall tool still offered
 ``bookmark_recall+choose+speculative`` the speculative fill, then ``choose``
-``bookmark_recall+copage``    copage's defaults: ``PagerConfig()`` (fixed_10, lru, contrast,
+``bookmark_recall+copage``    copage's defaults: ``PagerConfig()`` (fixed_10, lru, k=4, askable,
                               the grouped index) and PagedChat's default recall mode
                               (:data:`~copage.session.DEFAULT_RECALL_MODE`, ``speculative``)
 ============================  ==============================================================
