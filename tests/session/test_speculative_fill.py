@@ -8,7 +8,7 @@ from session_helpers import new_memory
 from copage.core.tokens import get_tokenizer
 from copage.llm.scripted import ScriptedModel
 from copage.session import PagedChat, Speculator, with_fill
-from copage.session.speculate import FILL_HEADER, Speculation
+from copage.session.speculate import DEFAULT_QUESTION_FACTOR, FILL_HEADER, Speculation, asks
 
 QUESTION = "Is the dentist in Zurich before Maria turns forty, and is my laptop budget enough?"
 
@@ -115,3 +115,70 @@ async def test_prompt_cache_meters_the_request_as_sent_fill_included() -> None:
     assert got["prompt_tokens"] == want["prompt_tokens"]
     assert got["prefix_tokens"] == want["prefix_tokens"]
     assert got["prefix_tokens"] < got["prompt_tokens"]
+
+
+@pytest.mark.parametrize(("message", "expected"), [
+    ("What am I allergic to?", True),
+    ("Which phone should I get", True),  # no question mark: a wh-word opens it
+    ("did I tell you about the dentist", True),
+    ("Anyway. How's Maria doing", True),  # a later sentence opens a question
+    ("Please remind me of my laptop budget.", True),
+    ("I forgot the dentist's address, it was in Zurich", True),
+    ("tell me the plumber's number", True),
+    ("I love the new sofa.", False),
+    ("The dentist in Zurich was fine, Maria says hi.", False),
+    ("Whatever works for you!", False),  # "whatever" is not "what"
+    ("", False),
+])
+def test_asks_tells_questions_from_statements(message: str, expected: bool) -> None:
+    assert asks(message) is expected
+
+
+def _between(mem: object, message: str) -> float:
+    """A threshold above the best page's score for ``message`` and below twice it."""
+    _, score = Speculator().score(mem, message)  # type: ignore[arg-type]
+    assert score > 0
+    return score * 1.5
+
+
+def test_a_question_needs_threshold_times_question_factor() -> None:
+    """The same words fill as a question and not as a statement when the best page's
+    score lies between ``threshold`` x ``question_factor`` and ``threshold``."""
+    mem = new_memory()
+    statement = "the dentist in Zurich and my laptop budget"
+    question = "the dentist in Zurich and my laptop budget?"
+    th = _between(mem, statement)
+    spec = Speculator(threshold=th, question_factor=0.5)
+    assert spec.threshold_for(question) == pytest.approx(th * 0.5)
+    assert spec.threshold_for(statement) == th
+    assert spec.plan(mem, statement).paged_in == ()
+    assert spec.plan(mem, question).paged_in != ()
+    assert Speculator(threshold=th, question_factor=1.0).plan(mem, question).paged_in == ()
+    assert Speculator(threshold=0.0, question_factor=0.5).plan(mem, statement).paged_in != ()
+
+
+def test_question_factor_is_validated_and_defaults_to_the_module_constant() -> None:
+    for bad in (-0.1, 1.5, True, "0.5"):
+        with pytest.raises(ValueError, match="question_factor must be a number from 0 to 1"):
+            Speculator(question_factor=bad)  # type: ignore[arg-type]
+    spec = Speculator(threshold=0.4)
+    assert spec.question_threshold == pytest.approx(0.4 * DEFAULT_QUESTION_FACTOR)
+
+
+async def test_paged_chat_takes_the_question_rule_by_default(monkeypatch: pytest.MonkeyPatch) -> None:
+    """PagedChat plans through :class:`Speculator` with the module's default question
+    factor (the proxy and LangChain build theirs the same way): a question whose best
+    page scores between ``threshold`` x the factor and ``threshold`` is filled, the same
+    words as a statement are not."""
+    import sys
+
+    # the package exports a function named ``speculate``: reach the module itself
+    monkeypatch.setattr(sys.modules["copage.session.speculate"], "DEFAULT_QUESTION_FACTOR", 0.5)
+    mem = new_memory()
+    question = "the dentist in Zurich and my laptop budget?"
+    model = ScriptedModel().reply("one").reply("two")
+    chat = PagedChat(mem, model, recall_mode="speculative",
+                     speculative_threshold=_between(mem, question))
+    asked = await chat.send(question)
+    told = await chat.send("the dentist in Zurich and my laptop budget")
+    assert asked.speculative and not told.speculative

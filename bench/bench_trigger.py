@@ -1,0 +1,200 @@
+"""Choosing the speculative fill's threshold for messages that ask something.
+
+The fill's trigger (``copage.session.speculate``) compares the best evicted page's
+normalised BM25 score with ``threshold`` (0.35) for a statement and with
+``question_threshold`` for a message that asks something (``asks``). For each
+candidate question threshold:
+
+* **synthetic coverage at the budget**: ``bookmark_recall+copage`` (library defaults,
+  ``speculative``) on the ``controlled`` and ``ablation`` presets generated with the
+  tuning seeds and, separately, with the held-out seeds (never used for choosing);
+  ``bm25`` beside it;
+* **LoCoMo coverage at the budget**, per conversation, with ``bm25`` per conversation
+  and the probes over the budget;
+* **the chat**: the first ``--turns`` turns of each LoCoMo conversation through
+  ``PagedChat`` (``bench_prompt_cache.replay_chat``): median prefix share, turns with a
+  fill, input cost with caching at gpt-4o-mini's prices, paged / full context.
+
+Selection, leave one LoCoMo conversation out: of the candidates that, on each of the
+other four conversations, cover at least ``bm25``'s share at the budget with no probe
+over it, keep a median share >= 0.9 and cost less than cached full context at
+gpt-4o-mini's prices, the one with the best synthetic coverage on the tuning seeds
+(ties: the higher threshold); reported on the held-out conversation and seeds.
+``--jsonl`` keeps every measurement (resumable).
+
+Run::
+
+    PYTHONPATH=src python bench/bench_trigger.py ../shared/data/locomo/locomo-sample.json \\
+        ../shared/data/locomo/locomo-more.json --jsonl trigger.jsonl
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import statistics
+import sys
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from bench_prompt_cache import replay_chat
+
+from copage.eval.datasets import Dataset
+from copage.eval.experiments.base import BenchContext, PagingSettings
+from copage.eval.experiments.common import load_bench_dataset, settings_for
+from copage.eval.experiments.main import is_synthetic
+from copage.eval.methods import (
+    BookmarkMethod,
+    Method,
+    Variant,
+    coverage,
+    evidence_groups,
+    get_method,
+)
+
+speculate_module = importlib.import_module("copage.session.speculate")  # the package exports a function of that name
+
+MODEL = "gpt-4o-mini"
+SYNTHETIC = ("controlled", "ablation")
+
+
+def covered(ds: Dataset, method: Method, budget: int) -> dict[str, tuple[int, int, int]]:
+    """Per conversation: probes whose evidence is all shown, probes, probes over budget."""
+    ctx = BenchContext(datasets=[ds], out=Path("."), seed=0, model=None, model_spec=None,
+                       judges={}, probes=None, methods=None, paging=PagingSettings(),
+                       progress=None, options={"budget": budget})  # type: ignore[arg-type]
+    settings = settings_for(ds, ctx)
+    out = {}
+    for conv in ds.conversations:
+        prep = method.prepare(conv, settings)
+        hits = n = over = 0
+        for probe in conv.probes:
+            built = prep.build(probe, "never") if isinstance(method, BookmarkMethod) else prep.build(probe)
+            c = coverage(evidence_groups(conv, probe, acknowledgements=is_synthetic(ds)),
+                         built.context_turn_ids)
+            hits, n, over = hits + c.all, n + 1, over + (built.prompt_tokens > budget)
+        out[conv.id] = (hits, n, over)
+    return out
+
+
+def copage_method() -> BookmarkMethod:
+    return BookmarkMethod("speculative", "speculative", Variant.of_mode("speculative", copage=True))
+
+
+def measure(qt: float | None, files: list[str], seeds: list[int], budget: int,
+            turns: int) -> list[dict[str, Any]]:
+    """Rows of one candidate (None: bm25)."""
+    if qt is not None:
+        speculate_module.DEFAULT_QUESTION_FACTOR = qt / speculate_module.DEFAULT_THRESHOLD
+    method: Method = get_method("bm25") if qt is None else copage_method()
+    rows: list[dict[str, Any]] = []
+    for preset in SYNTHETIC:
+        for seed in seeds:
+            got = covered(load_bench_dataset(preset, seed=seed), method, budget)
+            rows.append({"qt": qt, "kind": "synthetic", "set": preset, "seed": seed,
+                         "hits": sum(h for h, _, _ in got.values()),
+                         "n": sum(n for _, n, _ in got.values())})
+    for f in files:
+        ds = load_bench_dataset(f, seed=0)
+        got = covered(ds, method, budget)
+        for conv in ds.conversations:
+            h, n, over = got[conv.id]
+            row: dict[str, Any] = {"qt": qt, "kind": "locomo", "conv": conv.id, "hits": h,
+                                   "n": n, "over": over}
+            if qt is not None:
+                pc, _, filled = replay_chat(conv.turns, turns, {}, "speculative")
+                cost = pc["cost_usd"][MODEL]
+                row |= {"share": pc["prefix_share_median"], "fills": filled,
+                        "paged": cost["paged_cached"], "full": cost["full_cached"]}
+            rows.append(row)
+    return rows
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    ap.add_argument("files", nargs="+", help="LoCoMo files")
+    ap.add_argument("--question-threshold", default="0.35,0.3,0.25,0.2,0.15,0.1,0.05")
+    ap.add_argument("--tuning-seeds", default="0,1,2,3,4")
+    ap.add_argument("--held-out-seeds", default="100,101,102,103,104")
+    ap.add_argument("--budget", type=int, default=2048)
+    ap.add_argument("--turns", type=int, default=300)
+    ap.add_argument("--jsonl", default="")
+    args = ap.parse_args()
+    tuning = [int(x) for x in args.tuning_seeds.split(",")]
+    held = [int(x) for x in args.held_out_seeds.split(",")]
+    rows: list[dict[str, Any]] = []
+    if args.jsonl and Path(args.jsonl).exists():
+        rows = [json.loads(line) for line in Path(args.jsonl).read_text().splitlines() if line]
+    done = {r["qt"] for r in rows}
+    candidates: list[float | None] = [None, *(float(x) for x in args.question_threshold.split(","))]
+    with open(args.jsonl or "/dev/null", "a") as out:
+        for qt in candidates:
+            if qt in done:
+                continue
+            new = measure(qt, args.files, tuning + held, args.budget, args.turns)
+            rows += new
+            out.writelines(json.dumps(r) + "\n" for r in new)
+            out.flush()
+    report(rows, [c for c in candidates if c is not None], tuning, held)
+
+
+def _share(rows: list[dict[str, Any]]) -> float:
+    return sum(r["hits"] for r in rows) / max(1, sum(r["n"] for r in rows))
+
+
+def report(rows: list[dict[str, Any]], candidates: list[float], tuning: list[int],
+           held: list[int]) -> None:
+    loc = {(r["qt"], r["conv"]): r for r in rows if r["kind"] == "locomo"}
+    convs = sorted({r["conv"] for r in rows if r["kind"] == "locomo"})
+
+    def synth(qt: float | None, seeds: list[int], preset: str | None = None) -> float:
+        return _share([r for r in rows if r["kind"] == "synthetic" and r["qt"] == qt
+                       and r["seed"] in seeds and preset in (None, r["set"])])
+
+    def ok(qt: float, conv: str) -> bool:
+        r, b = loc[(qt, conv)], loc[(None, conv)]
+        return (r["hits"] / r["n"] >= b["hits"] / b["n"] and r["over"] == 0
+                and r["share"] >= 0.9 and r["paged"] < r["full"])
+
+    print(f"question threshold: synthetic coverage at the budget, tuning seeds {tuning} / held-out "
+          f"seeds {held} (controlled, ablation); LoCoMo coverage pooled, probes over budget; "
+          f"chat: median share (min over conversations), fills, {MODEL} USD paged / full (sums)")
+    for qt in [None, *candidates]:
+        name = "bm25" if qt is None else f"{qt:.2f}"
+        s = (f"{synth(qt, tuning, 'controlled'):.3f} {synth(qt, tuning, 'ablation'):.3f} / "
+             f"{synth(qt, held, 'controlled'):.3f} {synth(qt, held, 'ablation'):.3f}")
+        lr = [loc[(qt, c)] for c in convs]
+        line = f"{name:6s} {s}  locomo {_share(lr):.3f}, {sum(r['over'] for r in lr)} over"
+        if qt is not None:
+            line += (f"  chat {statistics.median(r['share'] for r in lr):.3f} "
+                     f"(min {min(r['share'] for r in lr):.3f}), {sum(r['fills'] for r in lr)} fills, "
+                     f"{sum(r['paged'] for r in lr):.4f} / {sum(r['full'] for r in lr):.4f}"
+                     f"  meets all on: {sum(ok(qt, c) for c in convs)}/{len(convs)}")
+        print(line)
+    print("leave one conversation out (chosen on the other four and the tuning seeds):")
+    for held_conv in convs:
+        train = [c for c in convs if c != held_conv]
+        fit = [qt for qt in candidates if all(ok(qt, c) for c in train)]
+        if not fit:
+            print(f"  {held_conv}: nothing meets the constraints")
+            continue
+        qt = max(fit, key=lambda q: (synth(q, tuning), q))
+        r, b = loc[(qt, held_conv)], loc[(None, held_conv)]
+        print(f"  {held_conv}: chosen {qt:.2f}; held out: coverage {r['hits'] / r['n']:.3f} "
+              f"(bm25 {b['hits'] / b['n']:.3f}), {r['over']} over, share {r['share']:.3f}, "
+              f"{r['fills']} fills, {MODEL} {r['paged']:.4f} / {r['full']:.4f}"
+              f"{'' if ok(qt, held_conv) else '  (misses a constraint)'}")
+    fit = [qt for qt in candidates if all(ok(qt, c) for c in convs)]
+    if fit:
+        qt = max(fit, key=lambda q: (synth(q, tuning), q))
+        print(f"chosen on all five: {qt:.2f}; held-out seeds: controlled "
+              f"{synth(qt, held, 'controlled'):.3f}, ablation {synth(qt, held, 'ablation'):.3f} "
+              f"(bm25 {synth(None, held, 'controlled'):.3f}, {synth(None, held, 'ablation'):.3f}; "
+              f"before, 0.35: {synth(0.35, held, 'controlled'):.3f}, {synth(0.35, held, 'ablation'):.3f})")
+
+
+if __name__ == "__main__":
+    main()
