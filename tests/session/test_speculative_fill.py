@@ -8,7 +8,13 @@ from session_helpers import new_memory
 from copage.core.tokens import get_tokenizer
 from copage.llm.scripted import ScriptedModel
 from copage.session import PagedChat, Speculator, with_fill
-from copage.session.speculate import DEFAULT_QUESTION_FACTOR, FILL_HEADER, Speculation, asks
+from copage.session.speculate import (
+    DEFAULT_QUESTION_FACTOR,
+    FILL_HEADER,
+    Speculation,
+    asks,
+    asks_back,
+)
 
 QUESTION = "Is the dentist in Zurich before Maria turns forty, and is my laptop budget enough?"
 
@@ -134,6 +140,28 @@ def test_asks_tells_questions_from_statements(message: str, expected: bool) -> N
     assert asks(message) is expected
 
 
+@pytest.mark.parametrize(("message", "expected"), [
+    ("What's my budget for the sofa?", True),
+    ("Which phone should I get", True),
+    ("remind me of the plumber's number", True),
+    ("How was your weekend?", False),  # asks the other party
+    ("What did Maria say about Zurich?", False),
+    ("My sofa arrived today.", False),  # first person, but no question
+])
+def test_asks_back_is_a_first_person_question(message: str, expected: bool) -> None:
+    assert asks_back(message) is expected
+
+
+def test_the_question_rule_picks_which_messages_get_the_lower_threshold() -> None:
+    yours, mine = "How was the dentist in Zurich?", "How was my dentist in Zurich?"
+    back = Speculator(threshold=0.4, question_factor=0.5, question_rule="asks_back")
+    assert back.threshold_for(yours) == 0.4 and back.threshold_for(mine) == pytest.approx(0.2)
+    any_ = Speculator(threshold=0.4, question_factor=0.5, question_rule="asks")
+    assert any_.threshold_for(yours) == pytest.approx(0.2)
+    with pytest.raises(ValueError, match="question_rule must be one of asks, asks_back"):
+        Speculator(question_rule="nope")
+
+
 def _between(mem: object, message: str) -> float:
     """A threshold above the best page's score for ``message`` and below twice it."""
     _, score = Speculator().score(mem, message)  # type: ignore[arg-type]
@@ -148,12 +176,12 @@ def test_a_question_needs_threshold_times_question_factor() -> None:
     statement = "the dentist in Zurich and my laptop budget"
     question = "the dentist in Zurich and my laptop budget?"
     th = _between(mem, statement)
-    spec = Speculator(threshold=th, question_factor=0.5)
+    spec = Speculator(threshold=th, question_factor=0.5, question_rule="asks")
     assert spec.threshold_for(question) == pytest.approx(th * 0.5)
     assert spec.threshold_for(statement) == th
     assert spec.plan(mem, statement).paged_in == ()
     assert spec.plan(mem, question).paged_in != ()
-    assert Speculator(threshold=th, question_factor=1.0).plan(mem, question).paged_in == ()
+    assert Speculator(threshold=th, question_factor=1.0, question_rule="asks").plan(mem, question).paged_in == ()
     assert Speculator(threshold=0.0, question_factor=0.5).plan(mem, statement).paged_in != ()
 
 

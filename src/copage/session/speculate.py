@@ -21,11 +21,11 @@ each scoring at least ``relative`` times the best score, each optionally with
 ``neighbours`` evicted pages on either side. Everything is deterministic.
 
 The message's threshold (:meth:`Speculator.threshold_for`) is ``threshold`` x
-``question_factor`` when the message asks something (:func:`asks`: a question mark, a
-first word that opens a question, or a request to be reminded) and ``threshold``
-otherwise: a
-question is where an earlier page is wanted, and a statement that happens to share
-words with an old page is the usual turn of a chat, whose fill would be new,
+``question_factor`` when the message asks something back (``question_rule``, default
+:func:`asks_back`: a question in the first person singular, "What's my budget for the
+sofa?", or a request to be reminded) and ``threshold`` otherwise: such a question is
+where an earlier page is wanted, while most turns of a chat, statements or questions
+to the other party ("How was your weekend?"), would only turn the fill into new,
 uncached prompt. Chosen by held-out measurement (``docs/loop.md``, "The trigger").
 
 The fill is a per-turn change: the pages are shown in one message placed just
@@ -38,7 +38,7 @@ evicted for them. A page the model still recalls is paged in as usual.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -49,9 +49,9 @@ from copage.core.types import PageId, page_id, page_index
 from copage.session.view import PagedView
 
 __all__ = [
-    "DEFAULT_PAGES", "DEFAULT_QUESTION_FACTOR", "DEFAULT_RELATIVE", "DEFAULT_THRESHOLD",
-    "DEFAULT_TOKENS", "FILL_HEADER", "Filled", "Speculation", "Speculator", "asks", "fill_text",
-    "speculate", "with_fill",
+    "DEFAULT_PAGES", "DEFAULT_QUESTION_FACTOR", "DEFAULT_QUESTION_RULE", "DEFAULT_RELATIVE",
+    "DEFAULT_THRESHOLD", "DEFAULT_TOKENS", "FILL_HEADER", "QUESTION_RULES", "Filled",
+    "Speculation", "Speculator", "asks", "asks_back", "fill_text", "speculate", "with_fill",
 ]
 
 DEFAULT_THRESHOLD = 0.35
@@ -61,7 +61,9 @@ chat, and each fill is new, uncached prompt; 0.35 keeps the median cached-prefix
 share of what is sent at 0.91-0.93 over 300 LoCoMo turns. Kept by the
 leave-one-conversation-out choice of docs/loop.md ("Caching") against 0.45-0.55."""
 DEFAULT_QUESTION_FACTOR = 1.0
-"""A message that asks something (:func:`asks`) needs ``threshold`` x this factor."""
+"""A message that asks something back (the question rule) needs ``threshold`` x this."""
+DEFAULT_QUESTION_RULE = "asks_back"
+"""The question rule (a name of :data:`QUESTION_RULES`)."""
 DEFAULT_TOKENS = 1024
 """Default allowance of a fill, in tokens of its message text."""
 DEFAULT_PAGES: int | None = None
@@ -82,6 +84,7 @@ _ASKING = re.compile(
     r"\b(?:remind me|tell me|do you (?:remember|recall|know)|did i (?:tell|mention|say|ask)"
     r"|have i (?:told|mentioned|said)|i (?:forgot|forget|can't remember|don't remember))\b")
 _FIRST_WORD = re.compile(r"[a-z']+")
+_FIRST_PERSON = re.compile(r"\b(?:i|me|my|mine|myself|i'm|i've|i'd|i'll)\b")
 _SLACK = 16  # pages counted apart can exceed their joined text's count by a few tokens
 
 
@@ -121,14 +124,15 @@ class Speculator:
         tokens: the fill's allowance in tokens (>= 0; 0 pages nothing in).
         pages: at most this many pages (None: no cap; >= 1).
         relative: a later page needs at least ``relative`` x the best score (0 to 1).
-        question_factor: the threshold of a message that asks something (:func:`asks`)
-            is ``threshold`` x this (0 to 1); None: :data:`DEFAULT_QUESTION_FACTOR`.
+        question_factor: the threshold of a message the question rule holds for is
+            ``threshold`` x this (0 to 1); None: :data:`DEFAULT_QUESTION_FACTOR`.
+        question_rule: a name of :data:`QUESTION_RULES`; None: :data:`DEFAULT_QUESTION_RULE`.
     """
 
     def __init__(self, threshold: float = DEFAULT_THRESHOLD, neighbours: int = 0, *,
                  tokens: int = DEFAULT_TOKENS, pages: int | None = DEFAULT_PAGES,
                  relative: float = DEFAULT_RELATIVE,
-                 question_factor: float | None = None) -> None:
+                 question_factor: float | None = None, question_rule: str | None = None) -> None:
         if isinstance(threshold, bool) or not isinstance(threshold, int | float) or threshold < 0:
             raise ValueError(f"speculative_threshold must be a number >= 0, got {threshold!r}")
         factor = DEFAULT_QUESTION_FACTOR if question_factor is None else question_factor
@@ -141,14 +145,21 @@ class Speculator:
                 or not 0 <= relative <= 1):
             raise ValueError(f"speculative_relative must be a number from 0 to 1, got {relative!r}")
         self.threshold, self.neighbours = float(threshold), neighbours
+        rule = DEFAULT_QUESTION_RULE if question_rule is None else question_rule
+        if rule not in QUESTION_RULES:
+            raise ValueError(f"question_rule must be one of {', '.join(QUESTION_RULES)}, "
+                             f"got {rule!r}")
         self.question_threshold = float(threshold) * float(factor)
+        self.question_rule = rule
         self.tokens, self.pages, self.relative = tokens, pages, float(relative)
         self._costs: dict[str, int] = {}
 
     def threshold_for(self, message: str) -> float:
         """The minimal best-page score for a fill for ``message``: :attr:`question_threshold`
-        when it asks something (:func:`asks`), else :attr:`threshold`."""
-        return self.question_threshold if asks(message) else self.threshold
+        when the question rule holds for it, else :attr:`threshold`."""
+        if self.question_threshold < self.threshold and QUESTION_RULES[self.question_rule](message):
+            return self.question_threshold
+        return self.threshold
 
     def ranked(self, pager: PagedView, message: str) -> list[tuple[PageId, float]]:
         """Evicted pages matching ``message`` with their normalised scores, best first
@@ -257,6 +268,18 @@ def asks(message: str) -> bool:
         if first is not None and first.group(0) in _OPENERS:
             return True
     return False
+
+
+def asks_back(message: str) -> bool:
+    """Whether ``message`` asks (:func:`asks`) in the first person singular ("I", "me",
+    "my", "mine", "I'm", ...): a question about the speaker's own things, or a request
+    to be reminded of something ("remind me", "did I tell you"), not a question to
+    the other party ("How was your weekend?")."""
+    return asks(message) and _FIRST_PERSON.search(message.lower()) is not None
+
+
+QUESTION_RULES: dict[str, Callable[[str], bool]] = {"asks": asks, "asks_back": asks_back}
+"""Rules telling which messages get the question threshold (by name)."""
 
 
 def _count(pager: PagedView, text: str) -> int:
