@@ -84,12 +84,13 @@ def copage_method() -> BookmarkMethod:
     return BookmarkMethod("speculative", "speculative", Variant.of_mode("speculative", copage=True))
 
 
-def measure(qt: float | None, rule: str, files: list[str], seeds: list[int], budget: int,
+def measure(qt: float | None, rule: str, whole: bool, files: list[str], seeds: list[int], budget: int,
             turns: int) -> list[dict[str, Any]]:
     """Rows of one candidate (None: bm25)."""
     if qt is not None:
         speculate_module.DEFAULT_QUESTION_FACTOR = qt / speculate_module.DEFAULT_THRESHOLD
         speculate_module.DEFAULT_QUESTION_RULE = rule
+        speculate_module.DEFAULT_WHOLE = whole
     method: Method = get_method("bm25") if qt is None else copage_method()
     rows: list[dict[str, Any]] = []
     for preset in SYNTHETIC:
@@ -120,6 +121,8 @@ def main() -> None:
     ap.add_argument("--question-threshold", default="0.35,0.3,0.25,0.2,0.15,0.1,0.05")
     ap.add_argument("--rule", default=speculate_module.DEFAULT_QUESTION_RULE,
                     help="question rule (copage.session.speculate.QUESTION_RULES)")
+    ap.add_argument("--whole", action="store_true",
+                    help="such a question is shown every evicted page when they all fit")
     ap.add_argument("--tuning-seeds", default="0,1,2,3,4")
     ap.add_argument("--held-out-seeds", default="100,101,102,103,104")
     ap.add_argument("--budget", type=int, default=2048)
@@ -137,7 +140,7 @@ def main() -> None:
         for qt in candidates:
             if qt in done:
                 continue
-            new = measure(qt, args.rule, args.files, tuning + held, args.budget, args.turns)
+            new = measure(qt, args.rule, args.whole, args.files, tuning + held, args.budget, args.turns)
             rows += new
             out.writelines(json.dumps(r) + "\n" for r in new)
             out.flush()

@@ -210,3 +210,22 @@ async def test_paged_chat_takes_the_question_rule_by_default(monkeypatch: pytest
     asked = await chat.send(question)
     told = await chat.send("the dentist in Zurich and my laptop budget")
     assert asked.speculative and not told.speculative
+
+
+def test_whole_shows_every_evicted_page_to_a_question_when_they_all_fit() -> None:
+    """A first-person question sharing no word with any page (a paraphrase) gets every
+    evicted page when they fit the allowance; not a statement, not when they do not fit."""
+    mem = new_memory()  # p1..p4 evicted
+    question = "What should I cook tonight for my friends?"
+    assert Speculator(threshold=0.0).ranked(mem, question) == []  # no word in common
+    everything = Speculator(threshold=0.35, whole=True).plan(mem, question)
+    assert sorted(everything.paged_in) == sorted(mem.evicted) and everything.best is None
+    assert everything.tokens == get_tokenizer(mem.config.tokenizer).count(everything.text)
+    assert Speculator(threshold=0.35, whole=False).plan(mem, question).paged_in == ()
+    statement = "I cook tonight for my friends."
+    assert Speculator(threshold=0.35, whole=True).plan(mem, statement).paged_in == ()
+    short = Speculator(threshold=0.35, whole=True, tokens=everything.tokens - 1)
+    assert short.plan(mem, question).paged_in == ()
+    matched = Speculator(threshold=0.35, whole=True).plan(mem, "what about my laptop budget?")
+    assert matched.paged_in[0] == matched.best == "p2"  # the matching page first, then the rest
+    assert sorted(matched.paged_in) == sorted(mem.evicted)

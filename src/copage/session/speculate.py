@@ -62,6 +62,9 @@ share of what is sent at 0.91-0.93 over 300 LoCoMo turns. Kept by the
 leave-one-conversation-out choice of docs/loop.md ("Caching") against 0.45-0.55."""
 DEFAULT_QUESTION_FACTOR = 1.0
 """A message that asks something back (the question rule) needs ``threshold`` x this."""
+DEFAULT_WHOLE = False
+"""Whether a message the question rule holds for is shown every evicted page when they
+all fit the allowance (whatever their scores)."""
 DEFAULT_QUESTION_RULE = "asks_back"
 """The question rule (a name of :data:`QUESTION_RULES`)."""
 DEFAULT_TOKENS = 1024
@@ -132,7 +135,8 @@ class Speculator:
     def __init__(self, threshold: float = DEFAULT_THRESHOLD, neighbours: int = 0, *,
                  tokens: int = DEFAULT_TOKENS, pages: int | None = DEFAULT_PAGES,
                  relative: float = DEFAULT_RELATIVE,
-                 question_factor: float | None = None, question_rule: str | None = None) -> None:
+                 question_factor: float | None = None, question_rule: str | None = None,
+                 whole: bool | None = None) -> None:
         if isinstance(threshold, bool) or not isinstance(threshold, int | float) or threshold < 0:
             raise ValueError(f"speculative_threshold must be a number >= 0, got {threshold!r}")
         factor = DEFAULT_QUESTION_FACTOR if question_factor is None else question_factor
@@ -151,6 +155,7 @@ class Speculator:
                              f"got {rule!r}")
         self.question_threshold = float(threshold) * float(factor)
         self.question_rule = rule
+        self.whole = DEFAULT_WHOLE if whole is None else bool(whole)
         self.tokens, self.pages, self.relative = tokens, pages, float(relative)
         self._costs: dict[str, int] = {}
 
@@ -203,6 +208,10 @@ class Speculator:
         _check_int("speculative_tokens", allowance, low=0, none=False)
         found, mass = self._scores(pager, message)
         high = max(found.values(), default=0.0)
+        if self.whole and allowance > 0 and QUESTION_RULES[self.question_rule](message):
+            whole = self._whole(pager, found, mass, allowance)
+            if whole is not None:
+                return whole
         if high <= 0:
             return Speculation(None, 0.0)
         if high / mass < self.threshold_for(message) or allowance <= 0:  # most turns: no sort, no fill
@@ -244,6 +253,28 @@ class Speculator:
                 return Speculation(best, top, tuple(picked), text, n)
             picked.pop()  # joined text counted more than its parts: drop the last pick
         return Speculation(best, top)
+
+    def _whole(self, pager: PagedView, found: Mapping[int, float], mass: float,
+               allowance: int) -> Speculation | None:
+        """Every evicted page, when they all fit ``allowance`` (None otherwise): the pages
+        matching best first, then the others in page order."""
+        evicted = list(pager.evicted)
+        if not evicted:
+            return None
+        room = allowance - _count(pager, FILL_HEADER + "\n" + prompt.RECALLED_NOTE)
+        for pid in evicted:
+            room -= self._cost(pager, pid)
+            if room < -_SLACK:
+                return None
+        ranked = _ranked(found, mass)
+        seen = {p for p, _ in ranked}
+        picked = [p for p, _ in ranked] + [p for p in evicted if p not in seen]
+        text = fill_text(pager, picked)
+        n = _count(pager, text)
+        if n > allowance:
+            return None
+        best, top = ranked[0] if ranked else (None, 0.0)
+        return Speculation(best, top, tuple(picked), text, n)
 
     def page_in(self, pager: PagedView, message: str, tokens: int | None = None) -> Speculation:
         """:meth:`plan`, recorded as a ``speculative`` event (the fill itself changes no page)."""
