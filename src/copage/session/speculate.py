@@ -26,7 +26,11 @@ The message's threshold (:meth:`Speculator.threshold_for`) is ``threshold`` x
 sofa?", or a request to be reminded) and ``threshold`` otherwise: such a question is
 where an earlier page is wanted, while most turns of a chat, statements or questions
 to the other party ("How was your weekend?"), would only turn the fill into new,
-uncached prompt. Chosen by held-out measurement (``docs/loop.md``, "The trigger").
+uncached prompt. With ``whole``, such a question is shown every evicted page (the
+matching ones first) when they all fit the allowance, whatever their scores: early in
+a chat the evicted pages are few, and a question that paraphrases what it asks for
+shares no word with it. Chosen by held-out measurement (``docs/loop.md``, "The
+trigger").
 
 The fill is a per-turn change: the pages are shown in one message placed just
 before the latest user message (:func:`with_fill`), in page order, and are not
