@@ -20,8 +20,10 @@ QUESTION = "Is the dentist in Zurich before Maria turns forty, and is my laptop 
 
 
 def test_fill_takes_every_matching_page_that_fits() -> None:
+    """The ranked fill (``whole=False`` here and below: with it, a question seeing every
+    evicted page within the allowance gets them all, tested further down)."""
     mem = new_memory()  # p1..p4 evicted
-    spec = Speculator(threshold=0.0).plan(mem, QUESTION)
+    spec = Speculator(threshold=0.0, whole=False).plan(mem, QUESTION)
     assert set(spec.paged_in) == {"p2", "p3", "p4"}  # laptop, dentist, Maria; not the allergy
     assert spec.text.startswith(FILL_HEADER)
     assert spec.text.index('<page id="p2">') < spec.text.index('<page id="p3">')  # page order
@@ -30,27 +32,27 @@ def test_fill_takes_every_matching_page_that_fits() -> None:
 
 def test_fill_respects_its_allowance_and_page_cap() -> None:
     mem = new_memory()
-    full = Speculator(threshold=0.0).plan(mem, QUESTION)
+    full = Speculator(threshold=0.0, whole=False).plan(mem, QUESTION)
     for tokens in range(0, full.tokens + 1, 7):
-        spec = Speculator(threshold=0.0, tokens=tokens).plan(mem, QUESTION)
+        spec = Speculator(threshold=0.0, tokens=tokens, whole=False).plan(mem, QUESTION)
         assert spec.tokens <= tokens
         assert set(spec.paged_in) <= set(full.paged_in)
         assert spec.paged_in == full.paged_in[: len(spec.paged_in)] or len(spec.paged_in) <= 2
-    assert Speculator(threshold=0.0, tokens=full.tokens).plan(mem, QUESTION).paged_in == full.paged_in
-    assert Speculator(threshold=0.0, tokens=full.tokens - 1).plan(mem, QUESTION).tokens < full.tokens
-    one = Speculator(threshold=0.0, pages=1).plan(mem, QUESTION)
+    assert Speculator(threshold=0.0, tokens=full.tokens, whole=False).plan(mem, QUESTION).paged_in == full.paged_in
+    assert Speculator(threshold=0.0, tokens=full.tokens - 1, whole=False).plan(mem, QUESTION).tokens < full.tokens
+    one = Speculator(threshold=0.0, pages=1, whole=False).plan(mem, QUESTION)
     assert one.paged_in == full.paged_in[:1] and one.paged_in[0] == one.best
 
 
 def test_fill_threshold_gates_the_first_page_and_relative_the_rest() -> None:
     mem = new_memory()
-    assert Speculator(threshold=5.0).plan(mem, QUESTION).paged_in == ()
-    ranked = Speculator().ranked(mem, QUESTION)
+    assert Speculator(threshold=5.0, whole=False).plan(mem, QUESTION).paged_in == ()
+    ranked = Speculator(whole=False).ranked(mem, QUESTION)
     scores = [s for _, s in ranked]
-    assert scores == sorted(scores, reverse=True) and ranked[0][0] == Speculator().score(mem, QUESTION)[0]
+    assert scores == sorted(scores, reverse=True) and ranked[0][0] == Speculator(whole=False).score(mem, QUESTION)[0]
     top = scores[0]
     cut = (scores[0] + scores[-1]) / 2 / top  # keeps the pages above the middle score
-    spec = Speculator(threshold=0.0, relative=cut).plan(mem, QUESTION)
+    spec = Speculator(threshold=0.0, relative=cut, whole=False).plan(mem, QUESTION)
     assert spec.paged_in == tuple(p for p, s in ranked if s >= cut * top)
     assert 0 < len(spec.paged_in) < len(ranked)
 
@@ -58,8 +60,8 @@ def test_fill_threshold_gates_the_first_page_and_relative_the_rest() -> None:
 def test_plan_is_deterministic_and_changes_nothing() -> None:
     mem = new_memory()
     before = (list(mem.resident), list(mem.evicted))
-    a = Speculator(threshold=0.0).plan(mem, QUESTION)
-    b = Speculator(threshold=0.0).plan(mem, QUESTION)
+    a = Speculator(threshold=0.0, whole=False).plan(mem, QUESTION)
+    b = Speculator(threshold=0.0, whole=False).plan(mem, QUESTION)
     assert a == b and (list(mem.resident), list(mem.evicted)) == before
 
 
@@ -176,13 +178,13 @@ def test_a_question_needs_threshold_times_question_factor() -> None:
     statement = "the dentist in Zurich and my laptop budget"
     question = "the dentist in Zurich and my laptop budget?"
     th = _between(mem, statement)
-    spec = Speculator(threshold=th, question_factor=0.5, question_rule="asks")
+    spec = Speculator(threshold=th, question_factor=0.5, question_rule="asks", whole=False)
     assert spec.threshold_for(question) == pytest.approx(th * 0.5)
     assert spec.threshold_for(statement) == th
     assert spec.plan(mem, statement).paged_in == ()
     assert spec.plan(mem, question).paged_in != ()
-    assert Speculator(threshold=th, question_factor=1.0, question_rule="asks").plan(mem, question).paged_in == ()
-    assert Speculator(threshold=0.0, question_factor=0.5).plan(mem, statement).paged_in != ()
+    assert Speculator(threshold=th, question_factor=1.0, question_rule="asks", whole=False).plan(mem, question).paged_in == ()
+    assert Speculator(threshold=0.0, question_factor=0.5, whole=False).plan(mem, statement).paged_in != ()
 
 
 def test_question_factor_is_validated_and_defaults_to_the_module_constant() -> None:

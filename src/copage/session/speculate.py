@@ -64,9 +64,12 @@ DEFAULT_THRESHOLD = 0.35
 chat, and each fill is new, uncached prompt; 0.35 keeps the median cached-prefix
 share of what is sent at 0.91-0.93 over 300 LoCoMo turns. Kept by the
 leave-one-conversation-out choice of docs/loop.md ("Caching") against 0.45-0.55."""
-DEFAULT_QUESTION_FACTOR = 1.0
-"""A message that asks something back (the question rule) needs ``threshold`` x this."""
-DEFAULT_WHOLE = False
+DEFAULT_QUESTION_FACTOR = 0.25 / DEFAULT_THRESHOLD
+"""A message that asks something back (the question rule) needs ``threshold`` x this
+(0.25 at the default threshold). Chosen over 1.0 (no question rule), 0.3, 0.2 and 0.15
+by leave-one-conversation-out on LoCoMo and tuning seeds of the synthetic presets
+(docs/loop.md, "The trigger"): lower, the median prefix share of a chat falls below 0.9."""
+DEFAULT_WHOLE = True
 """Whether a message the question rule holds for is shown every evicted page when they
 all fit the allowance (whatever their scores)."""
 DEFAULT_QUESTION_RULE = "asks_back"
