@@ -19,8 +19,8 @@ rule, ``whole`` or not, and a question threshold; for each:
 
 Selection, leave one LoCoMo conversation out: of the candidates that, on each of the
 other four conversations, cover at least ``bm25``'s share at the budget with no probe
-over it, keep a median share >= 0.9 and cost less than cached full context at
-gpt-4o-mini's prices, the one with the best synthetic coverage on the tuning seeds
+over it, keep a median share >= 0.9 and cost less than cached full context at the
+``--constrain`` models' prices (default gpt-4o-mini), the one with the best synthetic coverage on the tuning seeds
 (ties: the higher threshold, then without ``whole``, then ``asks_back``); reported on
 the held-out conversation and on the held-out seeds.
 ``--jsonl`` keeps every measurement (resumable).
@@ -62,6 +62,8 @@ from copage.eval.methods import (
 speculate_module = importlib.import_module("copage.session.speculate")  # the package exports a function of that name
 
 MODEL = "gpt-4o-mini"
+CONSTRAINED = [MODEL]
+"""Models whose paged cost with caching must be below full context's (``--constrain``)."""
 SYNTHETIC = ("controlled", "ablation")
 
 
@@ -116,7 +118,8 @@ def measure(cand: tuple[float, str, bool] | None, files: list[str], seeds: list[
                 pc, _, filled = replay_chat(conv.turns, turns, {}, "speculative")
                 cost = pc["cost_usd"][MODEL]
                 row |= {"share": pc["prefix_share_median"], "fills": filled,
-                        "paged": cost["paged_cached"], "full": cost["full_cached"]}
+                        "paged": cost["paged_cached"], "full": cost["full_cached"],
+                        "cost": pc["cost_usd"]}
             rows.append(row)
     return rows
 
@@ -145,9 +148,11 @@ def main() -> None:
     ap.add_argument("--held-out-seeds", default="100,101,102,103,104")
     ap.add_argument("--budget", type=int, default=2048)
     ap.add_argument("--turns", type=int, default=300)
+    ap.add_argument("--constrain", default=MODEL, help="comma-separated models (see CONSTRAINED)")
     ap.add_argument("--report", action="store_true", help="only report what --jsonl holds")
     ap.add_argument("--jsonl", default="")
     args = ap.parse_args()
+    CONSTRAINED[:] = args.constrain.split(",")
     tuning = [int(x) for x in args.tuning_seeds.split(",")]
     held = [int(x) for x in args.held_out_seeds.split(",")]
     rows: list[dict[str, Any]] = []
@@ -184,8 +189,10 @@ def report(rows: list[dict[str, Any]], names: list[str], tuning: list[int],
 
     def ok(name: str, conv: str) -> bool:
         r, b = loc[(name, conv)], loc[("bm25", conv)]
+        costs = r.get("cost", {MODEL: {"paged_cached": r["paged"], "full_cached": r["full"]}})
         return (r["hits"] / r["n"] >= b["hits"] / b["n"] and r["over"] == 0
-                and r["share"] >= 0.9 and r["paged"] < r["full"])
+                and r["share"] >= 0.9
+                and all(costs[m]["paged_cached"] < costs[m]["full_cached"] for m in CONSTRAINED))
 
     def best(fit: list[str]) -> str:
         top = max(synth(n, tuning) for n in fit)
