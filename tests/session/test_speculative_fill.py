@@ -231,3 +231,14 @@ def test_whole_shows_every_evicted_page_to_a_question_when_they_all_fit() -> Non
     matched = Speculator(threshold=0.35, whole=True).plan(mem, "what about my laptop budget?")
     assert matched.paged_in[0] == matched.best == "p2"  # the matching page first, then the rest
     assert sorted(matched.paged_in) == sorted(mem.evicted)
+
+
+def test_a_whole_fill_matching_no_page_is_recorded() -> None:
+    """``page_in`` records the ``speculative`` event of a whole fill whose pages match
+    no word of the message (before, only a fill with a best page was recorded)."""
+    mem = new_memory()
+    spec = Speculator(whole=True).page_in(mem, "What should I cook tonight for my friends?")
+    assert spec.best is None and spec.paged_in
+    events = [e for e in mem.store.events("conv") if e.kind == "speculative"]
+    assert len(events) == 1 and events[0].page_index is None
+    assert events[0].detail["paged_in"] == list(spec.paged_in)

@@ -137,6 +137,8 @@ class Speculator:
         question_factor: the threshold of a message the question rule holds for is
             ``threshold`` x this (0 to 1); None: :data:`DEFAULT_QUESTION_FACTOR`.
         question_rule: a name of :data:`QUESTION_RULES`; None: :data:`DEFAULT_QUESTION_RULE`.
+        whole: a message the question rule holds for sees every evicted page when they
+            all fit the allowance (whatever their scores); None: :data:`DEFAULT_WHOLE`.
     """
 
     def __init__(self, threshold: float = DEFAULT_THRESHOLD, neighbours: int = 0, *,
@@ -286,7 +288,7 @@ class Speculator:
     def page_in(self, pager: PagedView, message: str, tokens: int | None = None) -> Speculation:
         """:meth:`plan`, recorded as a ``speculative`` event (the fill itself changes no page)."""
         spec = self.plan(pager, message, tokens)
-        if spec.best is not None:
+        if spec.best is not None or spec.paged_in:  # a whole fill may match no page
             pager.note("speculative", spec.best, {
                 "score": round(spec.score, 4), "paged_in": list(spec.paged_in),
                 "tokens": spec.tokens})
