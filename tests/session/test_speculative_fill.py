@@ -228,6 +228,8 @@ def test_whole_shows_every_evicted_page_to_a_question_when_they_all_fit() -> Non
     assert Speculator(threshold=0.35, whole=True).plan(mem, statement).paged_in == ()
     short = Speculator(threshold=0.35, whole=True, tokens=everything.tokens - 1)
     assert short.plan(mem, question).paged_in == ()
+    assert Speculator(threshold=0.35, whole=True, pages=3).plan(mem, question).paged_in == ()
+    assert Speculator(whole=True, pages=4).plan(mem, question).paged_in == everything.paged_in
     matched = Speculator(threshold=0.35, whole=True).plan(mem, "what about my laptop budget?")
     assert matched.paged_in[0] == matched.best == "p2"  # the matching page first, then the rest
     assert sorted(matched.paged_in) == sorted(mem.evicted)

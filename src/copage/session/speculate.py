@@ -138,7 +138,8 @@ class Speculator:
             ``threshold`` x this (0 to 1); None: :data:`DEFAULT_QUESTION_FACTOR`.
         question_rule: a name of :data:`QUESTION_RULES`; None: :data:`DEFAULT_QUESTION_RULE`.
         whole: a message the question rule holds for sees every evicted page when they
-            all fit the allowance (whatever their scores); None: :data:`DEFAULT_WHOLE`.
+            all fit the allowance and ``pages`` (whatever their scores); None:
+            :data:`DEFAULT_WHOLE`.
     """
 
     def __init__(self, threshold: float = DEFAULT_THRESHOLD, neighbours: int = 0, *,
@@ -265,10 +266,10 @@ class Speculator:
 
     def _whole(self, pager: PagedView, found: Mapping[int, float], mass: float,
                allowance: int) -> Speculation | None:
-        """Every evicted page, when they all fit ``allowance`` (None otherwise): the pages
-        matching best first, then the others in page order."""
+        """Every evicted page, when they all fit ``allowance`` and the page cap (None
+        otherwise): the pages matching best first, then the others in page order."""
         evicted = list(pager.evicted)
-        if not evicted:
+        if not evicted or (self.pages is not None and len(evicted) > self.pages):
             return None
         room = allowance - _count(pager, FILL_HEADER + "\n" + prompt.RECALLED_NOTE)
         for pid in evicted:
