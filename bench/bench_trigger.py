@@ -20,9 +20,9 @@ rule, ``whole`` or not, and a question threshold; for each:
 Selection, leave one LoCoMo conversation out: of the candidates that, on each of the
 other four conversations, cover at least ``bm25``'s share at the budget with no probe
 over it, keep a median share >= 0.9 and cost less than cached full context at the
-``--constrain`` models' prices (default gpt-4o-mini), the one with the best synthetic coverage on the tuning seeds
-(ties: the higher threshold, then without ``whole``, then ``asks_back``); reported on
-the held-out conversation and on the held-out seeds.
+``--constrain`` models' prices (default gpt-4o-mini), the one with the best synthetic
+coverage on the tuning seeds (ties: the higher threshold, then without ``whole``, then
+``asks_back``); reported on the held-out conversation and on the held-out seeds.
 ``--jsonl`` keeps every measurement (resumable).
 
 Run::
