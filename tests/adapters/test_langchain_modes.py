@@ -164,7 +164,10 @@ def test_the_fill_allowance_and_threshold_are_passed_on() -> None:
     mw = CopageMiddleware(seeded_store(CID), speculative_tokens=0, **PAGING)
     assert _fills(_ask(mw, [Reply(text="ok")], [QUESTION])[0][0]) == []
     mw = CopageMiddleware(seeded_store(CID), speculative_threshold=50.0, **PAGING)
-    assert _fills(_ask(mw, [Reply(text="ok")], [QUESTION])[0][0]) == []
+    assert mw.speculator.threshold == 50.0
+    # a statement: no page reaches the threshold (a first-person question would still
+    # see every evicted page when they all fit: ``Speculator.whole``)
+    assert _fills(_ask(mw, [Reply(text="ok")], ["I will bring it to the dentist."])[0][0]) == []
     with pytest.raises(ValueError, match="speculative_tokens"):
         CopageMiddleware(speculative_tokens=-1)
 

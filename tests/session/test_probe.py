@@ -53,7 +53,10 @@ async def test_speculative_page_in_on() -> None:
     model = ScriptedModel().reply("No satay.")
     chat = PagedChat(mem, model, speculative=True)
     rec = await chat.ask_probe("Can I eat peanut satay with my allergy?", ["p1"])
-    assert rec.speculative == ("p1",) and rec.speculative_hit and not rec.needs_recall
+    # a first-person question, and the four evicted pages fit the allowance: all of
+    # them, the best-matching first (``Speculator.whole``)
+    assert rec.speculative[0] == "p1" and set(rec.speculative) == {"p1", "p2", "p3", "p4"}
+    assert rec.speculative_hit and not rec.needs_recall
     assert rec.report is not None and rec.report.speculative_score is not None
     # The fill is shown for this probe only, just before the question; nothing is
     # paged in to the resident set (nothing evicted, the bookmarks unchanged).
@@ -71,11 +74,11 @@ async def test_speculative_off_in_tool_mode_and_below_threshold() -> None:
         "Can I eat peanut satay with my allergy?", ["p1"])
     assert rec.speculative == () and rec.needs_recall
     rec = await PagedChat(mem, ScriptedModel().reply("?")).ask_probe(  # the default mode
-        "Can I eat peanut satay with my allergy?", ["p1"])
+        "Can one eat peanut satay with that allergy?", ["p1"])
     assert rec.speculative == ("p1",) and rec.speculative_hit
     mem = new_memory()
     chat = PagedChat(mem, ScriptedModel().reply("?"), speculative=True, speculative_threshold=5.0)
-    report = await chat.send("Can I eat peanut satay with my allergy?")
+    report = await chat.send("I could eat peanut satay despite my allergy.")
     assert report.speculative == () and report.speculative_score is not None
     assert "p1" in mem.evicted
 
@@ -87,7 +90,7 @@ async def test_speculative_neighbours_in_send() -> None:
         mem.add("user" if i % 2 == 0 else "assistant", t)
     assert "p2" in mem.evicted and "p3" in mem.evicted
     chat = PagedChat(mem, ScriptedModel().reply("ok"), speculative=True, speculative_neighbours=1)
-    report = await chat.send("How much was my laptop budget in dollars?")
+    report = await chat.send("How much was the laptop budget in dollars?")  # not first person
     assert report.speculative[0] == "p2" and set(report.speculative) == {"p1", "p2", "p3"}
     assert {"p1", "p2", "p3"} <= set(mem.evicted)  # shown for the turn, not made resident
 
@@ -95,7 +98,7 @@ async def test_speculative_neighbours_in_send() -> None:
 async def test_speculative_event_recorded() -> None:
     mem = new_memory()
     chat = PagedChat(mem, ScriptedModel().reply("ok"), speculative=True)
-    await chat.send("Can I eat peanut satay with my allergy?")
+    await chat.send("Can one eat peanut satay with that allergy?")
     kinds = [(e.kind, e.page_index, dict(e.detail)) for e in mem.store.events("conv")]
     spec = [k for k in kinds if k[0] == "speculative"]
     assert len(spec) == 1 and spec[0][1] == 0 and spec[0][2]["paged_in"] == ["p1"]
