@@ -649,3 +649,31 @@ def test_responses_reasoning_effort_reaches_the_upstream(proxy: Proxy) -> None:
     with pytest.raises(openai.BadRequestError) as err:
         client.responses.create(model="m", input="x", reasoning="low")  # type: ignore[arg-type]
     assert err.value.param == "reasoning"
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_inspector_shows_tool_calls_paired_with_their_results(proxy: Proxy, fmt: str) -> None:
+    """The inspector JSON names each stored call and the call id its result answers.
+
+    Seen with Qwen2.5-Coder through every API: the assistant turn of a tool call came
+    back as ``{"role": "assistant", "text": ""}`` and the result without its call id,
+    so a user could not tell which call a result answers (the store holds both).
+    """
+    import httpx
+
+    c = Client(proxy, fmt, stream=False, tools=True)
+    seen = c.say("What is the WEATHER in Paris?")
+    call_id = seen.calls[0][0]
+    c.tool_result(call_id, "18C and sunny")
+    (cid,) = _conversations(proxy)
+    r = httpx.get(f"{proxy.url}/ui/api/conversations/{cid}",
+                  headers={"authorization": f"Bearer {KEY_A}"}, timeout=30)
+    assert r.status_code == 200, r.text
+    view = r.json()
+    turns = [t for page in view["pages"] for t in page["turns"]] + view["open_turns"]
+    assert [t["role"] for t in turns] == ["user", "assistant", "tool", "assistant"]
+    [call] = turns[1]["tool_calls"]
+    assert (call["id"], call["name"]) == (call_id, "get_weather")
+    assert json.loads(call["arguments"]) == {"city": "Paris"}
+    assert turns[2]["tool_call_id"] == call_id and turns[2]["text"] == "18C and sunny"
+    assert "tool_calls" not in turns[0] and "tool_call_id" not in turns[3]

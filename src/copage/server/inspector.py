@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from copage.core.types import page_id
+from copage.core.types import Turn, page_id
 from copage.session.conversations import read
 from copage.stores.base import PageStore
 
@@ -61,13 +61,13 @@ def conversation(store: PageStore, tenant: str, conversation_id: str) -> dict[st
         pages.append({
             "id": p.id, "first_turn": p.turns[0].id if p.turns else None,
             "last_turn": p.turns[-1].id if p.turns else None, "n_turns": len(p.turns),
-            "tokens": p.tokens, "turns": [_turn(t.role, t.text) for t in p.turns],
+            "tokens": p.tokens, "turns": [_turn(t) for t in p.turns],
             "bookmark": bm.text if bm else None, "keywords": list(bm.keywords) if bm else [],
             "state": "resident" if p.id in resident else "evicted",
             "accesses": accesses[p.index], "last_access_turn": last.get(p.index),
             "faults": faults[p.index],
         })
-    open_turns = [_turn(t.role, t.text) for t in mem.open_turns]
+    open_turns = [_turn(t) for t in mem.open_turns]
     timeline = [{"seq": e.seq, "turn": e.turn_seq + 1, "kind": e.kind,
                  "page": page_id(e.page_index) if e.page_index is not None else None,
                  "detail": dict(e.detail)} for e in events]
@@ -82,5 +82,14 @@ def conversation(store: PageStore, tenant: str, conversation_id: str) -> dict[st
     }
 
 
-def _turn(role: str, text: str) -> dict[str, str]:
-    return {"role": role, "text": text if len(text) <= PREVIEW else text[: PREVIEW - 1] + "…"}
+def _turn(turn: Turn) -> dict[str, Any]:
+    """A turn's preview, with the tool calls it makes or the call id it answers."""
+    text = turn.text
+    out: dict[str, Any] = {
+        "role": turn.role, "text": text if len(text) <= PREVIEW else text[: PREVIEW - 1] + "…"}
+    if turn.tool_calls:
+        out["tool_calls"] = [{"id": c.id, "name": c.name, "arguments": c.arguments}
+                             for c in turn.tool_calls]
+    if turn.tool_call_id is not None:
+        out["tool_call_id"] = turn.tool_call_id
+    return out
