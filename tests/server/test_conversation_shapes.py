@@ -28,6 +28,18 @@ def _send(c: openai.OpenAI, msgs: list[dict[str, Any]], cid: str | None = None,
             stats(raw.headers))
 
 
+def _send_maybe_streamed(c: openai.OpenAI, msgs: list[dict[str, Any]], stream: bool
+                         ) -> tuple[str, str]:
+    """(answer text, conversation id) of one SDK call, streamed or not."""
+    if not stream:
+        text, cid, _ = _send(c, msgs)
+        return text, cid
+    raw = c.chat.completions.with_raw_response.create(
+        model="fake-model", messages=msgs, stream=True)  # type: ignore[arg-type]
+    text = "".join(ch.choices[0].delta.content or "" for ch in raw.parse() if ch.choices)
+    return text, raw.headers["x-copage-conversation"]
+
+
 def _roles_texts(proxy: Proxy, cid: str) -> list[tuple[str, str]]:
     conv = proxy.state.store.load(cid, tenant="alice")
     return [(t.role, t.text) for t in conv.turns]
@@ -306,14 +318,7 @@ def test_a_system_prompt_that_changes_each_request_continues_the_conversation(
     for i in range(4):
         history.append(_u(f"question {i}"))
         msgs = [_sys(f"You are helpful. The time is 10:0{i}."), *history]
-        if stream:
-            raw = c.chat.completions.with_raw_response.create(
-                model="fake-model", messages=msgs, stream=True)  # type: ignore[arg-type]
-            text = "".join(ch.choices[0].delta.content or "" for ch in raw.parse()
-                           if ch.choices)
-            cid = raw.headers["x-copage-conversation"]
-        else:
-            text, cid, _ = _send(c, msgs)
+        text, cid = _send_maybe_streamed(c, msgs, stream)
         cids.append(cid)
         history.append(_a(text))
         sent = numbered.upstream.received[-1]["messages"]
@@ -390,14 +395,7 @@ def test_every_system_message_reaches_the_upstream(numbered: Proxy, stream: bool
     expected = ["You are Ada, a pirate.", "Today is Monday."]
     cids = []
     for i in range(3):
-        if stream:
-            raw = c.chat.completions.with_raw_response.create(
-                model="fake-model", messages=history, stream=True)  # type: ignore[arg-type]
-            text = "".join(ch.choices[0].delta.content or "" for ch in raw.parse()
-                           if ch.choices)
-            cid = raw.headers["x-copage-conversation"]
-        else:
-            text, cid, _ = _send(c, history)
+        text, cid = _send_maybe_streamed(c, history, stream)
         cids.append(cid)
         system = numbered.upstream.received[-1]["messages"][0]
         assert system["role"] == "system"
