@@ -13,15 +13,22 @@ from collections.abc import Iterator
 
 import pytest
 
-from copage.core.types import PageId
+from copage.core.text import query_terms
+from copage.core.types import PageId, page_id
 from copage.memory import PagedMemory
-from copage.session.speculate import Speculation, Speculator, _ranked
+from copage.session.speculate import Speculation, Speculator
 from copage.session.view import PagedView
 
 
 def plain_ranking(pager: PagedView, message: str) -> tuple[Iterator[tuple[PageId, float]], float]:
-    found, mass = Speculator._scores(pager, message)
-    return iter(_ranked(found, mass)), mass
+    """The reference: score every evicted page holding a query word, sort them all."""
+    index = pager.evicted_index
+    terms = query_terms(message) if len(index) else ()
+    if not terms:
+        return iter(()), 1.0
+    found, mass = index.score_map(terms), sum(index.idf(t) for t in terms) or 1.0
+    order = sorted((k for k, s in found.items() if s > 0), key=lambda k: (-found[k], k))
+    return iter([(page_id(k), found[k] / mass) for k in order]), mass
 
 
 def conversation(rng: random.Random) -> tuple[PagedMemory, list[str]]:
@@ -52,8 +59,8 @@ def test_plan_equals_the_plain_ranking(seed: int, monkeypatch: pytest.MonkeyPatc
     questions = [" ".join(rng.choices([*vocab, "the", "unknown"], k=rng.randint(1, 15)))
                  for _ in range(8)]
     got: list[Speculation] = [s.plan(mem, q) for s in speculators for q in questions]
-    ranked = [Speculator().ranked(mem, q) for q in questions]
-    lazy = [list(Speculator._ranking(mem, q)[0]) for q in questions]
+    ranked = [list(plain_ranking(mem, q)[0]) for q in questions]
+    lazy = [Speculator().ranked(mem, q) for q in questions]
     with monkeypatch.context() as m:
         m.setattr(Speculator, "_ranking", staticmethod(plain_ranking))
         want = [s.plan(mem, q) for s in speculators for q in questions]

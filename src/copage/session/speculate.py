@@ -183,17 +183,7 @@ class Speculator:
     def ranked(self, pager: PagedView, message: str) -> list[tuple[PageId, float]]:
         """Evicted pages matching ``message`` with their normalised scores, best first
         (ties: the older page); pages scoring 0 are left out."""
-        return _ranked(*self._scores(pager, message))
-
-    @staticmethod
-    def _scores(pager: PagedView, message: str) -> tuple[dict[int, float], float]:
-        """BM25 of the evicted pages holding a query term, and the query's idf mass (one
-        pass over the index: the cost of a turn is that of its terms' postings)."""
-        index = pager.evicted_index
-        terms = query_terms(message) if len(index) else ()
-        if not terms:
-            return {}, 1.0
-        return index.score_map(terms), sum(index.idf(t) for t in terms) or 1.0
+        return list(self._ranking(pager, message)[0])
 
     @staticmethod
     def _ranking(pager: PagedView, message: str) -> tuple[Iterator[tuple[PageId, float]], float]:
@@ -372,12 +362,6 @@ def with_fill(messages: Sequence[Mapping[str, Any]], spec: Speculation | None) -
     at = max((i for i, m in enumerate(out) if m.get("role") == "user"), default=len(out))
     out.insert(at, {"role": "user", "content": spec.text})
     return out
-
-
-def _ranked(found: Mapping[int, float], mass: float) -> list[tuple[PageId, float]]:
-    """Pages scoring above 0, best first (ties: the older page), scores normalised."""
-    order = sorted((k for k, s in found.items() if s > 0), key=lambda k: (-found[k], k))
-    return [(page_id(k), found[k] / mass) for k in order]
 
 
 @dataclass(frozen=True, slots=True)
