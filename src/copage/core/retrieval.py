@@ -298,9 +298,7 @@ class BM25Index(Generic[K]):
         theta, rest, done, read = 0.0, 0.0, len(order), 0
         for i, j in enumerate(order):
             if len(partial) >= k:
-                theta = _kth(partial, k) * _DOWN  # at least k documents score this much
-                if tie:
-                    theta -= TIE_RTOL * max(1.0, theta) * 2
+                theta = _floor(partial, k, tie)
                 if left[i] < theta:  # an unseen document scores below k seen ones
                     done, rest = i, left[i]
                     break
@@ -314,9 +312,7 @@ class BM25Index(Generic[K]):
                 partial[key] = get(key, 0.0) + _term(weight, tfs[key][term], lengths[key],
                                                      avgdl, k1, b)
         if done == len(order) and len(partial) >= k:
-            theta = _kth(partial, k) * _DOWN
-            if tie:
-                theta -= TIE_RTOL * max(1.0, theta) * 2
+            theta = _floor(partial, k, tie)
         out: dict[K, float] = {}
         for key, part in partial.items():
             if (part + rest) * _UP < theta:  # scores below k others: not among the k
@@ -426,6 +422,16 @@ def _kth(scores: Mapping[Any, float], k: int) -> float:
     if k == 1:
         return max(scores.values())
     return heapq.nlargest(k, scores.values())[-1]
+
+
+def _floor(partial: Mapping[Any, float], k: int, tie: bool) -> float:
+    """A score that at least ``k`` documents of ``partial`` reach (their partial sums
+    already do): a document below it is not among the ``k`` best (``tie``: nor tied
+    with the k-th, within the tie tolerance)."""
+    theta = _kth(partial, k) * _DOWN
+    if tie:
+        theta -= TIE_RTOL * max(1.0, theta) * 2
+    return theta
 
 
 def _term(weight: float, tf: int, length: int, avgdl: float, k1: float, b: float) -> float:
