@@ -42,7 +42,7 @@ from dataclasses import dataclass, replace
 from functools import cache, lru_cache
 from typing import Any
 
-from copage.core.bookmarks import FORMATS
+from copage.core.bookmarks import FORMATS, get_format
 from copage.core.keywords import Corpus, get_extractor
 from copage.core.types import Page, Turn, page_id, render_turns
 
@@ -117,10 +117,11 @@ class OptionCell:
     cell: Any
     options: tuple[tuple[str, object], ...]
     n_keywords: int = 4
+    bookmark_tokens: int | None = None
 
     def config(self) -> Any:
         return replace(self.cell.config(), keyword_options=dict(self.options),
-                       n_keywords=self.n_keywords)
+                       n_keywords=self.n_keywords, bookmark_tokens=self.bookmark_tokens)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.cell, name)
@@ -187,13 +188,15 @@ class PackedExtractor:
     refresh_with_corpus = True
 
     def __init__(self, base: str = "contrast", tokens: float = 12, depth: float = 8,
-                 most: float = 8, single: float = 0, dedup: float = 0) -> None:
+                 most: float = 8, single: float = 0, dedup: float = 0,
+                 fmt: str = "minimal") -> None:
         from copage.core.tokens import get_tokenizer
 
         self.base = get_extractor(base)
         self.tokens, self.depth, self.most = int(tokens), int(depth), int(most)
         self.single, self.dedup = bool(single), bool(dedup)
         self.tok = get_tokenizer("o200k_base")
+        self.fmt = get_format(fmt)
 
     def _pack(self, page: Page, ranked: Sequence[str]) -> tuple[str, ...]:
         out: list[str] = []
@@ -202,7 +205,7 @@ class PackedExtractor:
             st = {light_stem(w.lower().removesuffix("'s")) for w in kw.split()}
             if (self.single and " " in kw) or (self.dedup and st & stems):
                 continue
-            if self.tok.count(f"[{page.id}:{', '.join([*out, kw])}]") > self.tokens:
+            if self.tok.count(self.fmt.render(page, (*out, kw))) > self.tokens:
                 continue
             out.append(kw)
             stems |= st
@@ -237,7 +240,7 @@ class FullTextFormat:
 
 def routing(spec: str, seeds: Sequence[int], conversations: Sequence[str],
             extractors: Sequence[str], boundary: str, policy: str, k: int, fmt: str,
-            n_keywords: int = 4) -> None:
+            n_keywords: int = 4, bookmark_tokens: int | None = None) -> None:
     """routing_top1 and bookmark tokens per extractor, pooled over seeds."""
     from copage.eval.datasets import load_dataset
     from copage.eval.simulate import Cell, ConversationRun, run_conversation
@@ -264,8 +267,9 @@ def routing(spec: str, seeds: Sequence[int], conversations: Sequence[str],
             memo: dict[tuple[Any, ...], Any] = {}  # one per row: its key ignores options
             base, options = parse_extractor(name)
             cell: Any = Cell(boundary, policy, k, base, f, "end", "shuffled", seed)
-            if options or n_keywords != 4:
-                cell = OptionCell(cell, tuple(sorted(options.items())), n_keywords)
+            if options or n_keywords != 4 or bookmark_tokens is not None:
+                cell = OptionCell(cell, tuple(sorted(options.items())), n_keywords,
+                                  bookmark_tokens if f != "fulltext" else None)
             runs[(name, f)].extend(run_conversation(c, cell, memo) for c in convs)
     print(f"data {spec} seeds {','.join(map(str, seeds))} "
           f"conversations {','.join(conversations) or 'all'}: {n_conv} conversations, "
@@ -283,16 +287,19 @@ def routing(spec: str, seeds: Sequence[int], conversations: Sequence[str],
 
 
 def conversation_routing(files: Sequence[str], spec: str, boundary: str, policy: str,
-                         k: int, fmt: str, n_keywords: int = 4
+                         k: int, fmt: str, n_keywords: int = 4,
+                         bookmark_tokens: int | None = None
                          ) -> dict[str, tuple[float, int, float]]:
     """Per conversation of ``files``: (routing_top1, faults, mean bookmark tokens) of ``spec``."""
     base, options = parse_extractor(spec)
-    return routing_with(files, base, options, boundary, policy, k, fmt, n_keywords)
+    return routing_with(files, base, options, boundary, policy, k, fmt, n_keywords,
+                        bookmark_tokens=bookmark_tokens)
 
 
 def routing_with(files: Sequence[str], base: str, options: dict[str, object], boundary: str,
                  policy: str, k: int, fmt: str, n_keywords: int = 4,
-                 only: Sequence[str] = ()) -> dict[str, tuple[float, int, float]]:
+                 only: Sequence[str] = (), bookmark_tokens: int | None = None
+                 ) -> dict[str, tuple[float, int, float]]:
     """:func:`conversation_routing` with the extractor's options given as objects
     (``bench/fit_askable.py`` passes fitted weights); ``only``: these conversations."""
     from copage.eval.datasets import load_dataset
@@ -304,8 +311,9 @@ def routing_with(files: Sequence[str], base: str, options: dict[str, object], bo
             if only and conv.id not in only:
                 continue
             cell: Any = Cell(boundary, policy, k, base, fmt, "end", "shuffled", 0)
-            if options or n_keywords != 4:
-                cell = OptionCell(cell, tuple(sorted(options.items())), n_keywords)
+            if options or n_keywords != 4 or bookmark_tokens is not None:
+                cell = OptionCell(cell, tuple(sorted(options.items())), n_keywords,
+                                  bookmark_tokens)
             run = run_conversation(conv, cell, {})
             credit = [o.routing for o in run.outcomes if o.routing is not None]
             toks = run.bookmark_tokens
@@ -315,7 +323,8 @@ def routing_with(files: Sequence[str], base: str, options: dict[str, object], bo
 
 
 def loco(files: Sequence[str], specs: Sequence[str], boundary: str, policy: str, k: int,
-         fmt: str, max_tokens: float, n_keywords: int = 4) -> None:
+         fmt: str, max_tokens: float, n_keywords: int = 4,
+         bookmark_tokens: int | None = None) -> None:
     """Leave-one-conversation-out selection of an extractor (with its options).
 
     For each conversation: the spec with the best mean routing_top1 over the other
@@ -323,7 +332,8 @@ def loco(files: Sequence[str], specs: Sequence[str], boundary: str, policy: str,
     scored on it. Prints every spec's per-conversation figures, each fold's
     choice, and the mean of the held-out figures.
     """
-    table = {spec: conversation_routing(files, spec, boundary, policy, k, fmt, n_keywords)
+    table = {spec: conversation_routing(files, spec, boundary, policy, k, fmt, n_keywords,
+                                        bookmark_tokens)
              for spec in specs}
     convs = list(next(iter(table.values())))
     print(f"{boundary} + {policy}, k={k}, placement end, {fmt}, {n_keywords} keywords; "
@@ -372,6 +382,9 @@ def main() -> None:
                    help="a spec whose mean bookmark exceeds this on a training set is not chosen")
     for q in (r, v):
         q.add_argument("--n-keywords", type=int, default=4, help="keywords per bookmark")
+        q.add_argument("--bookmark-tokens", type=int, default=None,
+                       help="each bookmark's token cap (PagerConfig.bookmark_tokens; "
+                            "default none, the paper's)")
         q.add_argument("--reader", default="library", choices=("library", "stem"),
                        help="routing reader: the library's BM25 words, or them stemmed")
     args = p.parse_args()
@@ -379,7 +392,8 @@ def main() -> None:
     register_packed()
     if args.report == "loco":
         loco(args.files, [x for x in args.extractors.split(",") if x], args.boundary,
-             args.policy, args.k, args.format, args.max_tokens, args.n_keywords)
+             args.policy, args.k, args.format, args.max_tokens, args.n_keywords,
+             args.bookmark_tokens)
         return
     if args.report in (None, "cost"):
         cost(getattr(args, "extractors", ",".join(ALL_EXTRACTORS)).split(","))
@@ -390,7 +404,7 @@ def main() -> None:
 
     routing(args.data, [int(s) for s in split(args.seeds)], split(args.conversations),
             split(args.extractors), args.boundary, args.policy, args.k, args.format,
-            args.n_keywords)
+            args.n_keywords, args.bookmark_tokens)
 
 
 if __name__ == "__main__":

@@ -63,6 +63,19 @@ from copage.core.tokens import get_tokenizer
 from copage.core.types import Page
 
 CELL = ("fixed_10", "lru", 5, "contrast", "minimal", "end", "shuffled", 0)
+
+
+@dataclass(frozen=True)
+class Shape:
+    """What a bookmark is made of: its format, the keywords offered, its token cap
+    (``--format``, ``--n-keywords``, ``--bookmark-tokens``; the paper's by default)."""
+
+    fmt: str = "minimal"
+    n: int = 4
+    cap: int | None = None
+
+
+SHAPE = Shape()
 GRID = (-1.0, -0.5, -0.25, 0.25, 0.5, 1.0)
 FIXED_ZERO = ("digit",)
 
@@ -154,13 +167,14 @@ def prepare(files: Sequence[str]) -> list[Prepared]:
 
 
 def keywords(prep: Prepared, w: np.ndarray, beta: float = 1.0) -> dict[int, tuple[str, ...]]:
-    """Each page's 4 keywords under weights ``w`` (the extractor's own greedy choice)."""
+    """Each page's ``SHAPE.n`` keywords under weights ``w`` (the extractor's own greedy
+    choice)."""
     out: dict[int, tuple[str, ...]] = {}
     for p in prep.pages:
         s = prep.base[p.index] + beta * (prep.x[p.index] @ w)
         prep.ex.ranks = {t: round(float(v), 9) for t, v in zip(prep.terms[p.index], s,
                                                                  strict=True)}
-        out[p.index] = prep.ex.extract(p, prep.corpus, 4)
+        out[p.index] = prep.ex.extract(p, prep.corpus, SHAPE.n)
     return out
 
 
@@ -168,8 +182,8 @@ def routing(prep: Prepared, kws: dict[int, tuple[str, ...]]) -> tuple[float, flo
     """(routing_top1, mean bookmark tokens) of these keywords: the simulation's reader."""
     from copage.eval.routing import route
 
-    fmt, tok = get_format("minimal"), get_tokenizer("o200k_base")
-    books = {p.index: make_bookmark(p, kws[p.index], fmt, tok) for p in prep.pages}
+    fmt, tok = get_format(SHAPE.fmt), get_tokenizer("o200k_base")
+    books = {p.index: make_bookmark(p, kws[p.index], fmt, tok, SHAPE.cap) for p in prep.pages}
     credit = [route(q, [books[i].text for i in ids], {j for j, i in enumerate(ids) if i in need})
               .credit for q, ids, need in prep.faults]
     return sum(credit) / max(len(credit), 1), sum(b.tokens for b in books.values()) / len(books)
@@ -264,8 +278,17 @@ def main() -> None:
     p.add_argument("--write", default="", help="fit: path of the weights module")
     p.add_argument("--reader", default="library", choices=("library", "stem"),
                    help="routing reader of the fit and the scores (bench_keywords --reader)")
+    p.add_argument("--format", default="minimal", help="bookmark format")
+    p.add_argument("--n-keywords", type=int, default=4, help="keywords offered per bookmark")
+    p.add_argument("--bookmark-tokens", type=int, default=None,
+                   help="each bookmark's token cap (PagerConfig.bookmark_tokens)")
+    p.add_argument("--fit-paper-shape", action="store_true",
+                   help="loco: fit each fold with the paper's shape (minimal, 4, no cap), "
+                        "score it with the one given")
     args = p.parse_args()
     use_reader(args.reader)
+    global SHAPE
+    SHAPE = Shape(args.format, args.n_keywords, args.bookmark_tokens)
     preps = prepare(args.files)
     if args.cmd == "fit":
         w, obj = fit(preps, args.method, args.max_tokens, args.l2)
@@ -276,15 +299,18 @@ def main() -> None:
         else:
             print(text)
         return
-    print(f"fixed_10 + LRU, k=5, placement end, minimal, 4 keywords; method {args.method}, "
-          f"beta {args.beta:g}, reader {args.reader}")
+    print(f"fixed_10 + LRU, k=5, placement end, {SHAPE.fmt}, {SHAPE.n} keywords, cap "
+          f"{SHAPE.cap}; method {args.method}, beta {args.beta:g}, reader {args.reader}")
     held: list[float] = []
     for prep in preps:
         train = [o for o in preps if o is not prep]
+        shape, SHAPE = SHAPE, (Shape() if args.fit_paper_shape else SHAPE)
         w, obj = fit(train, args.method, args.max_tokens, args.l2)
+        SHAPE = shape
         r = routing_with(args.files, "askable", {"weights": tuple(map(float, w)),
                                                  "beta": args.beta},
-                         "fixed_10", "lru", 5, "minimal", only=[prep.conv])[prep.conv]
+                         "fixed_10", "lru", 5, SHAPE.fmt, SHAPE.n, only=[prep.conv],
+                         bookmark_tokens=SHAPE.cap)[prep.conv]
         held.append(r[0])
         shown = ", ".join(f"{n} {v:+g}" for n, v in zip(FEATURES, w, strict=True) if v)
         print(f"held out {prep.conv}: train {obj:.3f}, held-out {r[0]:.3f} / {r[2]:.1f} "

@@ -22,7 +22,7 @@ from copage.stores.base import ConversationExists, ConversationNotFound, PageSto
 
 ROLES = ("user", "assistant", "tool", "system")
 _SETTINGS = ("boundary", "policy", "resident_pages", "resident_tokens", "keywords",
-             "n_keywords", "bookmark_format", "tokenizer", "tool_name", "recall_by_query",
+             "n_keywords", "bookmark_tokens", "bookmark_format", "tokenizer", "tool_name", "recall_by_query",
              "index", "index_tokens", "group_by", "group_pages", "evict_batch")
 
 

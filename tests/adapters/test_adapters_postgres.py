@@ -61,6 +61,6 @@ async def test_agents_session_on_postgres(pg_url: str) -> None:
     assert (await session.pop_item())["content"] == TURNS[-1][1]
     again = CopageSession("s1", pg_url)
     items = await again.get_items()
-    assert items[-1]["content"] == TURNS[-2][1] and "[p1:4471" in items[0]["content"]
+    assert items[-1]["content"] == TURNS[-2][1] and "[p1: 4471" in items[0]["content"]
     session.store.close()
     again.store.close()

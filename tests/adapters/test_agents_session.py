@@ -76,7 +76,7 @@ async def test_runner_gets_the_paged_view_and_recalls(tmp_path: Path) -> None:
     assert [t["function"]["name"] for t in first["tools"]] == ["get_weather", "recall"]
     msgs = first["messages"]
     assert msgs[0] == {"role": "system", "content": "You are a helpful assistant."}
-    assert msgs[1]["role"] == "system" and "[p3:14 November" in msgs[1]["content"]  # the bookmarks item
+    assert msgs[1]["role"] == "system" and "[p3: 14 November" in msgs[1]["content"]  # the bookmarks item
     assert "insurance card" not in _text(msgs) and "Biscuit it is." in _text(msgs)
     assert msgs[-1] == {"role": "user", "content": "What should I bring to the dentist?"}
     tool_msgs = [m for m in second["messages"] if m["role"] == "tool"]

@@ -61,7 +61,7 @@ def test_model_sees_the_paged_view_and_recall_is_served_inside(tmp_path: Path) -
     assert isinstance(first[0], SystemMessage)
     system = str(first[0].content)
     assert system.startswith("You are a helpful assistant.")  # the app's prompt first
-    assert "[p3:14 November" in system and "[p1:4471" in system  # bookmarks of evicted pages
+    assert "[p3: 14 November" in system and "[p1: 4471" in system  # bookmarks of evicted pages
     assert "insurance card" not in _text(first)  # p3 is evicted: not sent
     assert "locker code is 4471" not in _text(first[1:])
     assert len(first) < len(out["messages"])  # the model got fewer messages than the state
@@ -110,7 +110,7 @@ def test_history_survives_a_restart_through_the_store(tmp_path: Path) -> None:
     mw = CopageMiddleware(store, recall_mode="tool", **PAGING)
     out = _agent(model, mw).invoke({"messages": [HumanMessage("My locker code?")]},
                                    {"configurable": {"thread_id": "t3"}})
-    assert "[p1:4471" in str(model.seen[0][0].content)
+    assert "[p1: 4471" in str(model.seen[0][0].content)
     assert "Biscuit it is." in _text(model.seen[0])  # resident turns rebuilt from the store
     assert "4471" in _text([m for m in model.seen[1] if isinstance(m, ToolMessage)])
     assert out["messages"][-1].content == "It is 4471."

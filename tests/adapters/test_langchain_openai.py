@@ -34,7 +34,7 @@ def test_chat_openai_gets_the_paged_view_and_recalls() -> None:
     names = [t["function"]["name"] for t in first["tools"]]
     assert names == ["get_weather", "recall"]
     msgs: list[dict[str, Any]] = first["messages"]
-    assert msgs[0]["role"] == "system" and "[p3:14 November" in msgs[0]["content"]
+    assert msgs[0]["role"] == "system" and "[p3: 14 November" in msgs[0]["content"]
     sent = "\n".join(str(m.get("content")) for m in msgs)
     assert "insurance card" not in sent and "Biscuit it is." in sent
     assert msgs[-1] == {"role": "user", "content": "What should I bring to the dentist?"}

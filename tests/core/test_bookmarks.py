@@ -24,7 +24,7 @@ from copage.core.registry import UnknownNameError
 from copage.core.tokens import EstimateTokenizer, default_tokenizer
 from copage.core.types import Page, page_id, render_turns
 
-NAMES = ["gist", "minimal", "snippet", "structured"]
+NAMES = ["compact", "gist", "minimal", "snippet", "structured"]
 PAGE = make_page(
     2,
     [
@@ -36,7 +36,7 @@ PAGE = make_page(
 
 def test_registry_and_unknown_name() -> None:
     assert sorted(FORMATS.names()) == NAMES
-    with pytest.raises(UnknownNameError, match="minimal, snippet, structured"):
+    with pytest.raises(UnknownNameError, match="compact, gist, minimal, snippet, structured"):
         get_format("fancy")
     with pytest.raises(ValueError, match="valid options: max_words"):
         get_format("snippet", words=3)
@@ -130,7 +130,7 @@ def test_bookmarks_of_pasted_blobs_stay_small(name: str) -> None:
     # Defect: a hex blob gave a minimal bookmark of 2,261 tokens, a 200k-character turn 25,004.
     pages, by_extractor = blob_keywords()
     tok = default_tokenizer()
-    bound = {"minimal": 40, "snippet": 70, "structured": 70, "gist": 120}[name]
+    bound = {"minimal": 40, "compact": 40, "snippet": 70, "structured": 70, "gist": 120}[name]
     for extractor, kws in by_extractor.items():
         for page in pages[-4:]:
             assert all(len(k) <= MAX_KEYWORD_CHARS for k in kws[page.id]), kws[page.id]
@@ -152,6 +152,42 @@ def test_empty_page(name: str) -> None:
     empty = make_page(0, [])
     bm = make_bookmark(empty, (), get_format(name), default_tokenizer())
     assert bm.text.startswith("[p1") and bm.text.endswith("]")
+
+
+def test_compact_is_exact_and_cheaper_per_word() -> None:
+    fmt = get_format("compact")
+    assert fmt.render(PAGE, ("peanut allergy", "Thai restaurant")) == (
+        "[p3: peanut allergy Thai restaurant]")
+    assert fmt.render(PAGE, ()) == "[p3]"
+    tok = default_tokenizer()
+    words = ("library", "mom", "museum", "eyes")
+    # A comma is a token of its own: the same four words cost 3 tokens less compact.
+    assert tok.count(fmt.render(PAGE, words)) + 3 == tok.count(
+        get_format("minimal").render(PAGE, words))
+
+
+def test_the_token_cap_packs_keywords_in_rank_order() -> None:
+    tok = default_tokenizer()
+    fmt = get_format("compact")
+    ranked = ["Lisbon", "dentist", "Dr Okafor", "appointment", "dentist appointment",
+              "insurance card", "October", "budget", "euros", "trip", "flight", "hotel"]
+    bm = make_bookmark(PAGE, ranked, fmt, tok, 12)
+    assert bm.tokens <= 12 and bm.tokens == tok.count(bm.text)
+    # Rank order kept; "dentist appointment" adds no word once both are shown.
+    assert bm.keywords[:4] == ("Lisbon", "dentist", "Dr Okafor", "appointment")
+    assert "dentist appointment" not in bm.keywords
+    # Whatever does not fit is skipped, and a later, shorter one may still fit.
+    every = make_bookmark(PAGE, ranked, fmt, tok)
+    assert every.keywords == tuple(ranked) and every.tokens > 12
+    assert set(bm.keywords) < set(every.keywords)
+    # The first keyword alone over the cap: shown alone rather than an empty bookmark.
+    long = make_bookmark(PAGE, ["Mount Kilimanjaro expedition permit"], fmt, tok, 5)
+    assert long.keywords == ("Mount Kilimanjaro expedition permit",)
+    assert make_bookmark(PAGE, ["Mount Kilimanjaro expedition permit", "x"], fmt, tok,
+                         5).keywords == ("x",)
+    # The cap holds for every format that fits it at all.
+    minimal = make_bookmark(PAGE, ranked, get_format("minimal"), tok, 12)
+    assert minimal.tokens <= 12 and len(minimal.keywords) < len(bm.keywords)
 
 
 def test_make_bookmark_counts_tokens() -> None:

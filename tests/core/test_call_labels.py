@@ -35,7 +35,7 @@ def test_an_evicted_tool_page_is_bookmarked_by_its_call() -> None:
         mem.add("tool", noise, tool_call_id=f"c{n}")
         mem.add("assistant", "done")
     books = mem.bookmarks()
-    assert books["p1"].text.startswith("[p1:read_file etc/app_0.toml, ")
+    assert books["p1"].text.startswith("[p1: read_file etc/app_0.toml")
     assert "read_file etc/app_1.toml" in books["p2"].text
     system = str(mem.context().messages[0]["content"])
     assert "read_file etc/app_0.toml" in system, "the evicted page's bookmark names the call"

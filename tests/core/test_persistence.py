@@ -92,7 +92,8 @@ def test_refresh_bookmarks_is_stored(tmp_path: Path) -> None:
     from copage.core.keywords import get_extractor
 
     url = f"sqlite:///{tmp_path / 'c.db'}"
-    settings = {"boundary": "fixed_3", "policy": "lru", "resident_pages": 2, "keywords": "tfidf"}
+    settings = {"boundary": "fixed_3", "policy": "lru", "resident_pages": 2, "keywords": "tfidf",
+                "bookmark_tokens": 0}  # every keyword shown: the batch result itself
     mem = PagedMemory(store=url, conversation_id="c", **settings)
     drive(mem, 0, 40)
     mem.close_page()

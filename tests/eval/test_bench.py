@@ -150,5 +150,5 @@ def test_paging_and_formats_model_paths_run_end_to_end(tmp_path: Path, data: Pat
     ctx.seed = 0
     fres = FORMATS.run(_ctx(tmp_path, data, model, policy=("lru",), k=(2,), boundary=("fixed_4",)))
     fm = [r for r in fres.tables["formats"] if r.get("model")]
-    assert {r["format"] for r in fm} == {"minimal", "snippet", "structured", "gist"}
+    assert {r["format"] for r in fm} == {"compact", "minimal", "snippet", "structured", "gist"}
     assert all(r["trigger_rate"] == 1.0 and r["bookmark_tokens_mean"] for r in fm)

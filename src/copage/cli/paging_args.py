@@ -7,7 +7,7 @@ from typing import Any
 
 #: PagerConfig fields these options set (an option left out keeps the library default).
 PAGING_FIELDS = ("boundary", "policy", "resident_pages", "resident_tokens", "keywords",
-                 "n_keywords", "bookmark_format")
+                 "n_keywords", "bookmark_tokens", "bookmark_format")
 
 
 def add_paging_options(parser: argparse.ArgumentParser) -> argparse._ArgumentGroup:
@@ -29,6 +29,8 @@ def add_paging_options(parser: argparse.ArgumentParser) -> argparse._ArgumentGro
     g.add_argument("--resident-tokens", dest="resident_tokens", type=int)
     g.add_argument("--keywords", help=f"{listing(EXTRACTORS.names())} (default {DEFAULT_KEYWORDS})")
     g.add_argument("--n-keywords", dest="n_keywords", type=int)
+    g.add_argument("--bookmark-tokens", dest="bookmark_tokens", type=int,
+                   help="each bookmark's token cap (default 12; 0: no cap)")
     g.add_argument("--format", dest="bookmark_format", help=listing(FORMATS.names()))
     return g
 

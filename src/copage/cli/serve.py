@@ -15,7 +15,7 @@ from copage.core.config import PagerConfig
 
 FLAGS = ("upstream", "upstream_api", "model", "store", "host", "port", "config", "keys_file", "workers",
          "boundary", "policy", "resident_pages", "resident_tokens", "keywords", "n_keywords",
-         "bookmark_format", "recall_by_query", "max_recalls", "recall_mode", "speculative_tokens",
+         "bookmark_tokens", "bookmark_format", "recall_by_query", "max_recalls", "recall_mode", "speculative_tokens",
          "max_body_bytes", "max_messages",
          "upstream_timeout", "upstream_retries", "lock_timeout", "metrics", "cors")
 #: Query parameters shown in the startup line; every other value is masked.

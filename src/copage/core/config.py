@@ -16,7 +16,16 @@ DEFAULT_RESIDENT_PAGES = 4
 "Caching": with ``evict_batch`` 2, chosen leave-one-conversation-out for the cost with
 caching priced in at equal coverage)."""
 DEFAULT_KEYWORDS = "askable"
-DEFAULT_FORMAT = "minimal"
+DEFAULT_FORMAT = "compact"
+"""``[p3: kw kw]`` (``minimal``, the paper's ``[p3:kw, kw]``, before the measurement of
+docs/keywords.md, fifth round: a comma costs a token, so within the cap a compact
+bookmark shows about twice the words)."""
+DEFAULT_N_KEYWORDS = 12
+"""Keywords the extractor offers; those that fit ``bookmark_tokens`` are shown."""
+DEFAULT_BOOKMARK_TOKENS = 12
+"""Each bookmark's token cap (keywords are taken in rank order while it fits)."""
+MIN_BOOKMARK_TOKENS = 4
+"""The smallest cap: a page id's frame and one word."""
 DEFAULT_TOOL_NAME = "recall"
 DEFAULT_INDEX = "grouped"
 DEFAULT_INDEX_TOKENS = 512
@@ -24,7 +33,7 @@ DEFAULT_GROUP_PAGES = 8
 DEFAULT_EVICT_BATCH = 2
 #: Settings added after conversations were first stored, with the value that keeps such
 #: a stored conversation paging exactly as before when it is reopened.
-_STORED_BEFORE = {"index": "flat", "evict_batch": 1}
+_STORED_BEFORE = {"index": "flat", "evict_batch": 1, "bookmark_tokens": None}
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,8 +55,11 @@ class PagerConfig:
         resident_tokens: alternatively, a token budget for resident closed pages.
         keywords: keyword extractor name (``random``, ``heuristic``, ``tfidf``,
             ``discriminative``).
-        n_keywords: keywords per bookmark.
-        bookmark_format: ``minimal``, ``snippet``, ``structured`` or ``gist``.
+        n_keywords: keywords the extractor offers per bookmark (all shown when
+            ``bookmark_tokens`` is None; else those that fit, in rank order).
+        bookmark_tokens: each bookmark's token cap (None or 0: no cap, ``n_keywords``
+            keywords whatever they cost, as in the paper).
+        bookmark_format: ``compact``, ``minimal``, ``snippet``, ``structured`` or ``gist``.
         tokenizer: offline tokenizer name (``o200k_base``, ``cl100k_base``, ``estimate-v1``).
         tool_name: name of the recall tool (``recall``; the proxy may rename it).
         recall_by_query: the recall tool also takes ``query`` (full-text search).
@@ -71,7 +83,8 @@ class PagerConfig:
     resident_pages: int | None = DEFAULT_RESIDENT_PAGES
     resident_tokens: int | None = None
     keywords: str = DEFAULT_KEYWORDS
-    n_keywords: int = 4
+    n_keywords: int = DEFAULT_N_KEYWORDS
+    bookmark_tokens: int | None = DEFAULT_BOOKMARK_TOKENS
     bookmark_format: str = DEFAULT_FORMAT
     tokenizer: str = "o200k_base"
     tool_name: str = DEFAULT_TOOL_NAME
@@ -100,6 +113,13 @@ class PagerConfig:
                 raise ValueError(f"{name} must be an integer, got {value!r}")
         if self.n_keywords < 1:
             raise ValueError(f"n_keywords must be >= 1, got {self.n_keywords}")
+        if self.bookmark_tokens == 0 and not isinstance(self.bookmark_tokens, bool):
+            object.__setattr__(self, "bookmark_tokens", None)
+        if self.bookmark_tokens is not None and (
+                not isinstance(self.bookmark_tokens, int) or isinstance(self.bookmark_tokens, bool)
+                or self.bookmark_tokens < MIN_BOOKMARK_TOKENS):
+            raise ValueError(f"bookmark_tokens must be None, 0 (no cap) or an integer >= "
+                             f"{MIN_BOOKMARK_TOKENS}, got {self.bookmark_tokens!r}")
         if self.refresh_per_page < 0:
             raise ValueError(f"refresh_per_page must be >= 0, got {self.refresh_per_page}")
         from copage.core.groups import GROUP_BYS, INDEXES, MIN_INDEX_TOKENS

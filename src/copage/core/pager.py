@@ -221,6 +221,10 @@ class Pager:
         self.boundary = get_boundary(cfg.boundary, **dict(cfg.boundary_options))
         self.extractor = get_extractor(cfg.keywords, **dict(cfg.keyword_options))
         self.format = get_format(cfg.bookmark_format)
+        # The preamble's example bookmark: ``compact``'s own; the other formats keep the
+        # paper's ``[p3:keyword, keyword]`` (their prompts unchanged).
+        self._example = (self.format.render(Page("p3", 2, (), "", 0), prompt.EXAMPLE_KEYWORDS)
+                         if cfg.bookmark_format == "compact" else prompt.EXAMPLE_BOOKMARK)
         self._uses_corpus = uses_corpus(self.extractor)
         self._refreshes = refreshes_with_corpus(self.extractor)
         options = dict(cfg.policy_options)
@@ -378,8 +382,9 @@ class Pager:
         if old:
             for k in old.lowered:
                 self.taken[k] -= 1
-        bm = make_bookmark(self.pages[idx], keywords, self.format, self.tokenizer)
-        lowered = tuple(k.lower() for k in keywords)
+        bm = make_bookmark(self.pages[idx], keywords, self.format, self.tokenizer,
+                           self.config.bookmark_tokens)
+        lowered = tuple(k.lower() for k in bm.keywords)
         for k in lowered:
             self.taken[k] = self.taken.get(k, 0) + 1
         self.books[idx] = _Book(bm, len(self.pages), lowered)
@@ -616,7 +621,8 @@ class Pager:
 
     # ---------------------------------------------------------------- context
     def _preamble(self) -> str:
-        return prompt.preamble(self.config.tool_name, by_query=self.config.recall_by_query)
+        return prompt.preamble(self.config.tool_name, by_query=self.config.recall_by_query,
+                               example=self._example)
 
     def tools(self) -> list[dict[str, Any]]:
         """The recall tool schema (OpenAI format)."""
@@ -686,7 +692,8 @@ class Pager:
             both = [k for pair in zip(a, b, strict=False) for k in pair]
             both += list(a[len(b):]) + list(b[len(a):])
             keywords = tuple(dict.fromkeys(both))[:n]
-        return Group(start, end, make_bookmark(page, keywords, self.format, self.tokenizer))
+        return Group(start, end, make_bookmark(page, keywords, self.format, self.tokenizer,
+                                               self.config.bookmark_tokens))
 
     def _maybe_regroup(self, *, force: bool = False) -> None:
         """Fold old pages into groups, in one batch, when the index exceeds its cap

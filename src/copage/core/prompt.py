@@ -11,7 +11,7 @@ from copage.core.types import Turn, render_turn
 PREAMBLE = (
     "This is a long conversation whose older parts are kept in numbered pages. "
     "Pages not shown below are evicted; each is listed as a bookmark such as "
-    "[p3:keyword, keyword], whose keywords hint at what the page holds. "
+    "{example}, whose keywords hint at what the page holds. "
     "When answering needs details that are not in the messages shown, call the "
     "`{tool}` tool with the page id of the most relevant bookmark (for example "
     '{tool}(page="p3")) before answering, instead of guessing. '
@@ -23,9 +23,15 @@ QUERY_HINT = (
 )
 
 
-def preamble(tool: str, *, by_query: bool = False) -> str:
-    """The system text that explains bookmarks and the recall tool."""
-    text = PREAMBLE.format(tool=tool)
+EXAMPLE_BOOKMARK = "[p3:keyword, keyword]"
+"""The bookmark the preamble shows (``minimal``'s); a pager shows one in its own format."""
+EXAMPLE_KEYWORDS = ("keyword", "keyword")
+
+
+def preamble(tool: str, *, by_query: bool = False, example: str = EXAMPLE_BOOKMARK) -> str:
+    """The system text that explains bookmarks and the recall tool (``example``: a
+    bookmark as the conversation's format renders one, e.g. ``[p3: keyword keyword]``)."""
+    text = PREAMBLE.format(tool=tool, example=example)
     return text + QUERY_HINT.format(tool=tool) if by_query else text
 
 

@@ -57,13 +57,16 @@ class Cell:
     group_by: str = "range"
     group_recall: str = "best_page"  # a routed group gives its best page, or "bookmarks"
     evict_batch: int = 1  # the paper's one-at-a-time eviction
+    n_keywords: int = 4  # the paper's four keywords per bookmark...
+    bookmark_tokens: int | None = None  # ...whatever they cost (the library caps at 12)
 
     def config(self) -> PagerConfig:
         options = {"seed": self.seed} if self.keywords == "random" else {}
         return PagerConfig(boundary=self.boundary, policy=self.policy, resident_pages=self.k,
                            keywords=self.keywords, bookmark_format=self.format,
                            keyword_options=options, index=self.index, group_by=self.group_by,
-                           evict_batch=min(self.evict_batch, self.k))
+                           evict_batch=min(self.evict_batch, self.k),
+                           n_keywords=self.n_keywords, bookmark_tokens=self.bookmark_tokens)
 
 
 @dataclass(frozen=True, slots=True)

@@ -29,7 +29,7 @@ DEFAULT_PORT = 8787
 ENV_PREFIX = "COPAGE_"
 METRICS_MODES = ("key", "open", "off")
 _PAGING = ("boundary", "policy", "resident_pages", "resident_tokens", "keywords", "n_keywords",
-           "bookmark_format", "recall_by_query")
+           "bookmark_tokens", "bookmark_format", "recall_by_query")
 
 
 #: What ``--upstream-api`` accepts.

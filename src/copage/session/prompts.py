@@ -1,7 +1,7 @@
 """Prompt styles of :class:`PagedChat`: the paper's, and a compact one for small models.
 
 ``paper`` sends the pager's context unchanged: the paper's preamble (with its
-``recall(page="p3")`` example), bookmarks ``[p3:keyword, ...]``, the recall tool's
+``recall(page="p3")`` example), bookmarks ``[p3: keyword ...]``, the recall tool's
 schema. This is the setup the paper measured; keep it to reproduce it.
 
 ``compact`` is designed for small local models (beyond the paper):
@@ -89,6 +89,8 @@ def bookmark_lines(pager: PagedView) -> list[str]:
         head = f"{pid} ({when})" if when else pid
         if mark.format == "minimal":
             lines.append(f"- {head}: {', '.join(mark.keywords)}")
+        elif mark.format == "compact":
+            lines.append(f"- {head}: {' '.join(mark.keywords)}")
         else:
             lines.append(f"- {head}: {mark.text}")
     return lines

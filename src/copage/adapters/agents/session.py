@@ -45,7 +45,7 @@ from copage.stores import open_store
 from copage.stores.base import ConversationNotFound, PageStore
 
 POP_SUFFIX = "~pop"
-RECALL_HINT = (" Evicted pages are listed as bookmarks such as [p3:keyword, keyword] in the "
+RECALL_HINT = (" Evicted pages are listed as bookmarks such as [p3: keyword keyword] in the "
                "system message; call it before answering when a detail you need is on one.")
 
 

@@ -30,7 +30,7 @@ BOOKMARKS_URI = "copage://conversations/{conversation}/bookmarks"
 INSTRUCTIONS = """\
 copage keeps long conversations in paged memory. Each conversation is cut into \
 numbered pages; recent pages stay resident, older ones are evicted and listed as \
-bookmarks such as [p3:locker code, 4471, Marta], whose keywords hint at what the page \
+bookmarks such as [p3: locker code 4471 Marta], whose words hint at what the page \
 holds. Save turns with append_turns. When an answer needs a detail from earlier that \
 you do not have in front of you (a name, number, date or decision), do not guess: \
 look at the bookmarks (list_bookmarks, or the bookmarks resource), call recall_page \
@@ -44,11 +44,11 @@ DESCRIPTIONS = {
         "Save new messages of a conversation to paged memory (creates the conversation on first "
         "use). Call it after each exchange, or with a batch of exchanges, turns in order. Older "
         "turns are closed into numbered pages; pages that leave the recent window are evicted "
-        "and shown as bookmarks like [p3:keyword, keyword]. Returns the conversation's counts "
+        "and shown as bookmarks like [p3: keyword keyword]. Returns the conversation's counts "
         "and the bookmarks of pages this call evicted."
     ),
     "list_bookmarks": (
-        "List a conversation's bookmarks: one line [pN:keywords] per evicted page, whose "
+        "List a conversation's bookmarks: one line [pN: keywords] per evicted page, whose "
         "keywords hint at what the page holds. Call it when the user refers to something from "
         "earlier that you do not have in front of you (a name, number, date, decision), then "
         "call recall_page with the page whose keywords fit instead of guessing."

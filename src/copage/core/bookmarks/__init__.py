@@ -35,6 +35,13 @@ def _minimal(**options: object) -> BookmarkFormat:
     return MinimalFormat()
 
 
+def _compact(**options: object) -> BookmarkFormat:
+    from copage.core.bookmarks.formats import CompactFormat
+
+    check_options("bookmark format 'compact'", options, [])
+    return CompactFormat()
+
+
 def _snippet(**options: object) -> BookmarkFormat:
     from copage.core.bookmarks.formats import SnippetFormat
 
@@ -58,6 +65,7 @@ def _gist(**options: object) -> BookmarkFormat:
 
 FORMATS: Registry[BookmarkFormat] = Registry("bookmark format")
 FORMATS.register("minimal", _minimal)
+FORMATS.register("compact", _compact)
 FORMATS.register("snippet", _snippet)
 FORMATS.register("structured", _structured)
 FORMATS.register("gist", _gist)
@@ -72,18 +80,48 @@ def get_format(name: str, **options: object) -> BookmarkFormat:
 
 
 def make_bookmark(
-    page: Page, keywords: Iterable[str], fmt: BookmarkFormat, tokenizer: Tokenizer
+    page: Page,
+    keywords: Iterable[str],
+    fmt: BookmarkFormat,
+    tokenizer: Tokenizer,
+    max_tokens: int | None = None,
 ) -> Bookmark:
     """The bookmark of ``page``: rendered by ``fmt``, its cost counted by ``tokenizer``.
 
     Keywords are bounded first (``copage.core.keywords.limits``): long words cut,
     at most four words and 40 characters each, so a pasted blob stays small
     whichever extractor chose it.
+
+    ``max_tokens``: the bookmark's token cap. Keywords are then taken in the order
+    given while the rendered bookmark fits, skipping one that would not fit or that
+    adds no word not already shown ("community" after "trans community"); if not
+    even the first fits, it is shown alone. None: every keyword, no cap.
     """
     if isinstance(keywords, str):
         raise TypeError("keywords must be a sequence of strings, not one string")
     kws = bounded(keywords)
+    if max_tokens is not None:
+        kws = _pack(page, kws, fmt, tokenizer, max_tokens)
     text = fmt.render(page, kws)
     return Bookmark(
         page_id=page.id, keywords=kws, text=text, tokens=tokenizer.count(text), format=fmt.name
     )
+
+
+def _pack(page: Page, keywords: tuple[str, ...], fmt: BookmarkFormat, tokenizer: Tokenizer,
+          max_tokens: int) -> tuple[str, ...]:
+    """The keywords, in order, that fit a ``max_tokens`` bookmark (see :func:`make_bookmark`)."""
+    out: list[str] = []
+    shown: set[str] = set()
+    for kw in keywords:
+        words = set(kw.lower().split())
+        if words <= shown:
+            continue
+        cost = tokenizer.count(fmt.render(page, (*out, kw)))
+        if cost > max_tokens:
+            continue
+        out.append(kw)
+        shown |= words
+        if cost == max_tokens:
+            break
+    return tuple(out) if out or not keywords else keywords[:1]

@@ -41,6 +41,21 @@ class MinimalFormat:
         return f"[{page.id}:{', '.join(keywords)}]"
 
 
+class CompactFormat:
+    """``[p3: kw1 kw2 kw3]``: the keywords separated by spaces only.
+
+    A comma costs a token of its own in BPE encodings, and so does a keyword glued
+    to the colon (``:pottery``); here every further common word costs one token,
+    so a 12-token bookmark holds about eight words instead of four keywords.
+    """
+
+    name = "compact"
+
+    def render(self, page: Page, keywords: tuple[str, ...]) -> str:
+        """The page id and keywords, space-separated."""
+        return f"[{page.id}: {' '.join(keywords)}]" if keywords else f"[{page.id}]"
+
+
 class SnippetFormat:
     """``[p3:kw1, kw2 | "most keyword-dense sentence ..."]``."""
 
