@@ -87,6 +87,27 @@ def test_settings_stored_before_the_grouped_index_reopen_as_they_paged() -> None
     assert PagerConfig.from_dict(PagerConfig().to_dict()) == PagerConfig()
 
 
+def test_settings_stored_before_the_bookmark_cap_reopen_uncapped() -> None:
+    """A conversation stored before ``bookmark_tokens`` existed keeps every keyword."""
+    from copage.core.config import PagerConfig
+
+    old = PagerConfig(n_keywords=4, bookmark_format="minimal", bookmark_tokens=None).to_dict()
+    del old["bookmark_tokens"]
+    cfg = PagerConfig.from_dict(old)
+    assert (cfg.n_keywords, cfg.bookmark_format, cfg.bookmark_tokens) == (4, "minimal", None)
+    new = PagerConfig()
+    assert (new.n_keywords, new.bookmark_format, new.bookmark_tokens) == (12, "compact", 12)
+
+
+@pytest.mark.parametrize("bad", [3, -1, True, 12.0, "12"])
+def test_a_bad_bookmark_cap_is_refused_with_the_rule(bad: object) -> None:
+    from copage.core.config import PagerConfig
+
+    with pytest.raises(ValueError, match="bookmark_tokens must be None, 0"):
+        PagerConfig(bookmark_tokens=bad)  # type: ignore[arg-type]
+    assert PagerConfig(bookmark_tokens=0).bookmark_tokens is None  # 0: no cap
+
+
 def test_refresh_bookmarks_is_stored(tmp_path: Path) -> None:
     """PagedMemory.refresh_bookmarks (batch keywords, placement "end") reaches the store."""
     from copage.core.keywords import get_extractor
