@@ -51,9 +51,18 @@ def pct(xs: Sequence[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
+#: ``--bookmarks``: the library's bookmarks, or the paper's (4 keywords, ``minimal``, no cap).
+BOOKMARKS: dict[str, dict[str, object]] = {
+    "default": {},
+    "paper": {"n_keywords": 4, "bookmark_format": "minimal", "bookmark_tokens": None},
+}
+
+
 def run(turns: Sequence[tuple[str, str]], keywords: str | None, index: str | None,
-        clock: str = "wall") -> None:
-    settings = {} if keywords is None else {"keywords": keywords}
+        clock: str = "wall", bookmarks: str = "default") -> None:
+    settings = dict(BOOKMARKS[bookmarks])
+    if keywords is not None:
+        settings["keywords"] = keywords
     mem = PagedMemory(**settings) if index is None else PagedMemory(index=index, **settings)
     times: list[float] = []
     closing: list[bool] = []
@@ -65,7 +74,8 @@ def run(turns: Sequence[tuple[str, str]], keywords: str | None, index: str | Non
         mem.add(role, text)
         times.append(now() - t0)
         closing.append(len(mem.pages) != pages)
-    label = (keywords or f"{mem.config.keywords} (default)") + f", index {mem.config.index}"
+    label = (keywords or f"{mem.config.keywords} (default)") + f", index {mem.config.index}" + (
+        f", bookmarks {bookmarks}")
     stats = mem.stats()
     print(f"keywords {label} ({clock} clock): {len(turns)} turns, {len(mem.pages)} pages; "
           f"bookmark index {stats.bookmark_tokens} tokens")
@@ -93,6 +103,9 @@ def main() -> None:
     ap.add_argument("--index", default="", help="comma-separated: flat, grouped (default: the library's)")
     ap.add_argument("--clock", choices=("wall", "cpu"), default="wall",
                     help="cpu: this thread's CPU time (steadier on a shared machine)")
+    ap.add_argument("--bookmarks", default="default",
+                    help="comma-separated: default (the library's), paper (4 keywords, "
+                         "minimal, no cap)")
     args = ap.parse_args()
     if args.synthetic:
         from bench_pager import text
@@ -102,7 +115,10 @@ def main() -> None:
         turns = chat_turns(args.files, args.turns)
     for kw in [k for k in args.keywords.split(",") if k] or [None]:
         for index in [x for x in args.index.split(",") if x] or [None]:
-            run(turns, kw, index, args.clock)
+            for bm in [b for b in args.bookmarks.split(",") if b]:
+                if bm not in BOOKMARKS:
+                    raise SystemExit(f"unknown --bookmarks {bm!r}; valid: {', '.join(BOOKMARKS)}")
+                run(turns, kw, index, args.clock, bm)
 
 
 if __name__ == "__main__":

@@ -21,7 +21,13 @@ import argparse
 from dataclasses import replace
 from typing import Any
 
-from copage.core.config import DEFAULT_KEYWORDS, PagerConfig
+from copage.core.config import (
+    DEFAULT_BOOKMARK_TOKENS,
+    DEFAULT_FORMAT,
+    DEFAULT_KEYWORDS,
+    DEFAULT_N_KEYWORDS,
+    PagerConfig,
+)
 from copage.core.pager import Pager
 from copage.eval.datasets import load_dataset
 from copage.eval.simulate import Cell, run_conversation
@@ -58,15 +64,22 @@ def main() -> None:
     ap.add_argument("--keywords", default=DEFAULT_KEYWORDS)
     ap.add_argument("--index-tokens", type=int, default=512)
     ap.add_argument("--group-pages", type=int, default=8)
+    ap.add_argument("--bookmarks", choices=("paper", "default"), default="paper",
+                    help="paper: 4 keywords, minimal, no cap; default: the library's "
+                         "(compact, 12 offered, capped at 12 tokens)")
     args = ap.parse_args()
+    shape: dict[str, Any] = {} if args.bookmarks == "paper" else {
+        "format": DEFAULT_FORMAT, "n_keywords": DEFAULT_N_KEYWORDS,
+        "bookmark_tokens": DEFAULT_BOOKMARK_TOKENS}
     convs = [c for f in args.files for c in load_dataset(f, seed=0).conversations]
-    print(f"fixed_10 + lru, k=5, end, minimal, {args.keywords}; cap {args.index_tokens} tokens, "
+    print(f"fixed_10 + lru, k=5, end, {args.bookmarks} bookmarks, {args.keywords}; "
+          f"cap {args.index_tokens} tokens, "
           f"{args.group_pages} pages per range group; routing_top1 (live index tokens at the end)")
     print(f"{'index':8s} {'group_by':8s} {'group gives':11s} "
           + " ".join(f"{c.id:>14s}" for c in convs) + f" {'mean':>6s}")
     for index, group_by, recall in VARIANTS:
         cell: Any = CappedCell(Cell("fixed_10", "lru", 5, args.keywords, index=index,
-                                    group_by=group_by, group_recall=recall),
+                                    group_by=group_by, group_recall=recall, **shape),
                                index_tokens=args.index_tokens, group_pages=args.group_pages)
         row = []
         for conv in convs:

@@ -15,6 +15,7 @@ index changes only when pages close.
 from __future__ import annotations
 
 import heapq
+from itertools import zip_longest
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -680,18 +681,19 @@ class Pager:
 
     def _make_group(self, start: int, end: int, halves: tuple[Group, Group] | None = None
                     ) -> Group:
-        """A group of pages ``start..end-1``: keywords by the extractor over their text,
-        or for a merge of two groups (``halves``) their keywords taken in turn (a
-        coarser level, made without reading 2 x N pages again)."""
+        """A group of pages ``start..end-1``: its pages' bookmark keywords taken in turn,
+        best first (each page's first, then each page's second, ...), or for a merge of
+        two groups (``halves``) theirs. Made without reading the pages again: extracting
+        over the range's text cost 67 ms a group, a spike of several groups on a regroup
+        turn, for 1.2 points of routing (docs/keywords.md, fifth round)."""
         page = group_page(self.pages, start, end)
         n = self.config.n_keywords
         if halves is None:
-            keywords = self.extractor.extract(page, self.corpus, n, taken=self.taken)
+            lists = [self.books[i].bookmark.keywords for i in range(start, end)]
         else:
-            a, b = (h.bookmark.keywords for h in halves)
-            both = [k for pair in zip(a, b, strict=False) for k in pair]
-            both += list(a[len(b):]) + list(b[len(a):])
-            keywords = tuple(dict.fromkeys(both))[:n]
+            lists = [h.bookmark.keywords for h in halves]
+        keywords = tuple(dict.fromkeys(k for rank in zip_longest(*lists) for k in rank
+                                       if k is not None))[:n]
         return Group(start, end, make_bookmark(page, keywords, self.format, self.tokenizer,
                                                self.config.bookmark_tokens))
 
