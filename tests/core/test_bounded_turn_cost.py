@@ -105,14 +105,15 @@ def test_index_tokens_and_lines_kept_up_to_date_match_a_recount(index: str) -> N
                     + sum(pager.books[j].bookmark.tokens for j in tail))
         assert pager.index_tokens() == expected
         lines = [text for text, _ in pager.index_entries()]
-        assert pager.bookmark_index() == prompt.bookmarks_block(lines,
-                                                                 grouped=bool(pager.groups))
+        assert pager.bookmark_index() == prompt.bookmarks_block(
+            lines, grouped=bool(pager.groups), example_range="[p1-p8: keyword]")
     if index == "grouped":
         assert pager.groups
     mem.refresh_bookmarks()
     pager = mem.pager
     assert pager.bookmark_index() == prompt.bookmarks_block(
-        [t for t, _ in pager.index_entries()], grouped=bool(pager.groups))
+        [t for t, _ in pager.index_entries()], grouped=bool(pager.groups),
+        example_range="[p1-p8: keyword]")
 
 
 def test_prompt_cache_median_matches_statistics(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -224,8 +224,11 @@ class Pager:
         self.format = get_format(cfg.bookmark_format)
         # The preamble's example bookmark: ``compact``'s own; the other formats keep the
         # paper's ``[p3:keyword, keyword]`` (their prompts unchanged).
+        compact = cfg.bookmark_format == "compact"
         self._example = (self.format.render(Page("p3", 2, (), "", 0), prompt.EXAMPLE_KEYWORDS)
-                         if cfg.bookmark_format == "compact" else prompt.EXAMPLE_BOOKMARK)
+                         if compact else prompt.EXAMPLE_BOOKMARK)
+        self._example_range = (self.format.render(Page("p1-p8", 0, (), "", 0), ("keyword",))
+                               if compact else prompt.EXAMPLE_RANGE)
         self._uses_corpus = uses_corpus(self.extractor)
         self._refreshes = refreshes_with_corpus(self.extractor)
         options = dict(cfg.policy_options)
@@ -639,7 +642,8 @@ class Pager:
             # cap, not by the conversation (index_entries also lists each group's pages).
             lines = [g.bookmark.text for g in self.groups]
             lines += [self.books[i].bookmark.text for i in self._tail_evicted()]
-            self._index_lines = prompt.bookmarks_block(lines, grouped=bool(self.groups))
+            self._index_lines = prompt.bookmarks_block(lines, grouped=bool(self.groups),
+                                                       example_range=self._example_range)
         return self._index_lines
 
     def _tail_evicted(self) -> list[int]:
@@ -675,7 +679,7 @@ class Pager:
     def _set_groups(self, groups: list[Group]) -> None:
         self.groups = groups
         self._group_tokens = sum(g.bookmark.tokens for g in groups) + (
-            self.tokenizer.count(prompt.GROUP_NOTE) if groups else 0)
+            self.tokenizer.count(prompt.group_note(self._example_range)) if groups else 0)
         self._tail_tokens = sum(self.books[i].bookmark.tokens for i in self._tail_evicted())
         self._index_lines = None
 

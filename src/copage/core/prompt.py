@@ -36,17 +36,27 @@ def preamble(tool: str, *, by_query: bool = False, example: str = EXAMPLE_BOOKMA
 
 
 GROUP_NOTE = (
-    "Evicted pages (bookmarks; a range such as [p1-p8:keyword] stands for older pages "
+    "Evicted pages (bookmarks; a range such as {example} stands for older pages "
     "together: recall it by its range, e.g. page=\"p1-p8\", to get its page that best "
     "matches the question):"
 )
+EXAMPLE_RANGE = "[p1-p8:keyword]"
+"""The range the group note shows (``minimal``'s); a pager shows one in its own format."""
 
 
-def bookmarks_block(lines: list[str], *, grouped: bool = False) -> str:
+def group_note(example: str = EXAMPLE_RANGE) -> str:
+    """The header of a bookmark index that holds ranges (``example``: a range's bookmark
+    as the conversation's format renders one, e.g. ``[p1-p8: keyword]``)."""
+    return GROUP_NOTE.format(example=example)
+
+
+def bookmarks_block(lines: list[str], *, grouped: bool = False,
+                    example_range: str = EXAMPLE_RANGE) -> str:
     """The bookmark index appended to the system message (``grouped``: it holds ranges)."""
     if not lines:
         return "Evicted pages: none yet."
-    return (GROUP_NOTE if grouped else "Evicted pages (bookmarks):") + "\n" + "\n".join(lines)
+    head = group_note(example_range) if grouped else "Evicted pages (bookmarks):"
+    return head + "\n" + "\n".join(lines)
 
 
 def recall_tool(name: str = "recall", *, by_query: bool = False) -> dict[str, Any]:
