@@ -267,6 +267,34 @@ def weights_module(w: np.ndarray, convs: Sequence[str], method: str) -> str:
     )
 
 
+def parse_grid(text: str) -> list[dict[str, float]]:
+    """``"penalty=0,1;rarity=0.25"`` -> every combination, as option dicts."""
+    import itertools
+
+    axes: list[list[tuple[str, float]]] = []
+    for item in filter(None, text.split(";")):
+        name, eq, values = item.partition("=")
+        if not eq:
+            raise SystemExit(f"--grid item {item!r} is not name=v1,v2")
+        axes.append([(name, float(v)) for v in values.split(",")])
+    return [dict(combo) for combo in itertools.product(*axes)] if axes else [{}]
+
+
+def choose_options(files: Sequence[str], base: dict[str, Any], grid: list[dict[str, float]],
+                   held: str) -> dict[str, float]:
+    """The grid point with the best mean routing_top1 on the conversations other than
+    ``held`` (``SHAPE``'s bookmarks); ``{}`` when there is no grid."""
+    if grid == [{}]:
+        return {}
+
+    def train(opt: dict[str, float]) -> float:
+        row = routing_with(files, "askable", {**base, **opt}, "fixed_10", "lru", 5, SHAPE.fmt,
+                           SHAPE.n, bookmark_tokens=SHAPE.cap)
+        return sum(v[0] for c, v in row.items() if c != held) / (len(row) - 1)
+
+    return max(grid, key=train)
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     p.add_argument("cmd", choices=("loco", "fit"))
@@ -282,6 +310,9 @@ def main() -> None:
     p.add_argument("--n-keywords", type=int, default=4, help="keywords offered per bookmark")
     p.add_argument("--bookmark-tokens", type=int, default=None,
                    help="each bookmark's token cap (PagerConfig.bookmark_tokens)")
+    p.add_argument("--grid", default="",
+                   help='loco: also choose askable options per fold on its training '
+                        'conversations, e.g. "penalty=0,0.5,1;rarity=0.25,0.75"')
     p.add_argument("--fit-paper-shape", action="store_true",
                    help="loco: fit each fold with the paper's shape (minimal, 4, no cap), "
                         "score it with the one given")
@@ -307,12 +338,14 @@ def main() -> None:
         shape, SHAPE = SHAPE, (Shape() if args.fit_paper_shape else SHAPE)
         w, obj = fit(train, args.method, args.max_tokens, args.l2)
         SHAPE = shape
-        r = routing_with(args.files, "askable", {"weights": tuple(map(float, w)),
-                                                 "beta": args.beta},
+        base = {"weights": tuple(map(float, w)), "beta": args.beta}
+        options = choose_options(args.files, base, parse_grid(args.grid), prep.conv)
+        r = routing_with(args.files, "askable", {**base, **options},
                          "fixed_10", "lru", 5, SHAPE.fmt, SHAPE.n, only=[prep.conv],
                          bookmark_tokens=SHAPE.cap)[prep.conv]
         held.append(r[0])
         shown = ", ".join(f"{n} {v:+g}" for n, v in zip(FEATURES, w, strict=True) if v)
+        shown += "".join(f"; {k} {v:g}" for k, v in options.items())
         print(f"held out {prep.conv}: train {obj:.3f}, held-out {r[0]:.3f} / {r[2]:.1f} "
               f"tokens ({r[1]} faults); weights: {shown}")
     print(f"mean of held-out: {sum(held) / len(held):.3f}")
