@@ -20,7 +20,8 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass
 
 from copage.core.keywords.common_words import COMMON_WORDS
-from copage.core.keywords.terms import is_content, tokenize
+from copage.core.keywords.terms import lower_words
+from copage.core.text import STOPWORDS
 from copage.core.types import Page
 
 FEATURES: tuple[str, ...] = (
@@ -72,16 +73,17 @@ def word_stats(page: Page) -> WordStats:
     first_person: Counter[str] = Counter()
     noun: set[str] = set()
     speakers: defaultdict[str, set[str]] = defaultdict(set)
+    stop = STOPWORDS
     for turn in page.turns:
         who = turn.speaker or turn.role
         text = turn.text.replace("\u2019", "'")
-        for m in _SENTENCE.finditer(text):
-            question = m.group(0).rstrip().endswith("?")
-            toks = [t.lower for t in tokenize(m.group(0))]
-            mine = not question and any(t in _FIRST_PERSON for t in toks)
+        for sentence in _SENTENCE.findall(text):
+            question = sentence.rstrip().endswith("?")
+            toks = lower_words(sentence)
+            mine = not question and not _FIRST_PERSON.isdisjoint(toks)
             prev = ""
             for word in toks:
-                if is_content(word):
+                if len(word) > 1 and word not in stop:  # is_content, inlined
                     count[word] += 1
                     in_question[word] += question
                     first_person[word] += mine
