@@ -18,6 +18,7 @@ import math
 import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass
+from itertools import pairwise
 
 from copage.core.keywords.common_words import COMMON_WORDS
 from copage.core.keywords.terms import lower_words
@@ -76,21 +77,23 @@ def word_stats(page: Page) -> WordStats:
     stop = STOPWORDS
     for turn in page.turns:
         who = turn.speaker or turn.role
-        text = turn.text.replace("\u2019", "'")
-        for sentence in _SENTENCE.findall(text):
-            question = sentence.rstrip().endswith("?")
+        said: set[str] = set()
+        for sentence in _SENTENCE.findall(turn.text.replace("\u2019", "'")):
             toks = lower_words(sentence)
-            mine = not question and not _FIRST_PERSON.isdisjoint(toks)
-            prev = ""
-            for word in toks:
-                if len(word) > 1 and word not in stop:  # is_content, inlined
-                    count[word] += 1
-                    in_question[word] += question
-                    first_person[word] += mine
-                    speakers[word].add(who)
-                    if prev in DETERMINERS or prev[:1].isdigit():
-                        noun.add(word)
-                prev = word
+            content = [w for w in toks if len(w) > 1 and w not in stop]  # is_content, inlined
+            if not content:
+                continue
+            count.update(content)
+            if sentence.rstrip().endswith("?"):
+                in_question.update(content)
+            elif not _FIRST_PERSON.isdisjoint(toks):
+                first_person.update(content)
+            said.update(content)
+            for prev, word in pairwise(toks):
+                if (prev in DETERMINERS or prev[:1].isdigit()) and len(word) > 1 and word not in stop:
+                    noun.add(word)
+        for word in said:
+            speakers[word].add(who)
     both = frozenset(w for w, s in speakers.items() if len(s) > 1)
     return WordStats(count, in_question, first_person, frozenset(noun), both)
 
@@ -111,7 +114,7 @@ def word_features(stats: WordStats) -> dict[str, tuple[float, ...]]:
             float(w.endswith("ing")),
             float(w.endswith("s") and not w.endswith("ss")),
             float(w.endswith("ly")),
-            float(any(ch.isdigit() for ch in w)),
+            float(not w.isalpha() and any(ch.isdigit() for ch in w)),  # letters are no digits
         )
     return out
 

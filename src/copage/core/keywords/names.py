@@ -101,7 +101,7 @@ def _runs(text: str, toks: Sequence[Token]) -> list[list[Token]]:
     runs: list[list[Token]] = []
     cur: list[Token] = []
     for i, tok in enumerate(toks):
-        cap = _capitalised(tok)
+        cap = tok.text[0].isupper() and _capitalised(tok)  # most words: one test
         extends = cap and (not cur or joinable(text, cur[-1], tok))
         particle = (
             bool(cur)
