@@ -8,6 +8,8 @@ default extractor gave bookmarks such as ``[p3:day 15, 13, 12, 14]``.
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 from kw_fixture import make_page
@@ -135,7 +137,7 @@ def test_refresh_reuses_the_page_analysis(name: str, monkeypatch: pytest.MonkeyP
     # A stale bookmark's refresh used to tokenize its page again (four times); a closed
     # page never changes, so its analysis is kept and only the corpus-dependent scores
     # are computed again. Same keywords as a fresh extractor.
-    from copage.core.keywords import features, names, terms
+    from copage.core.keywords import discriminative, features, names, terms
 
     pages = [make_page(i, [f"Day {i}: the pottery class {i} and the {w} fair.",
                            f"Nice, {w} fair and pottery."])
@@ -146,20 +148,22 @@ def test_refresh_reuses_the_page_analysis(name: str, monkeypatch: pytest.MonkeyP
     corpus.add(pages[2].id, pages[2].text)
     corpus.add(pages[3].id, pages[3].text)
     calls = 0
-    real = terms.tokenize
 
-    def counting(text: str) -> list[terms.Token]:
-        nonlocal calls
-        calls += 1
-        return real(text)
+    def counting(real: Callable[[str], list[Any]]) -> Callable[[str], list[Any]]:
+        def wrapped(text: str) -> list[Any]:
+            nonlocal calls
+            calls += 1
+            return real(text)
+        return wrapped
 
-    modules = (terms, names, features)  # every module that tokenizes page text
-    for module in modules:
-        monkeypatch.setattr(module, "tokenize", counting)
+    # every module that tokenizes page text, and the tokenizer it uses
+    patched = [(terms, "tokenize"), (names, "tokenize"), (discriminative, "tokenize"),
+               (features, "lower_words")]
+    for module, attr in patched:
+        monkeypatch.setattr(module, attr, counting(getattr(module, attr)))
     again = ex.extract(pages[0], corpus, 4)
     assert calls == 0
-    for module in modules:
-        monkeypatch.setattr(module, "tokenize", real)
+    monkeypatch.undo()
     assert again == get_extractor(name).extract(pages[0], corpus, 4)
     assert first and again
     # A different page text under the same id is analysed afresh, not served stale.

@@ -22,6 +22,7 @@ scores.
 from __future__ import annotations
 
 import math
+import operator
 from collections.abc import Sequence
 
 from copage.core.keywords.askable_weights import ASKABLE_WEIGHTS
@@ -75,16 +76,17 @@ class AskableExtractor(ContrastExtractor):
         base = self.cue_scores(view, cues_from_stats(stats))
         w = self.weights
         word_w = w[3:10] + w[12:]
-        per_word = {word: sum(a * b for a, b in zip(word_w, f, strict=True))
+        per_word = {word: sum(map(operator.mul, word_w, f))  # both of length 12
                     for word, f in word_features(stats).items()}
+        counts, forms, log = view.counts, view.forms, math.log
         out: dict[str, tuple[float, ...]] = {}
         for term in view.eligible:
             words = term.split(" ")
-            fixed = (w[2] * math.log(max(view.counts[term], 1))
-                     + w[10] * (view.forms.get(term, term) != term)
+            fixed = (w[2] * log(max(counts[term], 1))
+                     + w[10] * (forms.get(term, term) != term)
                      + w[11] * (len(words) > 1))
             cue, common = base[term]
-            out[term] = (cue, common, fixed + sum(per_word.get(x, 0.0) for x in words) / len(words))
+            out[term] = (cue, common, fixed + sum([per_word.get(x, 0.0) for x in words]) / len(words))
         return out
 
     def features(self, page: Page, corpus: Corpus, view: PageView) -> dict[str, tuple[float, ...]]:

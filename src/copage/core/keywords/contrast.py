@@ -88,11 +88,12 @@ class ContrastExtractor(DiscriminativeExtractor):
     def cue_scores(self, view: PageView, ask: dict[str, float]) -> dict[str, tuple[float, ...]]:
         """(weighted cues, everyday-word penalty) per eligible term, from the word cues."""
         out: dict[str, tuple[float, ...]] = {}
+        common_words, cue_weight = COMMON_WORDS, self.cue_weight
         for term in view.eligible:
             words = term.split(" ")
-            cue = sum(ask.get(w, 0.0) for w in words) / len(words)
-            common = sum(w in COMMON_WORDS for w in words) / len(words)
-            out[term] = (self.cue_weight * cue, COMMON_PENALTY * common)
+            cue = sum([ask.get(w, 0.0) for w in words]) / len(words)
+            common = sum([w in common_words for w in words]) / len(words)
+            out[term] = (cue_weight * cue, COMMON_PENALTY * common)
         return out
 
     def rank_terms(self, page: Page, corpus: Corpus, view: PageView) -> dict[str, float]:

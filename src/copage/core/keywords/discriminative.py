@@ -40,7 +40,14 @@ from copage.core.keywords.corpus import Corpus
 from copage.core.keywords.limits import bounded
 from copage.core.keywords.names import PageNames, page_names
 from copage.core.keywords.routable import routable, speaker_words
-from copage.core.keywords.terms import body, display_forms, is_bigram, term_counts
+from copage.core.keywords.terms import (
+    body,
+    display_forms,
+    is_bigram,
+    term_counts,
+    term_spans,
+    tokenize,
+)
 from copage.core.types import Page, PageId
 
 DEFAULT_ALPHA0 = 2000.0
@@ -134,8 +141,10 @@ class DiscriminativeExtractor:
             return cached
         text = body(page.text)
         counts = _page_counts(page, corpus)
-        forms = display_forms(text)
-        named = page_names(text)
+        toks = tokenize(text)  # one tokenization of the page serves both passes
+        spans = list(term_spans(text, toks))
+        forms = display_forms(text, spans)
+        named = page_names(text, toks, spans)
         phrase_of: dict[str, list[str]] = {}
         for term in forms:
             if is_bigram(term) and term not in named.mixed:

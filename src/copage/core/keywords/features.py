@@ -18,9 +18,11 @@ import math
 import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass
+from itertools import pairwise
 
 from copage.core.keywords.common_words import COMMON_WORDS
-from copage.core.keywords.terms import is_content, tokenize
+from copage.core.keywords.terms import lower_words
+from copage.core.text import STOPWORDS
 from copage.core.types import Page
 
 FEATURES: tuple[str, ...] = (
@@ -72,23 +74,26 @@ def word_stats(page: Page) -> WordStats:
     first_person: Counter[str] = Counter()
     noun: set[str] = set()
     speakers: defaultdict[str, set[str]] = defaultdict(set)
+    stop = STOPWORDS
     for turn in page.turns:
         who = turn.speaker or turn.role
-        text = turn.text.replace("\u2019", "'")
-        for m in _SENTENCE.finditer(text):
-            question = m.group(0).rstrip().endswith("?")
-            toks = [t.lower for t in tokenize(m.group(0))]
-            mine = not question and any(t in _FIRST_PERSON for t in toks)
-            prev = ""
-            for word in toks:
-                if is_content(word):
-                    count[word] += 1
-                    in_question[word] += question
-                    first_person[word] += mine
-                    speakers[word].add(who)
-                    if prev in DETERMINERS or prev[:1].isdigit():
-                        noun.add(word)
-                prev = word
+        said: set[str] = set()
+        for sentence in _SENTENCE.findall(turn.text.replace("\u2019", "'")):
+            toks = lower_words(sentence)
+            content = [w for w in toks if len(w) > 1 and w not in stop]  # is_content, inlined
+            if not content:
+                continue
+            count.update(content)
+            if sentence.rstrip().endswith("?"):
+                in_question.update(content)
+            elif not _FIRST_PERSON.isdisjoint(toks):
+                first_person.update(content)
+            said.update(content)
+            for prev, word in pairwise(toks):
+                if (prev in DETERMINERS or prev[:1].isdigit()) and len(word) > 1 and word not in stop:
+                    noun.add(word)
+        for word in said:
+            speakers[word].add(who)
     both = frozenset(w for w, s in speakers.items() if len(s) > 1)
     return WordStats(count, in_question, first_person, frozenset(noun), both)
 
@@ -109,7 +114,7 @@ def word_features(stats: WordStats) -> dict[str, tuple[float, ...]]:
             float(w.endswith("ing")),
             float(w.endswith("s") and not w.endswith("ss")),
             float(w.endswith("ly")),
-            float(any(ch.isdigit() for ch in w)),
+            float(not w.isalpha() and any(ch.isdigit() for ch in w)),  # letters are no digits
         )
     return out
 

@@ -22,11 +22,18 @@ This is the one name finder of the keyword extractors and the bookmark formats.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from copage.core.keywords.limits import MAX_WORD_CHARS
-from copage.core.keywords.terms import Token, joinable, sentence_initial, term_spans, tokenize
+from copage.core.keywords.terms import (
+    Span,
+    Token,
+    joinable,
+    sentence_initial,
+    term_spans,
+    tokenize,
+)
 from copage.core.text import STOPWORDS
 
 MAX_NAME_WORDS = 4
@@ -94,7 +101,7 @@ def _runs(text: str, toks: Sequence[Token]) -> list[list[Token]]:
     runs: list[list[Token]] = []
     cur: list[Token] = []
     for i, tok in enumerate(toks):
-        cap = _capitalised(tok)
+        cap = tok.text[0].isupper() and _capitalised(tok)  # most words: one test
         extends = cap and (not cur or joinable(text, cur[-1], tok))
         particle = (
             bool(cur)
@@ -172,10 +179,15 @@ class PageNames:
     mixed: frozenset[str]
 
 
-def page_names(text: str) -> PageNames:
-    """Names of a body text and how its unigram and bigram terms sit in them."""
+def page_names(text: str, toks: Sequence[Token] | None = None,
+               spans: Iterable[Span] | None = None) -> PageNames:
+    """Names of a body text and how its unigram and bigram terms sit in them.
 
-    toks = tokenize(text)
+    ``toks`` and ``spans``: ``tokenize(text)`` and ``term_spans(text, toks)``, when
+    the caller has them already (``spans`` only with ``toks``).
+    """
+    if toks is None:
+        toks, spans = tokenize(text), None
     found = find_names(text, toks)
     names: dict[str, str] = {}
     counts: dict[str, int] = {}
@@ -203,7 +215,7 @@ def page_names(text: str) -> PageNames:
         elif na is not None or nb is not None:
             mixed_n[term] = mixed_n.get(term, 0) + 1
 
-    for term, first, last in term_spans(text, toks):
+    for term, first, last in term_spans(text, toks) if spans is None else spans:
         seen(term, first, last)
     whole = {
         term: names[next(iter(per))]

@@ -47,6 +47,8 @@ def is_number(word: str) -> bool:
 def names_something(word: str) -> bool:
     """True for a word that is not a number, a date word or a time word."""
     w = word.lower()
+    if w[:1].isalpha():  # not a number (one opens with a digit or a currency sign)
+        return not (w in DATES or w in TIME_WORDS)
     return not (is_number(w) or w in DATES or w in TIME_WORDS)
 
 

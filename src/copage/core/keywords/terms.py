@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import NamedTuple
 
 from copage.core.text import STOPWORDS
@@ -58,10 +58,17 @@ def tokenize(text: str) -> list[Token]:
     number with separators (``"18,000"``, ``"3.5"``, ``"9:30"``).
     """
     out: list[Token] = []
+    new = tuple.__new__  # Token(...) without the named tuple's Python-level __new__
     for m in _TOKEN.finditer(text):
-        word = m.group(0)
-        out.append(Token(word, word.lower(), m.start(), m.end()))
+        word = m.group()
+        start, end = m.span()
+        out.append(new(Token, (word, word.lower(), start, end)))
     return out
+
+
+def lower_words(text: str) -> list[str]:
+    """The lower-cased words of :func:`tokenize` (``tok.lower`` of each), without spans."""
+    return [word.lower() for word in _TOKEN.findall(text)]
 
 
 def is_content(word: str) -> bool:
@@ -71,11 +78,16 @@ def is_content(word: str) -> bool:
 
 def joinable(text: str, left: Token, right: Token) -> bool:
     """True when two tokens are adjacent: only spaces or one hyphen between them."""
+    if right.start - left.end == 1:  # the usual case, without the regex
+        return text[left.end] in " \t-"
     return _JOINABLE_GAP.fullmatch(text, left.end, right.start) is not None
 
 
-def term_spans(text: str, toks: Sequence[Token] | None = None
-               ) -> Iterator[tuple[str, Token, Token]]:
+Span = tuple[str, Token, Token]
+"""``(term, first, last)``: one occurrence of a term (see :func:`term_spans`)."""
+
+
+def term_spans(text: str, toks: Sequence[Token] | None = None) -> Iterator[Span]:
     """``(term, first, last)`` for the unigram and bigram terms of ``text``, in text order.
 
     Each content token is a unigram (``first is last``), preceded by the bigram it
@@ -83,13 +95,15 @@ def term_spans(text: str, toks: Sequence[Token] | None = None
     ``toks``: ``tokenize(text)``, when the caller has it already.
     """
     prev: Token | None = None
+    stop = STOPWORDS
     for tok in tokenize(text) if toks is None else toks:
-        if not is_content(tok.lower):
+        low = tok.lower
+        if len(low) < 2 or low in stop:  # not is_content(low), inlined
             prev = None
             continue
         if prev is not None and joinable(text, prev, tok):
-            yield f"{prev.lower} {tok.lower}", prev, tok
-        yield tok.lower, tok, tok
+            yield f"{prev.lower} {low}", prev, tok
+        yield low, tok, tok
         prev = tok
 
 
@@ -121,16 +135,16 @@ def sentence_initial(text: str, start: int) -> bool:
     return i < 0 or text[i] in ".!?:;\n"
 
 
-def display_forms(text: str) -> dict[str, str]:
+def display_forms(text: str, spans: Iterable[Span] | None = None) -> dict[str, str]:
     """Map each term of a body text to its display form.
 
     The display form is capitalised when the term appears with a capital letter
     (a two-word term: both words) somewhere other than the start of a sentence (``"Thai Garden"``, ``"Lisbon"``,
     but not ``"Taking"``), else lower-case; a number first written with a currency
-    sign keeps it (``"$450"``).
+    sign keeps it (``"$450"``). ``spans``: ``term_spans(text)``, when the caller has it.
     """
     forms: dict[str, str] = {}
-    for term, first, last in term_spans(text):
+    for term, first, last in term_spans(text) if spans is None else spans:
         named = last.text[:1].isupper() and not sentence_initial(text, last.start)
         if first is not last:
             # A phrase is a name only if all its words are ("San Marzano", not "planted San").
