@@ -15,9 +15,9 @@ index changes only when pages close.
 from __future__ import annotations
 
 import heapq
-from itertools import zip_longest
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import zip_longest
 from typing import Any
 
 from copage.core import prompt
@@ -689,7 +689,7 @@ class Pager:
         best first (each page's first, then each page's second, ...), or for a merge of
         two groups (``halves``) theirs. Made without reading the pages again: extracting
         over the range's text cost 67 ms a group, a spike of several groups on a regroup
-        turn, for 1.2 points of routing (docs/keywords.md, fifth round)."""
+        turn, and routed 1.2 points better (docs/keywords.md, fifth round)."""
         page = group_page(self.pages, start, end)
         n = self.config.n_keywords
         if halves is None:
