@@ -190,6 +190,18 @@ def test_the_token_cap_packs_keywords_in_rank_order() -> None:
     assert minimal.tokens <= 12 and len(minimal.keywords) < len(bm.keywords)
 
 
+@pytest.mark.parametrize("name", ["snippet", "structured", "gist"])
+def test_the_cap_counts_the_keyword_list_of_richer_formats(name: str) -> None:
+    # Defect: with the default cap of 12 a gist or a snippet (50+ tokens by itself)
+    # kept one keyword; the cap counts their keyword list, the sentence comes on top.
+    tok = default_tokenizer()
+    ranked = ["Lisbon", "dentist", "Dr Okafor", "appointment", "insurance card", "October"]
+    capped = make_bookmark(PAGE, ranked, get_format(name), tok, 12)
+    as_minimal = make_bookmark(PAGE, ranked, get_format("minimal"), tok, 12)
+    assert capped.keywords == as_minimal.keywords and len(capped.keywords) >= 3
+    assert capped.tokens > 12  # the format's own part is not cut
+
+
 def test_make_bookmark_counts_tokens() -> None:
     tok = EstimateTokenizer()
     bm = make_bookmark(PAGE, ["a", "b"], get_format("minimal"), tok)

@@ -58,7 +58,8 @@ class PagerConfig:
         n_keywords: keywords the extractor offers per bookmark (all shown when
             ``bookmark_tokens`` is None; else those that fit, in rank order).
         bookmark_tokens: each bookmark's token cap (None or 0: no cap, ``n_keywords``
-            keywords whatever they cost, as in the paper).
+            keywords whatever they cost, as in the paper); for ``snippet``,
+            ``structured`` and ``gist`` it caps their keyword list.
         bookmark_format: ``compact``, ``minimal``, ``snippet``, ``structured`` or ``gist``.
         tokenizer: offline tokenizer name (``o200k_base``, ``cl100k_base``, ``estimate-v1``).
         tool_name: name of the recall tool (``recall``; the proxy may rename it).

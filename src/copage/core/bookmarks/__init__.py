@@ -95,7 +95,9 @@ def make_bookmark(
     ``max_tokens``: the bookmark's token cap. Keywords are then taken in the order
     given while the rendered bookmark fits, skipping one that would not fit or that
     adds no word not already shown ("community" after "trans community"); if not
-    even the first fits, it is shown alone. None: every keyword, no cap.
+    even the first fits, it is shown alone. None: every keyword, no cap. A format
+    with a ``keyword_text(page, keywords)`` method (``snippet``, ``structured``,
+    ``gist``) has that counted instead: their sentence or fields come on top.
     """
     if isinstance(keywords, str):
         raise TypeError("keywords must be a sequence of strings, not one string")
@@ -111,13 +113,14 @@ def make_bookmark(
 def _pack(page: Page, keywords: tuple[str, ...], fmt: BookmarkFormat, tokenizer: Tokenizer,
           max_tokens: int) -> tuple[str, ...]:
     """The keywords, in order, that fit a ``max_tokens`` bookmark (see :func:`make_bookmark`)."""
+    measure = getattr(fmt, "keyword_text", fmt.render)
     out: list[str] = []
     shown: set[str] = set()
     for kw in keywords:
         words = set(kw.lower().split())
         if words <= shown:
             continue
-        cost = tokenizer.count(fmt.render(page, (*out, kw)))
+        cost = tokenizer.count(measure(page, (*out, kw)))
         if cost > max_tokens:
             continue
         out.append(kw)

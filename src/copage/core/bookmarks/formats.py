@@ -41,6 +41,12 @@ class MinimalFormat:
         return f"[{page.id}:{', '.join(keywords)}]"
 
 
+def keyword_list(page: Page, keywords: tuple[str, ...]) -> str:
+    """The keyword list as ``minimal`` shows it: what ``bookmark_tokens`` counts for the
+    formats that add a sentence or fields (those are bounded by their own options)."""
+    return MinimalFormat().render(page, keywords)
+
+
 class CompactFormat:
     """``[p3: kw1 kw2 kw3]``: the keywords separated by spaces only.
 
@@ -60,6 +66,7 @@ class SnippetFormat:
     """``[p3:kw1, kw2 | "most keyword-dense sentence ..."]``."""
 
     name = "snippet"
+    keyword_text = staticmethod(keyword_list)
 
     def __init__(self, max_words: int = SNIPPET_WORDS) -> None:
         self.max_words = _check_positive("max_words", max_words)
@@ -79,6 +86,7 @@ class StructuredFormat:
     """
 
     name = "structured"
+    keyword_text = staticmethod(keyword_list)
 
     def render(self, page: Page, keywords: tuple[str, ...]) -> str:
         """Entity fields (empty ones omitted), then the keywords and names not shown already."""
@@ -102,6 +110,7 @@ class GistFormat:
     """``[p3:kw1, kw2 — gist: "one or two sentences"]``."""
 
     name = "gist"
+    keyword_text = staticmethod(keyword_list)
 
     def __init__(self, max_words: int = GIST_WORDS, sentences: int = GIST_SENTENCES) -> None:
         self.max_words = _check_positive("max_words", max_words)
