@@ -21,7 +21,7 @@ from itertools import zip_longest
 from typing import Any
 
 from copage.core import prompt
-from copage.core.bookmarks import get_format, make_bookmark
+from copage.core.bookmarks import get_format, keyword_text, make_bookmark
 from copage.core.boundaries import get_boundary
 from copage.core.cache import PageCache
 from copage.core.changes import ChangeSet, Event, PageRecord
@@ -222,13 +222,11 @@ class Pager:
         self.boundary = get_boundary(cfg.boundary, **dict(cfg.boundary_options))
         self.extractor = get_extractor(cfg.keywords, **dict(cfg.keyword_options))
         self.format = get_format(cfg.bookmark_format)
-        # The preamble's example bookmark: ``compact``'s own; the other formats keep the
-        # paper's ``[p3:keyword, keyword]`` (their prompts unchanged).
-        compact = cfg.bookmark_format == "compact"
-        self._example = (self.format.render(Page("p3", 2, (), "", 0), prompt.EXAMPLE_KEYWORDS)
-                         if compact else prompt.EXAMPLE_BOOKMARK)
-        self._example_range = (self.format.render(Page("p1-p8", 0, (), "", 0), ("keyword",))
-                               if compact else prompt.EXAMPLE_RANGE)
+        # The preamble's and the group note's example bookmarks, in this format
+        # (``[p3:keyword, keyword]`` for ``minimal`` and the richer formats, as before).
+        shown = keyword_text(self.format)
+        self._example = shown(Page("p3", 2, (), "", 0), prompt.EXAMPLE_KEYWORDS)
+        self._example_range = shown(Page("p1-p8", 0, (), "", 0), ("keyword",))
         self._uses_corpus = uses_corpus(self.extractor)
         self._refreshes = refreshes_with_corpus(self.extractor)
         options = dict(cfg.policy_options)

@@ -6,7 +6,7 @@ Build a format by name with :func:`get_format` and a bookmark with
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Protocol, runtime_checkable
 
 from copage.core.keywords.limits import bounded
@@ -14,7 +14,7 @@ from copage.core.registry import Registry, check_options
 from copage.core.tokens import Tokenizer
 from copage.core.types import Bookmark, Page
 
-__all__ = ["FORMATS", "BookmarkFormat", "get_format", "make_bookmark"]
+__all__ = ["FORMATS", "BookmarkFormat", "get_format", "keyword_text", "make_bookmark"]
 
 
 @runtime_checkable
@@ -110,10 +110,18 @@ def make_bookmark(
     )
 
 
+def keyword_text(fmt: BookmarkFormat) -> Callable[[Page, tuple[str, ...]], str]:
+    """How ``fmt`` shows a keyword list: its ``keyword_text`` method where it has one
+    (``snippet``, ``structured``, ``gist``: the list as ``minimal`` shows it, their
+    sentence or fields aside), else its whole rendering. The cap counts this, and the
+    preamble's example bookmark is drawn with it."""
+    return getattr(fmt, "keyword_text", fmt.render)
+
+
 def _pack(page: Page, keywords: tuple[str, ...], fmt: BookmarkFormat, tokenizer: Tokenizer,
           max_tokens: int) -> tuple[str, ...]:
     """The keywords, in order, that fit a ``max_tokens`` bookmark (see :func:`make_bookmark`)."""
-    measure = getattr(fmt, "keyword_text", fmt.render)
+    measure = keyword_text(fmt)
     out: list[str] = []
     shown: set[str] = set()
     for kw in keywords:
