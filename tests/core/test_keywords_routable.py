@@ -86,6 +86,46 @@ def test_default_bookmarks_name_something_on_number_heavy_chat(seed: int) -> Non
 
 
 @pytest.mark.parametrize("name", ["askable", "contrast", "discriminative"])
+def test_a_number_pair_ranks_no_higher_than_its_noun(name: str) -> None:
+    # Small talk with a number on every line makes each pair ("32 coffees") unique to
+    # its page, so it used to outrank the page's fact; now it ranks where its noun
+    # does, and is still shown whole (the number beside what it counts).
+    from copage.core.keywords.discriminative import counted_at_noun_rank
+
+    pages = [make_page(i, [f"I had {20 + i} coffees today.", f"Noted, {20 + i} coffees!",
+                           "Thanks."]) for i in range(8)]
+    pages[2] = make_page(2, ["I had 32 coffees today.", "Noted, 32 coffees!",
+                             "My dentist is Dr Okafor.", "Dr Okafor, noted."])
+    corpus = Corpus.from_pages(pages)
+    ex = get_extractor(name)
+    view = ex.view(pages[2], corpus)  # type: ignore[attr-defined]
+    scores = counted_at_noun_rank(ex.rank_terms(pages[2], corpus, view))  # type: ignore[attr-defined]
+    assert scores["32 coffees"] <= scores["coffees"] + 1e-6
+    assert ex.extract(pages[2], corpus, 1) == ("Dr Okafor",)  # was ("32 coffees",)
+    assert "32 coffees" in ex.extract(pages[2], corpus, 4)  # shown whole, number and noun
+    assert counted_at_noun_rank({"32 coffees": 3.0, "coffees": 1.0, "7": 2.0}) == {
+        "32 coffees": 1.0 + 1e-6, "coffees": 1.0, "7": 2.0}
+
+
+def test_a_title_opens_the_name_and_is_no_keyword_alone() -> None:
+    # "Dr" was a chat acronym (tl;dr): "Dr Okafor" became two keywords, "Dr" and "Okafor",
+    # and under the 12-token cap the bookmark kept "Dr" and dropped the name.
+    from copage.core.keywords.names import find_names
+
+    assert [n.text for n in find_names("A dentist appointment with Dr Okafor on Monday.")] == [
+        "Dr Okafor"]
+    assert [n.text for n in find_names("Sorry, Dr. Okafor. Mrs Patel called. tl;dr fine.")] == [
+        "Dr. Okafor", "Mrs Patel"]
+    assert not routable("dr") and not routable("Mrs.") and routable("dr okafor")
+    page = make_page(0, ["I have a dentist appointment with Dr Okafor on March 14.",
+                         "Got it: Dr. Okafor, March 14. Dr. Okafor is the dentist."])
+    other = make_page(1, ["I walked to the shop.", "Nice walk."])
+    for name in ("askable", "contrast"):
+        keywords = get_extractor(name).extract(page, Corpus.from_pages([page, other]), 4)
+        assert "Dr Okafor" in keywords and "Dr" not in keywords, keywords
+
+
+@pytest.mark.parametrize("name", ["askable", "contrast", "discriminative"])
 def test_numbers_stay_beside_what_they_count(name: str) -> None:
     page = make_page(0, [
         "Day 31 check-in: flights were 450 dollars, 450 dollars each way.",

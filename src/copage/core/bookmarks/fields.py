@@ -20,7 +20,7 @@ import re
 from dataclasses import dataclass
 
 from copage.core.keywords.limits import bound_keyword
-from copage.core.keywords.names import INTERJECTIONS, find_names
+from copage.core.keywords.names import INTERJECTIONS, TITLES, find_names
 from copage.core.keywords.surface import find_spans
 from copage.core.keywords.terms import body
 from copage.core.types import Page
@@ -97,6 +97,9 @@ def people_and_names(page: Page) -> tuple[list[str], list[str]]:
         nickname = len(name.key) >= 3 and any(s.startswith(name.key) for s in spoken)
         if name.key in titled:
             people.append(titled[name.key])
+            known.add(name.key)
+        elif name.words[0] in TITLES:  # "Dr. Lee": the name finder keeps the title
+            people.append(name.text)
             known.add(name.key)
         elif name.key in known or nickname or _is_person(text, name.start, name.end):
             known.add(name.key)

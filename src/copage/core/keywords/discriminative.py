@@ -115,6 +115,20 @@ class PageView:
     static: dict[str, tuple[float, ...]] | None = None
 
 
+def counted_at_noun_rank(scores: dict[str, float]) -> dict[str, float]:
+    """``scores`` with a number-noun pair ("32 coffees") ranked just above its noun
+    ("coffees") at most: a number makes every small-talk line ("I had 32 coffees")
+    look unlike the others, while a question asks about the noun. The pair is still
+    shown when its noun is chosen, so the number stays beside what it counts. On six
+    chats answered by SmolLM2 (``bench/bench_chat_bookmarks.py``) 17 of 25 pages
+    holding a planted fact named it, against 15; LoCoMo routing unchanged."""
+    for term, score in scores.items():
+        first, _, noun = term.partition(" ")
+        if noun and first[:1].isdigit() and noun in scores and score > scores[noun]:
+            scores[term] = scores[noun] + 1e-6
+    return scores
+
+
 class DiscriminativeExtractor:
     """Fightin' Words keywords with a penalty for terms other bookmarks use."""
 
@@ -227,7 +241,7 @@ class DiscriminativeExtractor:
             return ()
         view = self.view(page, corpus)
         counts, forms, named, order = view.counts, view.forms, view.named, view.order
-        z = self.rank_terms(page, corpus, view)
+        z = counted_at_noun_rank(self.rank_terms(page, corpus, view))
         end = len(order)
 
         if self.penalty and taken:

@@ -11,6 +11,7 @@ lower-case particle ("Bank of America"), with these rules:
   case or the rest of the run appears on its own elsewhere ("Finished Project Hail
   Mary" next to "Project Hail Mary"); a one-word run that only ever opens
   sentences ("Lately", "Now") is an ordinary word, unless it is all capitals.
+* A title opens the name it precedes ("Dr Okafor", "Mrs. Patel": ``TITLES``).
 * Pronoun ``I`` and its contractions, weekday and month names (they are dates),
   chat acronyms (``BTW``, ``FYI``) and words longer than ``MAX_WORD_CHARS`` (a
   pasted hash or blob) are never part of a name; a run longer than
@@ -66,8 +67,11 @@ DATE_WORDS = frozenset(
     ]
 )
 # fmt: on
+TITLES = frozenset(["dr", "mr", "mrs", "ms", "mx", "prof"])
+"""Titles that open a name ("Dr Okafor", "Mrs. Patel"); alone they name no one."""
 _NOT_NAME_START = STOPWORDS | INTERJECTIONS
 _AFTER_TITLE = re.compile(r"\b(?:Dr|Mr|Mrs|Ms|Mx|Prof|St)\.\s*$")
+_TITLE_GAP = re.compile(r"\.? ")
 
 
 def _initial(text: str, tok: Token) -> bool:
@@ -96,13 +100,28 @@ def _capitalised(tok: Token) -> bool:
     return not (low == "i" or low.startswith("i'") or low in DATE_WORDS or low in CHAT_ACRONYMS)
 
 
+def _titled(text: str, toks: Sequence[Token], i: int) -> bool:
+    """``toks[i]`` is a title ("Dr", "Mrs.") right before a capitalised word."""
+    tok = toks[i]
+    return (tok.lower in TITLES and tok.text[0].isupper() and i + 1 < len(toks)
+            and _TITLE_GAP.fullmatch(text, tok.end, toks[i + 1].start) is not None
+            and _capitalised(toks[i + 1]))
+
+
 def _runs(text: str, toks: Sequence[Token]) -> list[list[Token]]:
-    """Maximal runs of adjacent capitalised words (particles inside allowed)."""
+    """Maximal runs of adjacent capitalised words (particles inside allowed), a title
+    before a name included ("Dr. Okafor")."""
     runs: list[list[Token]] = []
     cur: list[Token] = []
     for i, tok in enumerate(toks):
+        if tok.text[0].isupper() and tok.lower in TITLES and _titled(text, toks, i):
+            if cur:
+                runs.append(cur)
+            cur = [tok]
+            continue
         cap = tok.text[0].isupper() and _capitalised(tok)  # most words: one test
-        extends = cap and (not cur or joinable(text, cur[-1], tok))
+        extends = cap and (not cur or joinable(text, cur[-1], tok) or (
+            len(cur) == 1 and cur[0].lower in TITLES))
         particle = (
             bool(cur)
             and tok.lower in PARTICLES
@@ -140,7 +159,7 @@ def find_names(text: str, toks: Sequence[Token] | None = None) -> list[Name]:
             run = run[1:]
         while run and run[-1].lower in PARTICLES:
             run = run[:-1]
-        if len(run) >= 2 and _initial(text, run[0]):
+        if len(run) >= 2 and _initial(text, run[0]) and run[0].lower not in TITLES:
             rest = " ".join(t.lower for t in run[1:])
             if run[0].lower in lower_used or rest in keys:
                 run = run[1:]

@@ -6,7 +6,8 @@ of coffee, "Day 31 check-in") every page's rarest terms are its numbers, so a
 statistic that prefers rare terms fills the bookmark with them. A term is
 *routable* when at least one of its words names something: a word that is not a
 number (``31``, ``9:30``, ``3pm``, ``2nd``), not a date word (weekday or month
-name) and not a time word (``day``, ``week``, ``hour``, ``today``). So ``"day
+name), not a time word (``day``, ``week``, ``hour``, ``today``) and not a title
+(``Dr``: the name it opens is kept whole, ``keywords.names``). So ``"day
 15"``, ``"march 14"`` and ``"55:46"`` are not keywords on their own, while a
 number stays beside what it counts (``"450 flights"``).
 """
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import re
 
+from copage.core.keywords.names import TITLES
 from copage.core.types import Page
 
 TIME_WORDS = frozenset(
@@ -45,10 +47,10 @@ def is_number(word: str) -> bool:
 
 
 def names_something(word: str) -> bool:
-    """True for a word that is not a number, a date word or a time word."""
+    """True for a word that is not a number, a date word, a time word or a title."""
     w = word.lower()
     if w[:1].isalpha():  # not a number (one opens with a digit or a currency sign)
-        return not (w in DATES or w in TIME_WORDS)
+        return not (w in DATES or w in TIME_WORDS or w.rstrip(".") in TITLES)
     return not (is_number(w) or w in DATES or w in TIME_WORDS)
 
 
