@@ -107,6 +107,39 @@ def test_a_number_pair_ranks_no_higher_than_its_noun(name: str) -> None:
         "32 coffees": 1.0 + 1e-6, "coffees": 1.0, "7": 2.0}
 
 
+@pytest.mark.parametrize("name", ["askable", "contrast"])
+def test_a_name_counts_as_a_thing_in_a_chat_with_a_model(name: str) -> None:
+    # "a trip to Lisbon": no determiner before the name, so it had no noun cue and
+    # ranked below the model's one-off words ("absurdity", "context"); in a chat with
+    # a model (roles, no speaker names) a name now earns ``name_cue`` like a noun.
+    from copage.core.keywords.contrast import NAME_CUE, NOUN_CUE
+
+    assert NAME_CUE == NOUN_CUE
+
+    def page(index: int, speakers: tuple[str | None, str | None]) -> Page:
+        lines = ["We booked a trip to Lisbon for five nights.",
+                 ("What a context! The absurdity of travel, the context of it all, "
+                  "and the absurdity of packing.")]
+        turns = tuple(Turn(id=f"t{index}-{i}", role=role, speaker=who, text=text)
+                      for i, (role, who, text) in enumerate(
+                          zip(("user", "assistant"), speakers, lines, strict=True)))
+        text = render_turns(turns)
+        return Page(page_id(index), index, turns, text, len(text) // 4)
+
+    other = make_page(9, ["I walked to the shop.", "Nice walk."])
+    for speakers, cued in (((None, None), True), (("User", "Assistant"), True),
+                           (("Jon", "Gina"), False)):
+        p = page(0, speakers)
+        corpus = Corpus.from_pages([p, other])
+        on, off = get_extractor(name), get_extractor(name, name_cue=0)
+        s_on = on.rank_terms(p, corpus, on.view(p, corpus))  # type: ignore[attr-defined]
+        s_off = off.rank_terms(p, corpus, off.view(p, corpus))  # type: ignore[attr-defined]
+        assert s_on["lisbon"] - s_off["lisbon"] == pytest.approx(NAME_CUE if cued else 0.0)
+        assert s_on["trip"] == s_off["trip"]  # "a trip": a noun already
+    with pytest.raises(ValueError, match="name_cue"):
+        get_extractor("contrast", name_cue=-1)
+
+
 def test_a_title_opens_the_name_and_is_no_keyword_alone() -> None:
     # "Dr" was a chat acronym (tl;dr): "Dr Okafor" became two keywords, "Dr" and "Okafor",
     # and under the 12-token cap the bookmark kept "Dr" and dropped the name.

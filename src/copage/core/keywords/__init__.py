@@ -83,7 +83,8 @@ def _contrast(**options: object) -> KeywordExtractor:
     from copage.core.keywords.contrast import ContrastExtractor
 
     check_options("keyword extractor 'contrast'", options,
-                  ["alpha0", "penalty", "skip_speakers", "z_weight", "rarity", "cue_weight"])
+                  ["alpha0", "penalty", "skip_speakers", "z_weight", "rarity", "cue_weight",
+                   "name_cue"])
     return ContrastExtractor(**options)  # type: ignore[arg-type]
 
 

@@ -28,6 +28,7 @@ from collections.abc import Sequence
 from copage.core.keywords.askable_weights import ASKABLE_WEIGHTS
 from copage.core.keywords.contrast import (
     CONTRAST_PENALTY,
+    NAME_CUE,
     RARITY,
     Z_WEIGHT,
     ContrastExtractor,
@@ -50,9 +51,10 @@ class AskableExtractor(ContrastExtractor):
     def __init__(self, alpha0: float = DEFAULT_ALPHA0, penalty: float = CONTRAST_PENALTY,
                  skip_speakers: bool = True, z_weight: float = Z_WEIGHT, rarity: float = RARITY,
                  cue_weight: float = 1.0, beta: float = ASKABLE_BETA,
-                 weights: Sequence[float] | None = None) -> None:
+                 weights: Sequence[float] | None = None, name_cue: float = NAME_CUE) -> None:
         super().__init__(alpha0=alpha0, penalty=penalty, skip_speakers=skip_speakers,
-                         z_weight=z_weight, rarity=rarity, cue_weight=cue_weight)
+                         z_weight=z_weight, rarity=rarity, cue_weight=cue_weight,
+                         name_cue=name_cue)
         if not (isinstance(beta, int | float) and math.isfinite(beta) and beta >= 0):
             raise ValueError(f"beta must be a finite non-negative number, got {beta!r}")
         try:
@@ -73,7 +75,7 @@ class AskableExtractor(ContrastExtractor):
         page's analysis, so a refresh adds two products to ``contrast``'s work.
         """
         stats = word_stats(page)
-        base = self.cue_scores(view, cues_from_stats(stats))
+        base = self.cue_scores(view, cues_from_stats(stats), self.name_words(page, view, stats))
         w = self.weights
         word_w = w[3:10] + w[12:]
         per_word = {word: sum(map(operator.mul, word_w, f))  # both of length 12

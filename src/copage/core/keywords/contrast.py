@@ -15,7 +15,9 @@ something people will ask about later, cues that hold in any English chat:
 * both sides of the conversation use it in the page: the topic of the exchange,
   not an aside (the user states a fact, the assistant repeats it back);
 * it recurs in the page (log of its count);
-* it is not a past-tense form (``-ed``) and does not occur only inside questions.
+* it is not a past-tense form (``-ed``) and does not occur only inside questions;
+* in a chat with a model (roles, no speaker names), it is part of a name ("a trip to
+  Lisbon"): a name is a thing even with no determiner before it (``NAME_CUE``).
 
 Words of a two-word term are averaged. A term few pages hold gains
 ``RARITY * ln(pages / pages holding it)``, and ``contrast`` has no cross-bookmark
@@ -55,6 +57,10 @@ PAST_TENSE = 1.0
 """Points off for an ``-ed`` word."""
 QUESTION_ONLY = 0.8
 """Points off for a word that occurs only in questions."""
+NAME_CUE = NOUN_CUE
+"""Points for a word of a name that no determiner precedes ("a trip to Lisbon") in a
+chat with a model (roles, no speaker names): a name is a thing as much as "a trip"
+is. Not tuned (``docs/keywords.md``, sixth round)."""
 RARITY = 0.25
 """Points per natural log of (pages / pages holding the term): a term few pages use."""
 CONTRAST_PENALTY = 0.0
@@ -71,24 +77,39 @@ class ContrastExtractor(DiscriminativeExtractor):
 
     def __init__(self, alpha0: float = DEFAULT_ALPHA0, penalty: float = CONTRAST_PENALTY,
                  skip_speakers: bool = True, z_weight: float = Z_WEIGHT,
-                 rarity: float = RARITY, cue_weight: float = 1.0) -> None:
+                 rarity: float = RARITY, cue_weight: float = 1.0,
+                 name_cue: float = NAME_CUE) -> None:
         super().__init__(alpha0=alpha0, penalty=penalty, skip_speakers=skip_speakers)
         for label, value in (("z_weight", z_weight), ("rarity", rarity),
-                             ("cue_weight", cue_weight)):
+                             ("cue_weight", cue_weight), ("name_cue", name_cue)):
             if not (isinstance(value, int | float) and value >= 0):
                 raise ValueError(f"{label} must be a non-negative number, got {value!r}")
         self.z_weight = float(z_weight)
         self.rarity = float(rarity)
         self.cue_weight = float(cue_weight)
+        self.name_cue = float(name_cue)
 
     def static_scores(self, page: Page, view: PageView) -> dict[str, tuple[float, ...]]:
         """(weighted cues, everyday-word penalty) per eligible term (module docstring)."""
-        return self.cue_scores(view, word_cues(page))
+        stats = word_stats(page)
+        return self.cue_scores(view, cues_from_stats(stats), self.name_words(page, view, stats))
 
-    def cue_scores(self, view: PageView, ask: dict[str, float]) -> dict[str, tuple[float, ...]]:
-        """(weighted cues, everyday-word penalty) per eligible term, from the word cues."""
+    def name_words(self, page: Page, view: PageView, stats: WordStats) -> frozenset[str]:
+        """Words of the page's names that earn ``name_cue`` (no determiner before them):
+        only in a chat with a model, whose turns carry roles and no speaker names."""
+        if not self.name_cue or any(t.speaker and t.speaker.lower() != t.role
+                                    for t in page.turns):
+            return frozenset()
+        return frozenset(w for key in view.named.names for w in key.split(" ")) - stats.noun
+
+    def cue_scores(self, view: PageView, ask: dict[str, float],
+                   names: frozenset[str] = frozenset()) -> dict[str, tuple[float, ...]]:
+        """(weighted cues, everyday-word penalty) per eligible term, from the word cues
+        (plus ``name_cue`` for each of ``names``)."""
         out: dict[str, tuple[float, ...]] = {}
         common_words, cue_weight = COMMON_WORDS, self.cue_weight
+        if names:
+            ask = {w: c + self.name_cue if w in names else c for w, c in ask.items()}
         for term in view.eligible:
             words = term.split(" ")
             cue = sum([ask.get(w, 0.0) for w in words]) / len(words)

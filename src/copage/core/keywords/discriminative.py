@@ -116,16 +116,19 @@ class PageView:
 
 
 def counted_at_noun_rank(scores: dict[str, float]) -> dict[str, float]:
-    """``scores`` with a number-noun pair ("32 coffees") ranked just above its noun
-    ("coffees") at most: a number makes every small-talk line ("I had 32 coffees")
-    look unlike the others, while a question asks about the noun. The pair is still
-    shown when its noun is chosen, so the number stays beside what it counts. On six
-    chats answered by SmolLM2 (``bench/bench_chat_bookmarks.py``) 17 of 25 pages
-    holding a planted fact named it, against 15; LoCoMo routing unchanged."""
+    """``scores`` with a pair of a number and a word ("32 coffees", "walked 25") ranked
+    just above that word at most: a number makes every small-talk line ("I had 32
+    coffees") look unlike the others, while a question asks about the word. The pair
+    is still shown when it is chosen, so the number stays beside what it counts. On six
+    chats answered by SmolLM2 (``bench/bench_chat_bookmarks.py``, ``docs/keywords.md``
+    sixth round) more pages holding a planted fact named it; LoCoMo routing unchanged."""
     for term, score in scores.items():
-        first, _, noun = term.partition(" ")
-        if noun and first[:1].isdigit() and noun in scores and score > scores[noun]:
-            scores[term] = scores[noun] + 1e-6
+        first, _, second = term.partition(" ")
+        if not second:
+            continue
+        word = second if first[:1].isdigit() else first if second[:1].isdigit() else None
+        if word is not None and word in scores and score > scores[word]:
+            scores[term] = scores[word] + 1e-6
     return scores
 
 

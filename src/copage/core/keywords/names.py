@@ -113,15 +113,16 @@ def _runs(text: str, toks: Sequence[Token]) -> list[list[Token]]:
     before a name included ("Dr. Okafor")."""
     runs: list[list[Token]] = []
     cur: list[Token] = []
+    after_title = False  # cur is a title that _titled joined to this token
     for i, tok in enumerate(toks):
         if tok.text[0].isupper() and tok.lower in TITLES and _titled(text, toks, i):
             if cur:
                 runs.append(cur)
-            cur = [tok]
+            cur, after_title = [tok], True
             continue
         cap = tok.text[0].isupper() and _capitalised(tok)  # most words: one test
-        extends = cap and (not cur or joinable(text, cur[-1], tok) or (
-            len(cur) == 1 and cur[0].lower in TITLES))
+        extends = cap and (not cur or after_title or joinable(text, cur[-1], tok))
+        after_title = False
         particle = (
             bool(cur)
             and tok.lower in PARTICLES
