@@ -77,9 +77,8 @@ def user_turns(seed: int, exchanges: int) -> tuple[list[str], dict[str, str]]:
     return turns, dict(FACTS)
 
 
-def ask(url: str, text: str, seed: int, max_tokens: int) -> str:
-    body = json.dumps({"messages": [{"role": "system", "content": SYSTEM},
-                                    {"role": "user", "content": text}],
+def ask(url: str, messages: list[dict[str, str]], seed: int, max_tokens: int) -> str:
+    body = json.dumps({"messages": [{"role": "system", "content": SYSTEM}, *messages],
                        "max_tokens": max_tokens, "temperature": 0.7, "seed": seed}).encode()
     req = urllib.request.Request(url.rstrip("/") + "/chat/completions", body,
                                  {"Content-Type": "application/json"})
@@ -89,15 +88,20 @@ def ask(url: str, text: str, seed: int, max_tokens: int) -> str:
 
 def replies_for(seed: int, turns: list[str], args: argparse.Namespace,
                 store: dict[str, Any]) -> list[str]:
-    key = f"{seed}/{len(turns)}"
+    key = f"{seed}/{len(turns)}" + ("/history" if args.history else "")
     if args.boilerplate:
         rng = random.Random(seed)
         return [" ".join(rng.sample(BOILERPLATE, 3)) for _ in turns]
     if key not in store:
         if not args.model_url:
             raise SystemExit(f"no replies for chat {key} in {args.replies}: give --model-url")
-        store[key] = [ask(args.model_url, t, seed * 1000 + i, args.max_tokens)
-                      for i, t in enumerate(turns)]
+        answers: list[str] = []
+        for i, text in enumerate(turns):
+            said = [m for u, a in zip(turns[:i], answers, strict=True)
+                    for m in ({"role": "user", "content": u}, {"role": "assistant", "content": a})]
+            messages = [*(said if args.history else []), {"role": "user", "content": text}]
+            answers.append(ask(args.model_url, messages, seed * 1000 + i, args.max_tokens))
+        store[key] = answers
     return list(store[key])
 
 
@@ -134,6 +138,9 @@ def main() -> None:
                     help="JSON file of the model's answers (read, and written with --model-url)")
     ap.add_argument("--max-tokens", type=int, default=80)
     ap.add_argument("--boilerplate", action="store_true", help="stock phrases, no model")
+    ap.add_argument("--history", action="store_true",
+                    help="the model answers the whole chat so far, as a chat app sends it "
+                         "(default: each user turn alone)")
     args = ap.parse_args()
     path = Path(args.replies) if args.replies else None
     store: dict[str, Any] = json.loads(path.read_text()) if path and path.exists() else {}
@@ -143,7 +150,8 @@ def main() -> None:
         chats.append((users, replies_for(seed, users, args, store), keys))
         if path and args.model_url and not args.boilerplate:
             path.write_text(json.dumps(store, indent=1))
-    source = "stock phrases" if args.boilerplate else args.replies
+    source = "stock phrases" if args.boilerplate else args.replies + (
+        ", answers to the whole chat" if args.history else ", answers to each turn alone")
     print(f"{len(chats)} chats of {args.exchanges} exchanges; answers: {source}")
     for spec in args.extractors.split(","):
         print(measure(spec, chats))

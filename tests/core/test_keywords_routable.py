@@ -140,6 +140,43 @@ def test_a_name_counts_as_a_thing_in_a_chat_with_a_model(name: str) -> None:
         get_extractor("contrast", name_cue=-1)
 
 
+@pytest.mark.parametrize("name", ["askable", "contrast"])
+def test_what_a_model_says_on_most_pages_loses_points(name: str) -> None:
+    # SmolLM2 answering a whole chat repeats itself ("PhD dream" on five of eight
+    # pages, seen through the proxy); in a chat with a model a term on more than half
+    # of the pages loses ``SPREAD`` points per share beyond half. Named speakers: none.
+    from copage.core.keywords.contrast import SPREAD, SPREAD_FROM
+
+    def page(index: int, word: str, who: tuple[str | None, str | None]) -> Page:
+        lines = [f"The {word} fair was fun.", f"Your PhD dream and the {word} fair, lovely."]
+        turns = tuple(Turn(id=f"t{index}-{i}", role=role, speaker=sp, text=text)
+                      for i, (role, sp, text) in enumerate(
+                          zip(("user", "assistant"), who, lines, strict=True)))
+        text = render_turns(turns)
+        return Page(page_id(index), index, turns, text, len(text) // 4)
+
+    words = ["Lisbon", "Toronto", "Biscuit", "garden", "harbour"]
+    for who, penalised in (((None, None), True), (("User", "Assistant"), True),
+                           (("Jon", "Gina"), False)):
+        pages = [page(i, w, who) for i, w in enumerate(words)]
+        corpus = Corpus.from_pages(pages)
+        on, off = get_extractor(name), get_extractor(name, spread=0)
+        s_on = on.rank_terms(pages[0], corpus, on.view(pages[0], corpus))  # type: ignore[attr-defined]
+        s_off = off.rank_terms(pages[0], corpus, off.view(pages[0], corpus))  # type: ignore[attr-defined]
+        loss = SPREAD * (1.0 - SPREAD_FROM) if penalised else 0.0
+        assert s_off["phd"] - s_on["phd"] == pytest.approx(loss), who
+        assert (s_on["phd"] < s_off["phd"]) is penalised  # the default penalises
+        assert s_on["lisbon"] == s_off["lisbon"]  # on one page of five
+    few = [page(i, w, (None, None)) for i, w in enumerate(words[:3])]  # under 4 pages
+    ex = get_extractor(name)
+    few_corpus = Corpus.from_pages(few)
+    assert ex.rank_terms(few[0], few_corpus, ex.view(few[0], few_corpus))[  # type: ignore[attr-defined]
+        "phd"] == get_extractor(name, spread=0).rank_terms(  # type: ignore[attr-defined]
+        few[0], few_corpus, ex.view(few[0], few_corpus))["phd"]  # type: ignore[attr-defined]
+    with pytest.raises(ValueError, match="spread"):
+        get_extractor("contrast", spread=-1)
+
+
 def test_a_title_opens_the_name_and_is_no_keyword_alone() -> None:
     # "Dr" was a chat acronym (tl;dr): "Dr Okafor" became two keywords, "Dr" and "Okafor",
     # and under the 12-token cap the bookmark kept "Dr" and dropped the name.

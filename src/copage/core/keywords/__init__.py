@@ -84,7 +84,7 @@ def _contrast(**options: object) -> KeywordExtractor:
 
     check_options("keyword extractor 'contrast'", options,
                   ["alpha0", "penalty", "skip_speakers", "z_weight", "rarity", "cue_weight",
-                   "name_cue"])
+                   "name_cue", "spread"])
     return ContrastExtractor(**options)  # type: ignore[arg-type]
 
 

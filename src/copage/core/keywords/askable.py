@@ -30,9 +30,12 @@ from copage.core.keywords.contrast import (
     CONTRAST_PENALTY,
     NAME_CUE,
     RARITY,
+    SPREAD,
     Z_WEIGHT,
     ContrastExtractor,
     cues_from_stats,
+    model_chat,
+    spread_penalty,
 )
 from copage.core.keywords.corpus import Corpus
 from copage.core.keywords.discriminative import DEFAULT_ALPHA0, PageView
@@ -51,10 +54,11 @@ class AskableExtractor(ContrastExtractor):
     def __init__(self, alpha0: float = DEFAULT_ALPHA0, penalty: float = CONTRAST_PENALTY,
                  skip_speakers: bool = True, z_weight: float = Z_WEIGHT, rarity: float = RARITY,
                  cue_weight: float = 1.0, beta: float = ASKABLE_BETA,
-                 weights: Sequence[float] | None = None, name_cue: float = NAME_CUE) -> None:
+                 weights: Sequence[float] | None = None, name_cue: float = NAME_CUE,
+                 spread: float = SPREAD) -> None:
         super().__init__(alpha0=alpha0, penalty=penalty, skip_speakers=skip_speakers,
                          z_weight=z_weight, rarity=rarity, cue_weight=cue_weight,
-                         name_cue=name_cue)
+                         name_cue=name_cue, spread=spread)
         if not (isinstance(beta, int | float) and math.isfinite(beta) and beta >= 0):
             raise ValueError(f"beta must be a finite non-negative number, got {beta!r}")
         try:
@@ -110,6 +114,7 @@ class AskableExtractor(ContrastExtractor):
         extra = int(page.id not in corpus)
         n_pages = corpus.n_pages + extra
         beta, w_z, w_rarity = self.beta, self.weights[0], self.weights[1]
+        spread = self.spread if model_chat(page) else 0.0
         out: dict[str, float] = {}
         for term, zt in z.items():
             cue, common, fixed = static[term]
@@ -117,6 +122,8 @@ class AskableExtractor(ContrastExtractor):
             score = self.z_weight * zt + cue - common  # contrast's score, same order
             if self.rarity:
                 score += self.rarity * rare
+            if spread:
+                score -= spread_penalty(spread, corpus.df(term) + extra, n_pages)
             if beta:
                 score += beta * (w_z * zt + w_rarity * rare + fixed)
             out[term] = round(score, 9)

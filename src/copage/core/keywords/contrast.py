@@ -17,7 +17,8 @@ something people will ask about later, cues that hold in any English chat:
 * it recurs in the page (log of its count);
 * it is not a past-tense form (``-ed``) and does not occur only inside questions;
 * in a chat with a model (roles, no speaker names), it is part of a name ("a trip to
-  Lisbon"): a name is a thing even with no determiner before it (``NAME_CUE``).
+  Lisbon"): a name is a thing even with no determiner before it (``NAME_CUE``); and
+  it is not on most pages (``SPREAD``: what a model repeats names no page).
 
 Words of a two-word term are averaged. A term few pages hold gains
 ``RARITY * ln(pages / pages holding it)``, and ``contrast`` has no cross-bookmark
@@ -61,6 +62,15 @@ NAME_CUE = NOUN_CUE
 """Points for a word of a name that no determiner precedes ("a trip to Lisbon") in a
 chat with a model (roles, no speaker names): a name is a thing as much as "a trip"
 is. Not tuned (``docs/keywords.md``, sixth round)."""
+SPREAD = 2.0
+"""In a chat with a model, points off per share of pages holding a term beyond
+``SPREAD_FROM``: what a model says on most pages ("PhD dream", "previous step")
+tells none apart (scikit-learn's ``max_df``, as a penalty). Not applied to named
+speakers (LoCoMo), where every fold of the held-out protocol rejected it."""
+SPREAD_FROM = 0.5
+"""Share of pages a term may hold before the spread penalty starts."""
+SPREAD_MIN_PAGES = 4
+"""Pages a conversation needs before a share of pages means anything."""
 RARITY = 0.25
 """Points per natural log of (pages / pages holding the term): a term few pages use."""
 CONTRAST_PENALTY = 0.0
@@ -68,6 +78,20 @@ CONTRAST_PENALTY = 0.0
 
 DETERMINERS = _DETERMINERS
 """Words after which a word is taken for a noun (``features.DETERMINERS``)."""
+
+
+def model_chat(page: Page) -> bool:
+    """The page is a chat with a model: its turns carry roles and no speaker names
+    (``PagedMemory.add(role, text)``, the proxy), not a transcript of named people."""
+    return not any(t.speaker and t.speaker.lower() != t.role for t in page.turns)
+
+
+def spread_penalty(spread: float, held: int, n_pages: int) -> float:
+    """``spread`` points per share of the ``n_pages`` pages beyond ``SPREAD_FROM`` that
+    hold a term (``held``); nothing before ``SPREAD_MIN_PAGES`` pages."""
+    if n_pages < SPREAD_MIN_PAGES:
+        return 0.0
+    return spread * max(0.0, held / n_pages - SPREAD_FROM)
 
 
 class ContrastExtractor(DiscriminativeExtractor):
@@ -78,16 +102,18 @@ class ContrastExtractor(DiscriminativeExtractor):
     def __init__(self, alpha0: float = DEFAULT_ALPHA0, penalty: float = CONTRAST_PENALTY,
                  skip_speakers: bool = True, z_weight: float = Z_WEIGHT,
                  rarity: float = RARITY, cue_weight: float = 1.0,
-                 name_cue: float = NAME_CUE) -> None:
+                 name_cue: float = NAME_CUE, spread: float = SPREAD) -> None:
         super().__init__(alpha0=alpha0, penalty=penalty, skip_speakers=skip_speakers)
         for label, value in (("z_weight", z_weight), ("rarity", rarity),
-                             ("cue_weight", cue_weight), ("name_cue", name_cue)):
+                             ("cue_weight", cue_weight), ("name_cue", name_cue),
+                             ("spread", spread)):
             if not (isinstance(value, int | float) and value >= 0):
                 raise ValueError(f"{label} must be a non-negative number, got {value!r}")
         self.z_weight = float(z_weight)
         self.rarity = float(rarity)
         self.cue_weight = float(cue_weight)
         self.name_cue = float(name_cue)
+        self.spread = float(spread)
 
     def static_scores(self, page: Page, view: PageView) -> dict[str, tuple[float, ...]]:
         """(weighted cues, everyday-word penalty) per eligible term (module docstring)."""
@@ -97,8 +123,7 @@ class ContrastExtractor(DiscriminativeExtractor):
     def name_words(self, page: Page, view: PageView, stats: WordStats) -> frozenset[str]:
         """Words of the page's names that earn ``name_cue`` (no determiner before them):
         only in a chat with a model, whose turns carry roles and no speaker names."""
-        if not self.name_cue or any(t.speaker and t.speaker.lower() != t.role
-                                    for t in page.turns):
+        if not self.name_cue or not model_chat(page):
             return frozenset()
         return frozenset(w for key in view.named.names for w in key.split(" ")) - stats.noun
 
@@ -123,12 +148,15 @@ class ContrastExtractor(DiscriminativeExtractor):
         static = view.static or {}
         extra = int(page.id not in corpus)
         n_pages = corpus.n_pages + extra
+        spread = self.spread if model_chat(page) else 0.0
         out: dict[str, float] = {}
         for term, zt in z.items():
             parts = static[term]
             score = self.z_weight * zt + parts[0] - parts[1]
             if self.rarity:
                 score += self.rarity * math.log(n_pages / (corpus.df(term) + extra))
+            if spread:
+                score -= spread_penalty(spread, corpus.df(term) + extra, n_pages)
             out[term] = round(score, 9)
         return out
 
