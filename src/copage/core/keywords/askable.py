@@ -35,7 +35,7 @@ from copage.core.keywords.contrast import (
     ContrastExtractor,
     cues_from_stats,
     model_chat,
-    spread_penalty,
+    spread_line,
 )
 from copage.core.keywords.corpus import Corpus
 from copage.core.keywords.discriminative import DEFAULT_ALPHA0, PageView
@@ -114,16 +114,17 @@ class AskableExtractor(ContrastExtractor):
         extra = int(page.id not in corpus)
         n_pages = corpus.n_pages + extra
         beta, w_z, w_rarity = self.beta, self.weights[0], self.weights[1]
-        spread = self.spread if model_chat(page) else 0.0
+        per_page, free = spread_line(self.spread if model_chat(page) else 0.0, n_pages)
         out: dict[str, float] = {}
         for term, zt in z.items():
             cue, common, fixed = static[term]
-            rare = math.log(n_pages / (corpus.df(term) + extra))
+            held = corpus.df(term) + extra
+            rare = math.log(n_pages / held)
             score = self.z_weight * zt + cue - common  # contrast's score, same order
             if self.rarity:
                 score += self.rarity * rare
-            if spread:
-                score -= spread_penalty(spread, corpus.df(term) + extra, n_pages)
+            if held > free and per_page:
+                score -= per_page * (held - free)
             if beta:
                 score += beta * (w_z * zt + w_rarity * rare + fixed)
             out[term] = round(score, 9)

@@ -86,12 +86,13 @@ def model_chat(page: Page) -> bool:
     return not any(t.speaker and t.speaker.lower() != t.role for t in page.turns)
 
 
-def spread_penalty(spread: float, held: int, n_pages: int) -> float:
-    """``spread`` points per share of the ``n_pages`` pages beyond ``SPREAD_FROM`` that
-    hold a term (``held``); nothing before ``SPREAD_MIN_PAGES`` pages."""
-    if n_pages < SPREAD_MIN_PAGES:
-        return 0.0
-    return spread * max(0.0, held / n_pages - SPREAD_FROM)
+def spread_line(spread: float, n_pages: int) -> tuple[float, float]:
+    """The spread penalty as (points per page holding a term, pages it may hold for
+    free): ``spread`` points per share of the ``n_pages`` pages beyond ``SPREAD_FROM``;
+    ``(0, 0)`` before ``SPREAD_MIN_PAGES`` pages or with ``spread`` 0."""
+    if not spread or n_pages < SPREAD_MIN_PAGES:
+        return 0.0, 0.0
+    return spread / n_pages, SPREAD_FROM * n_pages
 
 
 class ContrastExtractor(DiscriminativeExtractor):
@@ -148,15 +149,16 @@ class ContrastExtractor(DiscriminativeExtractor):
         static = view.static or {}
         extra = int(page.id not in corpus)
         n_pages = corpus.n_pages + extra
-        spread = self.spread if model_chat(page) else 0.0
+        per_page, free = spread_line(self.spread if model_chat(page) else 0.0, n_pages)
         out: dict[str, float] = {}
         for term, zt in z.items():
             parts = static[term]
             score = self.z_weight * zt + parts[0] - parts[1]
+            held = corpus.df(term) + extra
             if self.rarity:
-                score += self.rarity * math.log(n_pages / (corpus.df(term) + extra))
-            if spread:
-                score -= spread_penalty(spread, corpus.df(term) + extra, n_pages)
+                score += self.rarity * math.log(n_pages / held)
+            if held > free and per_page:
+                score -= per_page * (held - free)
             out[term] = round(score, 9)
         return out
 
