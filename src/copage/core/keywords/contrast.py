@@ -66,7 +66,7 @@ SPREAD = 2.0
 """In a chat with a model, points off per share of pages holding a term beyond
 ``SPREAD_FROM``: what a model says on most pages ("PhD dream", "previous step")
 tells none apart (scikit-learn's ``max_df``, as a penalty). Not applied to named
-speakers (LoCoMo), where every fold of the held-out protocol rejected it."""
+speakers (LoCoMo), where the held-out protocol rejected it (``docs/keywords.md``)."""
 SPREAD_FROM = 0.5
 """Share of pages a term may hold before the spread penalty starts."""
 SPREAD_MIN_PAGES = 4
