@@ -152,7 +152,7 @@ def prepare(files: Sequence[str]) -> list[Prepared]:
                     if e in page_of:
                         asked[page_of[e]] |= words
             corpus = Corpus.from_pages(pages)
-            ex = _Preset()
+            ex = _Preset(beta=0.0)  # ContrastExtractor.rank_terms: contrast's score alone
             terms, base, x = {}, {}, {}
             for p in pages:
                 view = ex.view(p, corpus)

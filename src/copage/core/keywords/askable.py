@@ -34,8 +34,6 @@ from copage.core.keywords.contrast import (
     Z_WEIGHT,
     ContrastExtractor,
     cues_from_stats,
-    model_chat,
-    spread_line,
 )
 from copage.core.keywords.corpus import Corpus
 from copage.core.keywords.discriminative import DEFAULT_ALPHA0, PageView
@@ -106,26 +104,3 @@ class AskableExtractor(ContrastExtractor):
                        *term_static(term, view.counts[term], view.forms.get(term, term) != term,
                                     words))
                 for term, zt in z.items()}
-
-    def rank_terms(self, page: Page, corpus: Corpus, view: PageView) -> dict[str, float]:
-        """``contrast``'s score plus ``beta`` times the weighted features, per eligible term."""
-        z = self.z_scores(page, corpus, view, view.eligible)
-        static = view.static or {}
-        extra = int(page.id not in corpus)
-        n_pages = corpus.n_pages + extra
-        beta, w_z, w_rarity = self.beta, self.weights[0], self.weights[1]
-        per_page, free = spread_line(self.spread if model_chat(page) else 0.0, n_pages)
-        out: dict[str, float] = {}
-        for term, zt in z.items():
-            cue, common, fixed = static[term]
-            held = corpus.df(term) + extra
-            rare = math.log(n_pages / held)
-            score = self.z_weight * zt + cue - common  # contrast's score, same order
-            if self.rarity:
-                score += self.rarity * rare
-            if held > free and per_page:
-                score -= per_page * (held - free)
-            if beta:
-                score += beta * (w_z * zt + w_rarity * rare + fixed)
-            out[term] = round(score, 9)
-        return out

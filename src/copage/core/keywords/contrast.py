@@ -99,6 +99,10 @@ class ContrastExtractor(DiscriminativeExtractor):
     """Fightin' Words at a lower weight plus cues that a word will be asked about."""
 
     name = "contrast"
+    beta: float = 0.0
+    """Scale of ``askable``'s fitted corrections (none here)."""
+    weights: tuple[float, ...] = ()
+    """``askable``'s fitted weights (none here)."""
 
     def __init__(self, alpha0: float = DEFAULT_ALPHA0, penalty: float = CONTRAST_PENALTY,
                  skip_speakers: bool = True, z_weight: float = Z_WEIGHT,
@@ -144,21 +148,28 @@ class ContrastExtractor(DiscriminativeExtractor):
         return out
 
     def rank_terms(self, page: Page, corpus: Corpus, view: PageView) -> dict[str, float]:
-        """``z_weight * z`` plus the static cues plus the rarity bonus, per eligible term."""
+        """``z_weight * z`` plus the static cues plus the rarity bonus, minus the spread
+        penalty, per eligible term; plus ``askable``'s ``beta`` x fitted features (its
+        static scores carry their corpus-free part third)."""
         z = self.z_scores(page, corpus, view, view.eligible)
         static = view.static or {}
         extra = int(page.id not in corpus)
         n_pages = corpus.n_pages + extra
         per_page, free = spread_line(self.spread if model_chat(page) else 0.0, n_pages)
+        beta = self.beta
+        w_z, w_rarity = (self.weights[0], self.weights[1]) if beta else (0.0, 0.0)
         out: dict[str, float] = {}
         for term, zt in z.items():
             parts = static[term]
             score = self.z_weight * zt + parts[0] - parts[1]
             held = corpus.df(term) + extra
+            rare = math.log(n_pages / held)
             if self.rarity:
-                score += self.rarity * math.log(n_pages / held)
+                score += self.rarity * rare
             if held > free and per_page:
                 score -= per_page * (held - free)
+            if beta:
+                score += beta * (w_z * zt + w_rarity * rare + parts[2])
             out[term] = round(score, 9)
         return out
 

@@ -101,10 +101,10 @@ def _capitalised(tok: Token) -> bool:
 
 
 def _titled(text: str, toks: Sequence[Token], i: int) -> bool:
-    """``toks[i]`` is a title ("Dr", "Mrs.") right before a capitalised word."""
-    tok = toks[i]
-    return (tok.lower in TITLES and tok.text[0].isupper() and i + 1 < len(toks)
-            and _TITLE_GAP.fullmatch(text, tok.end, toks[i + 1].start) is not None
+    """The title ``toks[i]`` ("Dr", "Mrs.", capitalised: the caller checks) is right
+    before a capitalised word."""
+    return (i + 1 < len(toks)
+            and _TITLE_GAP.fullmatch(text, toks[i].end, toks[i + 1].start) is not None
             and _capitalised(toks[i + 1]))
 
 
