@@ -10,12 +10,39 @@ STOPWORDS: frozenset[str] = frozenset(
     ["a", "about", "above", "after", "again", "against", "all", "am", "an", "and", "any", "are", "aren't", "as", "at", "be", "because", "been", "before", "being", "below", "between", "both", "but", "by", "can", "can't", "cannot", "could", "couldn't", "did", "didn't", "do", "does", "doesn't", "doing", "don't", "down", "during", "each", "few", "for", "from", "further", "had", "hadn't", "has", "hasn't", "have", "haven't", "having", "he", "he'd", "he'll", "he's", "her", "here", "here's", "hers", "herself", "him", "himself", "his", "how", "how's", "i", "i'd", "i'll", "i'm", "i've", "if", "in", "into", "is", "isn't", "it", "it's", "its", "itself", "let's", "me", "more", "most", "mustn't", "my", "myself", "no", "nor", "not", "of", "off", "on", "once", "only", "or", "other", "ought", "our", "ours", "ourselves", "out", "over", "own", "same", "shan't", "she", "she'd", "she'll", "she's", "should", "shouldn't", "so", "some", "such", "than", "that", "that's", "the", "their", "theirs", "them", "themselves", "then", "there", "there's", "these", "they", "they'd", "they'll", "they're", "they've", "this", "those", "through", "to", "too", "under", "until", "up", "very", "was", "wasn't", "we", "we'd", "we'll", "we're", "we've", "were", "weren't", "what", "what's", "when", "when's", "where", "where's", "which", "while", "who", "who's", "whom", "why", "why's", "will", "with", "won't", "would", "wouldn't", "you", "you'd", "you'll", "you're", "you've", "your", "yours", "yourself", "yourselves", "also", "just", "really", "yeah", "yes", "oh", "ok", "okay", "so", "get", "got", "like", "going", "gonna", "thanks", "thank", "hey", "hi", "hello", "well"]
 )
 
-_WORD = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
+_ASCII_WORD = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
+_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"  # kana, Han
+_WORD = re.compile(rf"[{_CJK}]+|[^\W_{_CJK}]+(?:'[^\W\d_{_CJK}]+)?")  # as ASCII's on ASCII
+_CJK_RUN = re.compile(rf"[{_CJK}]")
 
 
 def words(text: str) -> list[str]:
-    """Lower-cased word tokens (letters/digits, inner apostrophes kept)."""
-    return _WORD.findall(text.lower())
+    """Lower-cased word tokens: runs of letters or digits of any script (``"café"``,
+    ``"zürich"``), an inner apostrophe kept (``"don't"``, a typographic one read as
+    plain). A possessive ``'s`` is dropped (``"caroline's"`` -> ``"caroline"``, as
+    Lucene's English possessive filter does) unless the whole word is a stopword
+    (``"it's"``, ``"let's"``). Chinese and Japanese, written without spaces, are read
+    as overlapping character pairs (``"北京欢迎"`` -> ``"北京"``, ``"京欢"``, ``"欢迎"``),
+    as Lucene's CJK bigram filter does."""
+    low = text.lower()
+    if low.isascii():  # the usual case: half the time of the Unicode pattern
+        out = _ASCII_WORD.findall(low)
+    else:
+        low = low.replace("\u2019", "'")
+        out = _WORD.findall(low)
+        if _CJK_RUN.search(low):
+            out = [pair for w in out for pair in _pairs(w)]
+    if "'s" in low:
+        stop = STOPWORDS
+        out = [w[:-2] if "'" in w and w.endswith("'s") and w not in stop else w for w in out]
+    return out
+
+
+def _pairs(word: str) -> list[str]:
+    """A Chinese or Japanese run as its overlapping character pairs; any other word whole."""
+    if len(word) > 2 and _CJK_RUN.match(word):
+        return [word[i : i + 2] for i in range(len(word) - 1)]
+    return [word]
 
 
 def content_words(text: str) -> list[str]:

@@ -29,7 +29,8 @@ _SPEAKER = re.compile(
     re.MULTILINE,
 )
 _SESSION_HEADER = re.compile(r"^\(session[^\n]*\)[ \t]*$", re.MULTILINE)
-_TOKEN = re.compile(r"\d+(?:[.,:]\d+)+|[A-Za-z0-9]+(?:'[A-Za-z]+)?")
+_ASCII_TOKEN = re.compile(r"\d+(?:[.,:]\d+)+|[A-Za-z0-9]+(?:'[A-Za-z]+)?")
+_TOKEN = re.compile(r"\d+(?:[.,:]\d+)+|[^\W_]+(?:'[^\W\d_]+)?")  # as ASCII's on ASCII
 _JOINABLE_GAP = re.compile(r"[ \t]{1,3}|-")
 
 
@@ -54,12 +55,12 @@ def body(text: str) -> str:
 def tokenize(text: str) -> list[Token]:
     """Word tokens of ``text``, with spans.
 
-    A token is a run of letters/digits (inner apostrophe kept: ``"don't"``) or a
-    number with separators (``"18,000"``, ``"3.5"``, ``"9:30"``).
+    A token is a run of letters/digits of any script (inner apostrophe kept:
+    ``"don't"``) or a number with separators (``"18,000"``, ``"3.5"``, ``"9:30"``).
     """
     out: list[Token] = []
     new = tuple.__new__  # Token(...) without the named tuple's Python-level __new__
-    for m in _TOKEN.finditer(text):
+    for m in (_ASCII_TOKEN if text.isascii() else _TOKEN).finditer(text):
         word = m.group()
         start, end = m.span()
         out.append(new(Token, (word, word.lower(), start, end)))
@@ -68,7 +69,8 @@ def tokenize(text: str) -> list[Token]:
 
 def lower_words(text: str) -> list[str]:
     """The lower-cased words of :func:`tokenize` (``tok.lower`` of each), without spans."""
-    return [word.lower() for word in _TOKEN.findall(text)]
+    return [word.lower() for word in
+            (_ASCII_TOKEN if text.isascii() else _TOKEN).findall(text)]
 
 
 def is_content(word: str) -> bool:

@@ -1,0 +1,58 @@
+"""The words BM25 reads (``copage.core.text``): possessives, apostrophes, any script.
+
+Search, the speculative fill, routing and the bm25 baseline all read text through
+``content_words``; a question about "Caroline's son" must meet a page about her
+son, and a page written in French or German must have words at all.
+"""
+
+from __future__ import annotations
+
+from copage import PagedMemory
+from copage.core.keywords.terms import tokenize
+from copage.core.text import content_words, words
+
+
+def test_a_possessive_reads_as_its_word() -> None:
+    assert content_words("Caroline's son's new bike") == ["caroline", "son", "new", "bike"]
+    assert content_words("the kids\u2019 school, my son\u2019s school") == ["kids", "school",
+                                                                           "son", "school"]
+
+
+def test_contractions_stay_whole_and_stay_stopwords() -> None:
+    assert words("it's don't let's I'm") == ["it's", "don't", "let's", "i'm"]
+    assert content_words("it's fine, let's go, don\u2019t worry") == ["fine", "go", "worry"]
+
+
+def test_letters_of_any_script_are_words() -> None:
+    # (English stopwords only: "ein" stays, "in" goes)
+    assert content_words("Ein Café in Zürich, São Paulo") == ["ein", "café", "zürich", "são",
+                                                              "paulo"]
+    assert [t.text for t in tokenize("Grüße aus Köln")] == ["Grüße", "aus", "Köln"]
+
+
+def test_search_finds_a_page_by_a_possessive_and_by_an_accented_word() -> None:
+    mem = PagedMemory(boundary="fixed_2", resident_pages=1)
+    mem.add("user", "My son's bike was stolen outside the gym.")
+    mem.add("assistant", "Sorry to hear that. Did you report it?")
+    mem.add("user", "We had dinner at a café in Zürich last spring.")
+    mem.add("assistant", "Sounds lovely.")
+    mem.add("user", "Tomorrow I start the new job at the bank.")
+    mem.add("assistant", "Good luck!")
+    assert {"p1", "p2"} <= set(mem.evicted)
+    assert [h.page for h in mem.search("What happened to my son?")][:1] == ["p1"]
+    assert [h.page for h in mem.search("Which café in Zürich?")][:1] == ["p2"]
+    assert {"café", "Zürich"} <= set(mem.bookmarks()["p2"].keywords)
+
+
+def test_chinese_reads_as_character_pairs_and_is_found() -> None:
+    assert content_words("北京欢迎你") == ["北京", "京欢", "欢迎", "迎你"]
+    mem = PagedMemory(boundary="fixed_2", resident_pages=1)
+    mem.add("user", "我下周要去北京看牙医，预约在周三下午三点。")
+    mem.add("assistant", "好的，祝你顺利。")
+    mem.add("user", "Tomorrow I start the new job at the bank.")
+    mem.add("assistant", "Good luck!")
+    mem.add("user", "And the weather is fine.")
+    mem.add("assistant", "Nice.")
+    assert "p1" in mem.evicted
+    assert mem.bookmarks()["p1"].keywords  # was "[p1]": no word was a word
+    assert [h.page for h in mem.search("牙医预约是什么时候？")][:1] == ["p1"]
