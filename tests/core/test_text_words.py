@@ -24,9 +24,8 @@ def test_contractions_stay_whole_and_stay_stopwords() -> None:
 
 
 def test_letters_of_any_script_are_words() -> None:
-    # (English stopwords only: "ein" stays, "in" goes)
-    assert content_words("Ein Café in Zürich, São Paulo") == ["ein", "café", "zürich", "são",
-                                                              "paulo"]
+    assert content_words("Ein Café in Zürich, Kraków, Málaga") == ["café", "zürich", "kraków",
+                                                                   "málaga"]
     assert [t.text for t in tokenize("Grüße aus Köln")] == ["Grüße", "aus", "Köln"]
 
 
@@ -56,3 +55,21 @@ def test_chinese_reads_as_character_pairs_and_is_found() -> None:
     assert "p1" in mem.evicted
     assert mem.bookmarks()["p1"].keywords  # was "[p1]": no word was a word
     assert [h.page for h in mem.search("牙医预约是什么时候？")][:1] == ["p1"]
+
+
+def test_function_words_of_other_languages_are_no_keywords() -> None:
+    assert content_words("Não sei o que fazer com o meu carro") == ["sei", "fazer", "carro"]
+    assert content_words("Ich bin müde und der Zug ist spät") == ["bin", "müde", "zug", "spät"]
+    # English words that are also theirs stay words
+    assert content_words("my son at war, a hat") == ["son", "war", "hat"]
+
+
+def test_a_bookmark_spends_no_room_on_a_keyword_the_reader_already_sees() -> None:
+    from copage.core.bookmarks import get_format, make_bookmark
+    from copage.core.tokens import get_tokenizer
+    from copage.core.types import Page
+
+    page = Page("p1", 0, (), "", 0)
+    book = make_bookmark(page, ("son", "son's", "accident", "canyon"), get_format("compact"),
+                         get_tokenizer("o200k_base"), 12)
+    assert book.keywords == ("son", "accident", "canyon")

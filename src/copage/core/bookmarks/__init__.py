@@ -11,6 +11,7 @@ from typing import Protocol, runtime_checkable
 
 from copage.core.keywords.limits import bounded
 from copage.core.registry import Registry, check_options
+from copage.core.text import content_words
 from copage.core.tokens import Tokenizer
 from copage.core.types import Bookmark, Page
 
@@ -125,7 +126,7 @@ def _pack(page: Page, keywords: tuple[str, ...], fmt: BookmarkFormat, tokenizer:
     out: list[str] = []
     shown: set[str] = set()
     for kw in keywords:
-        words = set(kw.lower().split())
+        words = set(content_words(kw)) or set(kw.lower().split())
         if words <= shown:
             continue
         cost = tokenizer.count(measure(page, (*out, kw)))
