@@ -193,6 +193,13 @@ def test_a_title_opens_the_name_and_is_no_keyword_alone() -> None:
     for name in ("askable", "contrast"):
         keywords = get_extractor(name).extract(page, Corpus.from_pages([page, other]), 4)
         assert "Dr Okafor" in keywords and "Dr" not in keywords, keywords
+    # written only with the title's period, the name keeps its capitals ("dr. okafor" was
+    # shown: the lower-cased display missed the name's key, "dr okafor")
+    dotted = make_page(0, ["My dentist appointment with Dr. Okafor is on March 14.",
+                           "Noted: Dr. Okafor on March 14."])
+    for name in ("askable", "contrast", "discriminative"):
+        keywords = get_extractor(name).extract(dotted, Corpus.from_pages([dotted, other]), 4)
+        assert "Dr. Okafor" in keywords, keywords
 
 
 @pytest.mark.parametrize("name", ["askable", "contrast", "discriminative"])

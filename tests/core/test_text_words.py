@@ -73,3 +73,22 @@ def test_a_bookmark_spends_no_room_on_a_keyword_the_reader_already_sees() -> Non
     book = make_bookmark(page, ("son", "son's", "accident", "canyon"), get_format("compact"),
                          get_tokenizer("o200k_base"), 12)
     assert book.keywords == ("son", "accident", "canyon")
+
+
+def test_a_german_question_fills_the_page_it_asks_about() -> None:
+    """"Wann" (when) was read as a word found on no page, which halved the match score
+    of "Wann ist mein Zahnarzttermin?" below the fill's threshold."""
+    from copage.session.speculate import Speculator
+
+    mem = PagedMemory(boundary="fixed_2", resident_pages=1)
+    mem.add("user", "Mein Zahnarzttermin bei Dr. Okafor ist am 14. März um 15 Uhr.")
+    mem.add("assistant", "Notiert.")
+    mem.add("user", "Im Mai fliege ich nach Lissabon.")
+    mem.add("assistant", "Schön!")
+    mem.add("user", "Heute waren es 12 Grad.")
+    mem.add("assistant", "Kalt.")
+    spec = Speculator()
+    question = "Wann ist mein Zahnarzttermin?"
+    best, score = spec.ranked(mem, question)[0]
+    assert best == "p1" and score >= spec.threshold_for(question)
+    assert spec.plan(mem, question).paged_in[:1] == ("p1",)

@@ -213,7 +213,12 @@ def test_speculative_mode_fills_before_the_question_over_http(make_proxy: Any) -
     assert fill["role"] == "user" and '<page id="p1">' in fill["content"]
     assert "Marta lives in Lisbon" in fill["content"]
     assert "[p1:" not in sent["messages"][0]["content"]  # the answer-only system text
+    metrics = proxy.state.metrics
+    shown = len(json.loads(raw.headers["x-copage-stats"])["filled"])
+    assert metrics.value("copage_fills_total") == 1
+    assert metrics.value("copage_fill_pages_total") == shown
     raw, _ = _chat(proxy, history, "thanks")  # the next turn: the fill is gone
     assert json.loads(raw.headers["x-copage-stats"])["filled"] == []
+    assert metrics.value("copage_fills_total") == 1
     again = json.dumps(proxy.upstream.received[-1]["messages"])
     assert "Marta lives in Lisbon" not in again

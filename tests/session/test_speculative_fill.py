@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from session_helpers import new_memory
 
+from copage import PagedMemory
 from copage.core.tokens import get_tokenizer
 from copage.llm.scripted import ScriptedModel
 from copage.session import PagedChat, Speculator, with_fill
@@ -244,3 +245,20 @@ def test_a_whole_fill_matching_no_page_is_recorded() -> None:
     events = [e for e in mem.store.events("conv") if e.kind == "speculative"]
     assert len(events) == 1 and events[0].page_index is None
     assert events[0].detail["paged_in"] == list(spec.paged_in)
+
+
+async def test_stats_count_the_turns_with_a_fill_and_keep_them_when_reopened(tmp_path) -> None:
+    """A fill pages nothing in (``speculative_page_ins`` stays 0), so ``stats()`` counts
+    fills apart: ``fills`` turns, ``fill_pages`` pages; stored with the conversation."""
+    store = f"sqlite:///{tmp_path / 'fills.db'}"
+    mem = new_memory(store)
+    chat = PagedChat(mem, ScriptedModel().reply("one").reply("two"), recall_mode="speculative")
+    first = await chat.send(QUESTION)
+    assert first.speculative  # the pages it showed
+    await chat.send("thanks, and the weather?")  # no fill
+    got = mem.stats()
+    assert (got.fills, got.fill_pages) == (1, len(first.speculative))
+    assert got.speculative_page_ins == 0 and got.to_dict()["fills"] == 1
+    del chat, mem
+    again = PagedMemory(store=store, conversation_id="conv").stats()
+    assert (again.fills, again.fill_pages) == (got.fills, got.fill_pages)

@@ -91,7 +91,10 @@ class Counters:
 
     A use through :meth:`Pager.access` (a probe, or a caller's own use) is a *hit*
     or a *fault* (the page was evicted and is paged in). Recall and speculative
-    page-ins are counted apart: they are not demand misses.
+    page-ins are counted apart: they are not demand misses. A *fill* (the default
+    ``speculative`` mode's evicted pages shown for one turn, made resident by nothing)
+    is no page-in: ``fills`` counts the turns that had one, ``fill_pages`` the pages
+    they showed.
     """
 
     faults: int = 0
@@ -101,6 +104,8 @@ class Counters:
     recall_errors: int = 0
     speculative_page_ins: int = 0
     evictions: int = 0
+    fills: int = 0
+    fill_pages: int = 0
 
     def to_json(self) -> dict[str, int]:
         """JSON-able form (the snapshot's ``counters``)."""
@@ -143,6 +148,9 @@ class PagerStats:
         keyword_generator: with a model-backed keyword generator, its ``calls``,
             ``failed_calls`` and ``fallback_pages`` (pages given offline keywords);
             None otherwise.
+        fills: turns whose prompt showed evicted pages in a fill (the ``speculative``
+            mode's; the pages stay evicted, so this is no page-in).
+        fill_pages: pages those fills showed, counted once per turn.
         prompt_cache: the requests (``context()`` calls) seen since this pager was
             made or opened: ``requests``, ``prefix_share_median`` and
             ``prefix_share_last`` (share of a request's prompt tokens that repeat the
@@ -169,6 +177,8 @@ class PagerStats:
     tokenizer: str
     keyword_generator: Mapping[str, int] | None = None
     prompt_cache: Mapping[str, Any] | None = None
+    fills: int = 0
+    fill_pages: int = 0
 
     @property
     def page_ins(self) -> int:
@@ -799,6 +809,7 @@ class Pager:
             evictions=c.evictions, bookmark_tokens=self.index_tokens(),
             prompt_tokens=self.prompt_tokens(question), full_tokens=self.full_tokens(question),
             tokenizer=self.tokenizer.name, prompt_cache=self.prompt_meter.summary(),
+            fills=c.fills, fill_pages=c.fill_pages,
         )
 
     # ------------------------------------------------------------ persistence
@@ -809,8 +820,14 @@ class Pager:
         )
 
     def note(self, kind: str, pid: PageId | None, detail: dict[str, Any] | None = None) -> None:
-        """Record an event made outside the pager (e.g. ``speculative`` by the chat loop)."""
+        """Record an event made outside the pager (e.g. ``speculative`` by the chat loop;
+        one that showed pages, ``detail["paged_in"]``, counts as a fill)."""
         self._event(kind, None if pid is None else self._index(pid), detail)
+        shown = (detail or {}).get("paged_in") if kind == "speculative" else None
+        if shown:
+            self.counters.fills += 1
+            self.counters.fill_pages += len(shown)
+            self._state_dirty = True
 
     def drain(self) -> ChangeSet:
         """Return and reset the changes made since the last drain.

@@ -145,6 +145,8 @@ class Committer:
         inc("copage_hits_total", delta["hits"])
         inc("copage_evictions_total", delta["evictions"])
         inc("copage_recalls_total", len(out.recalls))
+        inc("copage_fills_total", int(bool(out.filled)))
+        inc("copage_fill_pages_total", len(out.filled))
         inc("copage_prompt_tokens_sent_total", int(m["prompt_tokens"]))
         inc("copage_prompt_tokens_full_total", int(m["full_tokens"]))
         inc("copage_upstream_prompt_tokens_total", out.prompt_tokens)

@@ -17,6 +17,8 @@ COUNTERS = {
     "copage_faults_total": "Page faults (evicted pages paged back in)",
     "copage_hits_total": "Accesses to resident pages",
     "copage_recalls_total": "Recall tool calls served",
+    "copage_fills_total": "Turns whose prompt showed evicted pages in a speculative fill",
+    "copage_fill_pages_total": "Evicted pages shown by those fills",
     "copage_evictions_total": "Pages evicted",
     "copage_prompt_tokens_sent_total": "Prompt tokens of the paged context (pager count)",
     "copage_prompt_tokens_full_total": "Tokens of the whole conversation at each turn",

@@ -270,7 +270,10 @@ class DiscriminativeExtractor:
             term = self._shown_as(view, term, used_words)
             chosen.append(term)
             used_words |= set(term.split(" "))
-        return bounded(named.names.get(t) or forms.get(t, t) for t in chosen)
+        # A name shown whole is its display form lower-cased ("dr. okafor" for "Dr. Okafor",
+        # whose key is "dr okafor"): give it back its capitals.
+        by_shown = {d.lower(): d for d in named.names.values()}
+        return bounded(named.names.get(t) or by_shown.get(t) or forms.get(t, t) for t in chosen)
 
     @staticmethod
     def _as_name(
