@@ -53,6 +53,8 @@ def shown(mem: PagedMemory) -> dict[str, Any]:
     ctx = mem.context("what about the piano?")
     stats = mem.stats().to_dict()
     stats.pop("prompt_cache", None)
+    # counted since the fixture was written; none of its turns had a fill
+    assert (stats.pop("fills"), stats.pop("fill_pages")) == (0, 0)
     return {"resident": list(mem.resident), "stats": stats, "messages": ctx.messages,
             "tools": ctx.tools}
 
