@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import openai
 import pytest
 from proxy_helpers import KEY_A, UPSTREAM_KEY, Proxy, stats
 
@@ -222,3 +223,20 @@ def test_speculative_mode_fills_before_the_question_over_http(make_proxy: Any) -
     assert metrics.value("copage_fills_total") == 1
     again = json.dumps(proxy.upstream.received[-1]["messages"])
     assert "Marta lives in Lisbon" not in again
+
+
+def test_an_empty_upstream_reply_is_asked_again_once(upstream: Any, proxy: Proxy) -> None:
+    """A small local model may answer nothing at all (``"content": ""``). The client's
+    parser used to fail on it at once (502), so the loop's one retry of an empty reply
+    never ran for a real upstream; now the proxy asks again and answers."""
+    from copage.llm.fake_server import FakeReply, completion
+
+    upstream.add(FakeReply(completion("")))
+    history: list[dict[str, Any]] = []
+    _, comp = _chat(proxy, history, "Hello there")
+    assert comp.choices[0].message.content == "echo: Hello there"
+    assert len(upstream.received) == 2
+    upstream.add(FakeReply(completion("")), FakeReply(completion("")))
+    with pytest.raises(openai.APIStatusError) as err:
+        _chat(proxy, history, "Again")
+    assert err.value.status_code == 502 and "empty reply twice" in str(err.value)

@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from copage.core.types import ToolCall
-from copage.llm.errors import BadResponse
+from copage.llm.errors import BadResponse, EmptyReply
 from copage.llm.messages import call_names, text_of, tool_calls_of
 from copage.llm.prices import cost_of
 from copage.llm.types import ChatResponse, Message, ToolSpec, Usage
@@ -186,7 +186,7 @@ def _from_anthropic(data: Any, provider: str, model: str, raw: Any) -> ChatRespo
             )
     reason = data.get("stop_reason")
     if not "".join(text) and not calls:
-        raise BadResponse(provider, f"empty reply (stop_reason={reason!r})")
+        raise EmptyReply(provider, f"empty reply (stop_reason={reason!r})")
     u = data.get("usage") or {}
     # input_tokens is only what follows the cache breakpoint: the prompt is all three
     read = int(u.get("cache_read_input_tokens") or 0)

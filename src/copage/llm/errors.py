@@ -94,6 +94,10 @@ class BadResponse(ModelError):
     """An empty or malformed reply."""
 
 
+class EmptyReply(BadResponse):
+    """A reply with no text and no tool call (the chat loop asks once more)."""
+
+
 class OutOfFileDescriptors(ModelError):
     """The process ran out of file descriptors (EMFILE/ENFILE) before it could connect.
 

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from copage.core.types import ToolCall
-from copage.llm.errors import BadResponse
+from copage.llm.errors import BadResponse, EmptyReply
 from copage.llm.prices import cost_of
 from copage.llm.types import ChatResponse, StreamEvent, ToolCallDelta, Usage
 
@@ -130,7 +130,7 @@ class Accumulator:
             )
         text = "".join(self.text)
         if not text and not calls:
-            raise BadResponse(self.provider, f"empty reply (finish_reason={self.finish_reason!r})")
+            raise EmptyReply(self.provider, f"empty reply (finish_reason={self.finish_reason!r})")
         return ChatResponse(
             text=text,
             tool_calls=tuple(calls),

@@ -19,7 +19,7 @@ import openai
 
 from copage.core.types import ToolCall
 from copage.llm.base import NetworkModel, resolve_key, sdk_payload
-from copage.llm.errors import BadResponse, UpstreamError, safe_url
+from copage.llm.errors import BadResponse, EmptyReply, UpstreamError, safe_url
 from copage.llm.messages import text_of, tool_calls_of
 from copage.llm.openai_model import OPENAI_URL
 from copage.llm.prices import cost_of
@@ -92,7 +92,7 @@ def from_response(data: Any, provider: str, model: str, raw: Any) -> ChatRespons
                                   name=str(item.get("name") or ""),
                                   arguments=str(item.get("arguments") or "{}")))
     if not "".join(text) and not calls:
-        raise BadResponse(provider, f"empty reply (status={data.get('status')!r})")
+        raise EmptyReply(provider, f"empty reply (status={data.get('status')!r})")
     finish = "tool_calls" if calls else (
         "length" if data.get("status") == "incomplete" else "stop")
     u = data.get("usage") or {}

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from copage.core.types import ToolCall
-from copage.llm.errors import BadResponse
+from copage.llm.errors import BadResponse, EmptyReply
 from copage.llm.messages import assistant_message, tool_message
 from copage.llm.types import ChatRequest, ChatResponse, Message, StreamEvent, ToolCallDelta
 from copage.memory import PagedMemory
@@ -240,13 +240,19 @@ class _Loop:
             first = self.usage.calls == 0
             request = self._request(offered, self._choice(offered, rnd.capped, first))
             reply: _Reply | None = None
-            async for ev in self._reply(request):
-                if isinstance(ev, _Reply):
-                    reply = ev
-                else:
-                    if isinstance(ev, TextDelta):
-                        self.answer.append(ev.text)
-                    yield ev
+            try:
+                async for ev in self._reply(request):
+                    if isinstance(ev, _Reply):
+                        reply = ev
+                    else:
+                        if isinstance(ev, TextDelta):
+                            self.answer.append(ev.text)
+                        yield ev
+            except EmptyReply as e:  # the client's parser saw nothing: as Verdict.EMPTY
+                if empty:
+                    raise BadResponse(e.provider, "empty reply twice") from e
+                empty += 1
+                continue
             assert reply is not None
             response = reply.response
             self.usage.add(response)
