@@ -12,6 +12,14 @@ from copage.core.keywords.terms import tokenize
 from copage.core.text import content_words, words
 
 
+def _chat(*lines: str) -> PagedMemory:
+    """Two turns a page, one page resident: the lines alternate user and assistant."""
+    mem = PagedMemory(boundary="fixed_2", resident_pages=1)
+    for i, text in enumerate(lines):
+        mem.add("user" if i % 2 == 0 else "assistant", text)
+    return mem
+
+
 def test_a_possessive_reads_as_its_word() -> None:
     assert content_words("Caroline's son's new bike") == ["caroline", "son", "new", "bike"]
     assert content_words("the kids\u2019 school, my son\u2019s school") == ["kids", "school",
@@ -30,13 +38,10 @@ def test_letters_of_any_script_are_words() -> None:
 
 
 def test_search_finds_a_page_by_a_possessive_and_by_an_accented_word() -> None:
-    mem = PagedMemory(boundary="fixed_2", resident_pages=1)
-    mem.add("user", "My son's bike was stolen outside the gym.")
-    mem.add("assistant", "Sorry to hear that. Did you report it?")
-    mem.add("user", "We had dinner at a café in Zürich last spring.")
-    mem.add("assistant", "Sounds lovely.")
-    mem.add("user", "Tomorrow I start the new job at the bank.")
-    mem.add("assistant", "Good luck!")
+    mem = _chat("My son's bike was stolen outside the gym.",
+                "Sorry to hear that. Did you report it?",
+                "We had dinner at a café in Zürich last spring.", "Sounds lovely.",
+                "Tomorrow I start the new job at the bank.", "Good luck!")
     assert {"p1", "p2"} <= set(mem.evicted)
     assert [h.page for h in mem.search("What happened to my son?")][:1] == ["p1"]
     assert [h.page for h in mem.search("Which café in Zürich?")][:1] == ["p2"]
@@ -45,13 +50,9 @@ def test_search_finds_a_page_by_a_possessive_and_by_an_accented_word() -> None:
 
 def test_chinese_reads_as_character_pairs_and_is_found() -> None:
     assert content_words("北京欢迎你") == ["北京", "京欢", "欢迎", "迎你"]
-    mem = PagedMemory(boundary="fixed_2", resident_pages=1)
-    mem.add("user", "我下周要去北京看牙医，预约在周三下午三点。")
-    mem.add("assistant", "好的，祝你顺利。")
-    mem.add("user", "Tomorrow I start the new job at the bank.")
-    mem.add("assistant", "Good luck!")
-    mem.add("user", "And the weather is fine.")
-    mem.add("assistant", "Nice.")
+    mem = _chat("我下周要去北京看牙医，预约在周三下午三点。", "好的，祝你顺利。",
+                "Tomorrow I start the new job at the bank.", "Good luck!",
+                "And the weather is fine.", "Nice.")
     assert "p1" in mem.evicted
     assert mem.bookmarks()["p1"].keywords  # was "[p1]": no word was a word
     assert [h.page for h in mem.search("牙医预约是什么时候？")][:1] == ["p1"]
@@ -80,13 +81,9 @@ def test_a_german_question_fills_the_page_it_asks_about() -> None:
     of "Wann ist mein Zahnarzttermin?" below the fill's threshold."""
     from copage.session.speculate import Speculator
 
-    mem = PagedMemory(boundary="fixed_2", resident_pages=1)
-    mem.add("user", "Mein Zahnarzttermin bei Dr. Okafor ist am 14. März um 15 Uhr.")
-    mem.add("assistant", "Notiert.")
-    mem.add("user", "Im Mai fliege ich nach Lissabon.")
-    mem.add("assistant", "Schön!")
-    mem.add("user", "Heute waren es 12 Grad.")
-    mem.add("assistant", "Kalt.")
+    mem = _chat("Mein Zahnarzttermin bei Dr. Okafor ist am 14. März um 15 Uhr.", "Notiert.",
+                "Im Mai fliege ich nach Lissabon.", "Schön!",
+                "Heute waren es 12 Grad.", "Kalt.")
     spec = Speculator()
     question = "Wann ist mein Zahnarzttermin?"
     best, score = spec.ranked(mem, question)[0]
