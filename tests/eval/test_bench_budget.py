@@ -13,6 +13,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from test_bench import tiny_locomo
 from test_methods import PAD, SETTINGS, _conv
 
@@ -24,7 +26,7 @@ from copage.eval.methods import Recorder, coverage, get_method, method_names
 from copage.eval.methods.base import DOES_NOT_FIT, PARTS, message_tokens
 from copage.eval.methods.calls import REFUSED_ANSWER
 from copage.eval.methods.readers import TRIGGERS, decide, page_reader
-from copage.llm import ChatRequest, ChatResponse, ScriptedModel
+from copage.llm import ChatRequest, ChatResponse, EmptyReply, ScriptedModel, Usage
 
 
 def _ctx(out: Path, data: Path | str, model: Any = None, **options: Any) -> BenchContext:
@@ -82,6 +84,25 @@ def test_a_model_call_over_the_budget_is_not_sent() -> None:
     assert first.text == "x" and second.text == REFUSED_ANSWER and not second.tool_calls
     assert [c.refused for c in rec.calls] == [False, True]
     assert rec.billed == one and len(model.requests) == 1
+
+
+def test_an_empty_reply_is_billed() -> None:
+    """The provider bills a call that came back empty; so does the probe (before, the
+    call raised past the recorder and its input was never counted)."""
+
+    class Empty:
+        name = spec = "empty"
+
+        async def complete(self, request: ChatRequest) -> ChatResponse:
+            got = ChatResponse("", (), "stop", Usage(prompt_tokens=7, completion_tokens=1))
+            raise EmptyReply("fake", "empty reply", got)
+
+    request = ChatRequest(messages=({"role": "user", "content": "word " * 50},))
+    rec = Recorder(Empty())  # type: ignore[arg-type]
+    with pytest.raises(EmptyReply):
+        asyncio.run(rec.complete(request))
+    one = message_tokens(request.messages, [], rec.tokenizer)
+    assert rec.billed == one > 0 and rec.calls[0].provider_prompt_tokens == 7
 
 
 def test_model_run_rows_never_bill_over_the_budget(tmp_path: Path) -> None:

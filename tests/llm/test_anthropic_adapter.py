@@ -7,7 +7,14 @@ import logging
 import pytest
 
 from copage.core.types import ToolCall
-from copage.llm import AuthError, BadResponse, ChatRequest, UpstreamError, get_model
+from copage.llm import (
+    AuthError,
+    BadResponse,
+    ChatRequest,
+    EmptyReply,
+    UpstreamError,
+    get_model,
+)
 from copage.llm.anthropic_convert import to_anthropic_messages, to_anthropic_tool_choice
 from copage.llm.fake_server import FakeReply, FakeServer
 from copage.llm.messages import assistant_message, tool_message
@@ -177,8 +184,10 @@ async def test_401_and_key_never_logged(sleeps: Sleeps, caplog: pytest.LogCaptur
 
 async def test_empty_content_is_bad_response() -> None:
     empty = {**fixture("anthropic_text.json"), "content": []}
-    with FakeServer(FakeReply(empty)) as srv, pytest.raises(BadResponse, match="empty reply"):
+    with FakeServer(FakeReply(empty)) as srv, pytest.raises(EmptyReply, match="empty reply") as err:
         await model(srv).complete(ChatRequest(({"role": "user", "content": "x"},)))
+    u = empty["usage"]  # kept on the error, so that the call is still billed
+    assert err.value.response.usage.prompt_tokens >= u["input_tokens"] > 0
 
 
 async def test_500_exhausts_retries(sleeps: Sleeps) -> None:

@@ -36,6 +36,7 @@ from copage.llm import (
     BadResponse,
     ChatModel,
     ChatRequest,
+    EmptyReply,
     RateLimited,
     RequestRejected,
     UpstreamError,
@@ -278,6 +279,27 @@ async def test_malformed_200_is_bad_response(client: Client, sleeps: Sleeps) -> 
     with FakeServer(FakeReply(client.malformed)) as srv, pytest.raises(BadResponse):
         await client.make(srv, sleeps, 0).complete(ChatRequest(USER))
     assert len(srv.received) == 1
+
+
+def _empty(c: Client) -> Any:
+    """A 200 reply with no text and no tool call, in ``c``'s wire format (usage 10 in)."""
+    if c.path == "/v1/messages":
+        return _anthropic([], "end_turn")
+    if c.path == "/v1/responses":
+        return _response([])
+    return completion_body({"model": "fake"}, Reply(text=""), 1)
+
+
+async def test_empty_reply_keeps_its_usage(client: Client, sleeps: Sleeps) -> None:
+    """An empty reply is an ``EmptyReply`` (the chat loop asks again) that carries the
+    reply's usage: the provider billed the call, so whoever counts calls bills it too."""
+    with FakeServer(FakeReply(_empty(client))) as srv:
+        model = client.make(srv, sleeps, 0)
+        with pytest.raises(EmptyReply) as err:
+            await model.complete(ChatRequest(USER))
+    assert err.value.response is not None and err.value.response.usage.prompt_tokens == 10
+    if isinstance(model, MeteredModel):
+        assert model.meter.totals().prompt_tokens == 10 and model.meter.calls == 1
 
 
 @pytest.mark.parametrize("status", [429, 500, 503])

@@ -11,6 +11,7 @@ from copage.llm import (
     AuthError,
     BadResponse,
     ChatRequest,
+    EmptyReply,
     ModelTimeout,
     RateLimited,
     UpstreamError,
@@ -157,8 +158,10 @@ async def test_empty_reply_is_bad_response() -> None:
     empty["choices"][0]["message"]["content"] = ""
     with FakeServer(FakeReply(empty), FakeReply({**empty, "choices": []})) as srv:
         m = model(srv)
-        with pytest.raises(BadResponse, match="empty reply"):
+        with pytest.raises(EmptyReply, match="empty reply") as err:
             await m.complete(ChatRequest(USER))
+        # the empty reply keeps its usage: whoever counts calls still bills it
+        assert err.value.response.usage.prompt_tokens == empty["usage"]["prompt_tokens"] > 0
         with pytest.raises(BadResponse, match="no choices"):
             await m.complete(ChatRequest(USER))
 

@@ -236,6 +236,8 @@ def test_an_empty_upstream_reply_is_asked_again_once(upstream: Any, proxy: Proxy
     _, comp = _chat(proxy, history, "Hello there")
     assert comp.choices[0].message.content == "echo: Hello there"
     assert len(upstream.received) == 2
+    # the provider billed the empty reply too: 10 + 2 tokens, then the echo's 10 + 5
+    assert comp.usage.prompt_tokens == 20 and comp.usage.completion_tokens == 7
     upstream.add(FakeReply(completion("")), FakeReply(completion("")))
     with pytest.raises(openai.APIStatusError) as err:
         _chat(proxy, history, "Again")

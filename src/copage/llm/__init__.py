@@ -8,6 +8,7 @@ from copage.llm.cache import CachedModel, ResponseCache, default_cache_path, req
 from copage.llm.errors import (
     AuthError,
     BadResponse,
+    EmptyReply,
     MissingExtraError,
     ModelError,
     ModelTimeout,
@@ -47,6 +48,7 @@ __all__ = [
     "ChatModel",
     "ChatRequest",
     "ChatResponse",
+    "EmptyReply",
     "MeteredModel",
     "MissingExtraError",
     "ModelError",

@@ -185,15 +185,13 @@ def _from_anthropic(data: Any, provider: str, model: str, raw: Any) -> ChatRespo
                 )
             )
     reason = data.get("stop_reason")
-    if not "".join(text) and not calls:
-        raise EmptyReply(provider, f"empty reply (stop_reason={reason!r})")
     u = data.get("usage") or {}
     # input_tokens is only what follows the cache breakpoint: the prompt is all three
     read = int(u.get("cache_read_input_tokens") or 0)
     written = int(u.get("cache_creation_input_tokens") or 0)
     usage = Usage(int(u.get("input_tokens") or 0) + read + written,
                   int(u.get("output_tokens") or 0), read, written)
-    return ChatResponse(
+    response = ChatResponse(
         text="".join(text),
         tool_calls=tuple(calls),
         finish_reason=STOP_REASONS.get(str(reason), reason),
@@ -203,3 +201,6 @@ def _from_anthropic(data: Any, provider: str, model: str, raw: Any) -> ChatRespo
         model=str(data.get("model") or model),
         raw=raw,
     )
+    if not response.text and not calls:
+        raise EmptyReply(provider, f"empty reply (stop_reason={reason!r})", response)
+    return response

@@ -7,6 +7,7 @@ message passes through :func:`redact` before it is raised.
 from __future__ import annotations
 
 import re
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 _KEYLIKE = re.compile(r"\b(sk|pk|key|sess)-[A-Za-z0-9_\-*]{6,}|\bsk-ant-[A-Za-z0-9_\-*]+")
@@ -95,7 +96,15 @@ class BadResponse(ModelError):
 
 
 class EmptyReply(BadResponse):
-    """A reply with no text and no tool call (the chat loop asks once more)."""
+    """A reply with no text and no tool call (the chat loop asks once more).
+
+    ``response``: the empty reply itself (a ``ChatResponse`` with its usage and cost),
+    so that whoever counts the calls still bills it: the provider did.
+    """
+
+    def __init__(self, provider: str, message: str, response: Any = None) -> None:
+        super().__init__(provider, message)
+        self.response = response
 
 
 class OutOfFileDescriptors(ModelError):

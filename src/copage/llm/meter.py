@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
+from copage.llm.errors import EmptyReply
 from copage.llm.types import ChatModel, ChatRequest, ChatResponse, StreamEvent, stream
 from copage.llm.wrapper import ModelWrapper
 
@@ -72,14 +73,24 @@ class MeteredModel(ModelWrapper):
         return f"MeteredModel({self.inner!r})"
 
     async def complete(self, request: ChatRequest) -> ChatResponse:
-        """Answer and record."""
-        response = await self.inner.complete(request)
+        """Answer and record (an empty reply too: the provider billed it)."""
+        try:
+            response = await self.inner.complete(request)
+        except EmptyReply as e:
+            if e.response is not None:
+                self.meter.record(e.response)
+            raise
         self.meter.record(response)
         return response
 
     async def stream(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
-        """Stream and record the final response."""
-        async for event in stream(self.inner, request):
-            if event.response is not None:
-                self.meter.record(event.response)
-            yield event
+        """Stream and record the final response (an empty one too)."""
+        try:
+            async for event in stream(self.inner, request):
+                if event.response is not None:
+                    self.meter.record(event.response)
+                yield event
+        except EmptyReply as e:
+            if e.response is not None:
+                self.meter.record(e.response)
+            raise

@@ -129,9 +129,7 @@ class Accumulator:
                 )
             )
         text = "".join(self.text)
-        if not text and not calls:
-            raise EmptyReply(self.provider, f"empty reply (finish_reason={self.finish_reason!r})")
-        return ChatResponse(
+        response = ChatResponse(
             text=text,
             tool_calls=tuple(calls),
             finish_reason=self.finish_reason,
@@ -141,3 +139,7 @@ class Accumulator:
             model=self.model or self.price_model,
             raw=raw,
         )
+        if not text and not calls:
+            raise EmptyReply(self.provider, f"empty reply (finish_reason={self.finish_reason!r})",
+                             response)
+        return response

@@ -91,8 +91,6 @@ def from_response(data: Any, provider: str, model: str, raw: Any) -> ChatRespons
             calls.append(ToolCall(id=str(item.get("call_id") or f"call_{len(calls)}"),
                                   name=str(item.get("name") or ""),
                                   arguments=str(item.get("arguments") or "{}")))
-    if not "".join(text) and not calls:
-        raise EmptyReply(provider, f"empty reply (status={data.get('status')!r})")
     finish = "tool_calls" if calls else (
         "length" if data.get("status") == "incomplete" else "stop")
     u = data.get("usage") or {}
@@ -100,9 +98,12 @@ def from_response(data: Any, provider: str, model: str, raw: Any) -> ChatRespons
     cached = details.get("cached_tokens") if isinstance(details, Mapping) else 0
     usage = Usage(int(u.get("input_tokens") or 0), int(u.get("output_tokens") or 0),
                   int(cached or 0))
-    return ChatResponse(text="".join(text), tool_calls=tuple(calls), finish_reason=finish,
-                        usage=usage, cost_usd=cost_of(model, usage), logprobs=None,
-                        model=str(data.get("model") or model), raw=raw)
+    response = ChatResponse(text="".join(text), tool_calls=tuple(calls),
+                            finish_reason=finish, usage=usage, cost_usd=cost_of(model, usage),
+                            logprobs=None, model=str(data.get("model") or model), raw=raw)
+    if not response.text and not calls:
+        raise EmptyReply(provider, f"empty reply (status={data.get('status')!r})", response)
+    return response
 
 
 class ResponsesModel(NetworkModel):

@@ -249,6 +249,8 @@ class _Loop:
                             self.answer.append(ev.text)
                         yield ev
             except EmptyReply as e:  # the client's parser saw nothing: as Verdict.EMPTY
+                if e.response is not None:  # the provider billed it: so does the turn
+                    self.usage.add(e.response)
                 if empty:
                     raise BadResponse(e.provider, "empty reply twice") from e
                 empty += 1

@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping
 
 from copage.core.tokens import Tokenizer, default_tokenizer
 from copage.eval.methods.base import CallRecord, request_parts, request_tokens
+from copage.llm.errors import BadResponse
 from copage.llm.types import ChatModel, ChatRequest, ChatResponse, Usage
 
 REFUSED_ANSWER = "(not asked: the probe does not fit in the token budget)"
@@ -56,7 +57,16 @@ class Recorder:
                                 usage=Usage())
         parts = dict(self.parts_of(request) if self.parts_of is not None
                      else request_parts(request, self.tokenizer))
-        response = await self.inner.complete(request)
+        try:
+            response = await self.inner.complete(request)
+        except BadResponse as e:  # a reply came back: the provider billed its input
+            got = getattr(e, "response", None) or ChatResponse(
+                text="", tool_calls=(), finish_reason=None, usage=Usage())
+            self.calls.append(CallRecord(
+                prompt_tokens=tokens, provider_prompt_tokens=got.usage.prompt_tokens,
+                completion_tokens=got.usage.completion_tokens, cached=got.cached,
+                cost_usd=got.cost_usd, parts=parts))
+            raise
         self.calls.append(CallRecord(
             prompt_tokens=tokens,
             provider_prompt_tokens=response.usage.prompt_tokens,
