@@ -188,3 +188,82 @@ def test_anthropic_cost_writes_only_the_history_before_its_breakpoint() -> None:
     assert request_cost("claude-sonnet-4-5", 2000, 2000, 900) == pytest.approx(2000 * 3.00 / 1e6)
     # OpenAI caches any prefix itself: the breakpoint does not matter
     assert request_cost("gpt-4o-mini", 2000, 2000, 10) == request_cost("gpt-4o-mini", 2000, 2000)
+
+
+def test_the_meter_is_stored_with_the_conversation(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """A conversation reopened from its SQLite file continues its prompt-cache count:
+    the same figures as one that never closed, over the same turns (requests that only
+    append, or change a message whole, are matched exactly from the stored digests)."""
+    db = f"sqlite://{tmp_path / 'chat.db'}"
+    kept = PagedMemory()  # never closed
+    first = PagedMemory(store=db, conversation_id="c")
+    chat(kept, 120)
+    chat(first, 120)
+    before = first.stats().prompt_cache
+    assert before == kept.stats().prompt_cache and before["requests"] == 60
+    first.store.close()
+    again = PagedMemory(store=db, conversation_id="c")
+    assert again.stats().prompt_cache == before  # not a new count
+    for mem in (kept, again):
+        for i in range(120, 200):
+            mem.add("user" if i % 2 == 0 else "assistant", f"Turn {i}: plan {i % 7}, basil {i}.")
+            if i % 2 == 0:
+                mem.context()
+    got, want = again.stats().prompt_cache, kept.stats().prompt_cache
+    assert got["requests"] == want["requests"] == 100
+    for key in ("prompt_tokens", "full_tokens"):
+        assert got[key] == want[key], key
+    # The one request after the reopen, if it changed the system message, does not get
+    # credit for the changed message's repeated beginning: at most that much less.
+    assert 0 <= want["prefix_tokens"] - got["prefix_tokens"] < 600
+    assert abs(got["prefix_share_median"] - want["prefix_share_median"]) < 0.01
+    for model, c in want["cost_usd"].items():
+        for kind in ("paged", "full", "full_cached"):
+            assert got["cost_usd"][model][kind] == pytest.approx(c[kind]), (model, kind)
+        assert got["cost_usd"][model]["paged_cached"] == pytest.approx(
+            c["paged_cached"], rel=0.02), model
+
+
+def test_a_restored_meter_matches_appends_and_cache_entries_exactly() -> None:
+    """From its stored form (JSON, digests only) a meter counts the following requests
+    as the original does when each repeats earlier messages whole."""
+    import json
+
+    tok = get_tokenizer("o200k_base")
+    big = [f"Message {i}: " + "the garden plan with tomatoes and basil " * 40 for i in range(9)]
+    meter = PromptMeter(tok)
+    meter.record(_msgs(*big[:3]), [], 3000, 10)
+    meter.record(_msgs(*big[:5]), [], 5000, 10)
+    stored = json.loads(json.dumps(meter.to_json()))
+    assert big[0] not in json.dumps(stored)  # digests, not the conversation again
+    restored = PromptMeter.from_json(tok, stored)
+    assert restored.summary() == meter.summary()
+    for sent in (_msgs(*big[:7]), _msgs(*big[2:8], "q"), _msgs(*big[:9])):
+        meter.record(sent, [], 9000, 10)
+        restored.record(sent, [], 9000, 10)
+        assert restored.summary() == meter.summary()
+    assert restored.to_json() == meter.to_json()
+    assert PromptMeter.from_json(tok, None).summary() == PromptMeter(tok).summary()
+
+
+@pytest.mark.parametrize("damage", [{"shares": "not base64!"}, {"shares": 7},
+                                    {"entries": [[1, "x"]]}, {"requests": "many"}])
+def test_a_damaged_stored_meter_starts_a_new_count(tmp_path, damage) -> None:  # type: ignore[no-untyped-def]
+    """The meter only reports: a damaged stored count does not keep the conversation
+    from loading, and every turn is still there."""
+    from copage.core.changes import ChangeSet
+
+    db = f"sqlite://{tmp_path / 'chat.db'}"
+    mem = PagedMemory(store=db, conversation_id="c")
+    chat(mem, 60)
+    turns = len(mem.turns)
+    stored = mem.store.load("c")
+    state = dict(stored.state)
+    state["prompt_meter"] = {**state["prompt_meter"], **damage}
+    mem.store.commit("c", ChangeSet(state=state))
+    mem.store.close()
+    again = PagedMemory(store=db, conversation_id="c")
+    assert len(again.turns) == turns
+    assert again.stats().prompt_cache["requests"] == 0
+    again.context()
+    assert again.stats().prompt_cache["requests"] == 1

@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from test_bench import tiny_locomo
 from test_methods import PAD, SETTINGS, _conv
 

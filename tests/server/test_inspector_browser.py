@@ -90,6 +90,12 @@ def test_inspector_shows_pages_bookmarks_and_recalls(make_proxy: Any, browser: A
         assert colour == ("rgba(216, 245, 221, 1)" if pid in resident else "rgba(253, 224, 220, 1)")
     p1 = browser.find_element(By.CSS_SELECTOR, 'tr[data-page="p1"]')
     assert int(p1.find_element(By.CSS_SELECTOR, "td.faults").text) == 1
+    # the stored prompt-cache meter: every request the proxy sent for this conversation
+    metered = mem.stats().prompt_cache
+    assert metered is not None and metered["requests"] >= 6
+    cache = browser.find_element(By.ID, "conv-cache").text
+    assert cache.startswith(f"Prompt cache: {metered['requests']} requests, median "), cache
+    assert f"${metered['cost_usd']['gpt-4o-mini']['paged_cached']:.6f}" in cache
     recalls = [li.text for li in browser.find_elements(By.CSS_SELECTOR, "#recalls li")]
     assert len(recalls) == 1 and "p1 paged_in" in recalls[0] and recalls[0].startswith("turn 9")
     events = [e.text for e in browser.find_elements(By.CSS_SELECTOR, "#timeline .event")]

@@ -32,11 +32,13 @@ async def test_agents_pop_twin_is_reachable_through_the_proxy(make_proxy: Any) -
         r = await c.get("/ui/api/conversations/notes~pop")
         assert r.status_code == 200, r.text
         assert r.json()["stats"]["turns"] == 2
-        assert r.json()["stats"]["prompt_cache"] is None  # metered per worker: /metrics
+        metered = r.json()["stats"]["prompt_cache"]["requests"]  # the stored meter's
         r = await c.post("/v1/chat/completions", headers={"X-Copage-Conversation": "notes~pop"},
                          json={"model": "m", "messages": [{"role": "user", "content": "four"}]})
         assert r.status_code == 200, r.text
         assert r.headers["x-copage-conversation"] == "notes~pop"
+        r = await c.get("/ui/api/conversations/notes~pop")
+        assert r.json()["stats"]["prompt_cache"]["requests"] == metered + 1
         r = await c.post("/v1/chat/completions", headers={"X-Copage-Conversation": "me@home"},
                          json={"model": "m", "messages": [{"role": "user", "content": "hi"}]})
         assert r.status_code == 200, r.text

@@ -278,7 +278,7 @@ class Pager:
         # belong to (-1: none), so a restored pager drops pins of an earlier turn.
         self._pins: list[PageId] = []
         self._pins_user = -1
-        self.prompt_meter = PromptMeter(self.tokenizer)  # in memory only, not stored
+        self.prompt_meter = PromptMeter(self.tokenizer)  # stored in the snapshot
         # full context as the meter renders it: each turn's message (session header
         # included), counted when first metered; cut back by pop_turn and rewind
         self._full_parts: list[int] = []
@@ -769,6 +769,7 @@ class Pager:
         turn is the question)."""
         asked = self.prompt_meter.part_tokens({"role": "user", "content": question}) if question else 0
         self.prompt_meter.record(messages, tools, self.full_request_tokens() + asked, asked)
+        self._state_dirty = True  # the meter is in the snapshot
 
     def full_request_tokens(self) -> int:
         """Tokens of the whole conversation sent as it is (the pinned system prompt and
@@ -890,6 +891,7 @@ class Pager:
             "pins": {"user": self._pins_user, "pages": list(self._pins)},
             "groups": [[g.start, g.end, list(g.bookmark.keywords)] for g in self.groups],
             "refresh_owed": self._refresh_owed,
+            "prompt_meter": self.prompt_meter.to_json(),
         }
 
     def can_rewind(self, n_turns: int, n_pages: int, state: Mapping[str, Any]) -> bool:
@@ -944,6 +946,9 @@ class Pager:
         back = dict(rows or {})
         pager = Pager.restore(self.config, self.turns, [], {}, dict(state), base=self,
                               page_state=back)
+        # the requests sent since that snapshot were sent (and billed): the count goes on
+        pager.prompt_meter = self.prompt_meter
+        pager._state_dirty = True
         # the taken-back commit rewrote these rows: the next commit writes them back
         pager.cache.history.touched.update(page_id(i) for i in back)
         return pager
@@ -1071,6 +1076,10 @@ class Pager:
             groups.append(group)
         pager._set_groups(groups)
         pager._refresh_owed = int(state.get("refresh_owed", 0))
+        try:
+            pager.prompt_meter = PromptMeter.from_json(pager.tokenizer, state.get("prompt_meter"))
+        except (ValueError, TypeError, AttributeError):  # a damaged count: a new one, the
+            pass  # conversation itself loads (the meter only reports)
         pager.counters = Counters.from_json(state.get("counters", state.get("stats")))
         pager._event_seq = int(state.get("event_seq", 0))
         pager.system = state.get("system")

@@ -33,13 +33,23 @@ user is billed (:data:`PRICES`):
   assumed (turns come faster than that).
 
 Output tokens are not counted: they do not depend on how the prompt is built.
-The meter lives in memory only (a reopened conversation starts a new count).
+
+The meter is stored with its conversation (:meth:`PromptMeter.to_json`, in the
+pager's snapshot), so a reopened conversation, or one served by another worker,
+continues its count: the totals exactly, the median over the latest
+:data:`STORED_SHARES` requests stored and those since, and the previous request and
+cache entries as digests (the next request's prefix is matched whole message by
+message; the part of a changed message that still repeats is not credited once).
 """
 
 from __future__ import annotations
 
+import array
+import base64
 import bisect
+import hashlib
 import json
+import sys
 from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -58,6 +68,9 @@ ENTRIES = 4
 """Earlier requests whose breakpoint prefixes the meter keeps as Anthropic cache entries."""
 MAX_SHARES = 10_000
 """Per-request shares kept for the median (the oldest are dropped)."""
+
+STORED_SHARES = 1_000
+"""Per-request shares the stored meter keeps (the latest), so that its size is bounded."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,6 +167,7 @@ class PromptMeter:
         self.requests = 0
         self.shares: list[float] = []  # the latest MAX_SHARES, in request order
         self._ordered: list[float] = []  # the same, sorted (the median without a sort)
+        self._micro = array.array("I")  # the same in millionths (what is stored)
         self.prompt_tokens = 0
         self.prefix_tokens = 0
         self.full_tokens = 0
@@ -161,11 +175,14 @@ class PromptMeter:
             model: {"paged": 0.0, "paged_cached": 0.0, "full": 0.0, "full_cached": 0.0}
             for model in PRICES
         }
-        self._last: list[str] = []  # the previous request's parts
+        self._last: list[str] = []  # the previous request's parts (none when restored)
         self._counts: dict[str, int] = {}  # their token counts
-        # Anthropic cache entries: the breakpoint prefixes (parts, tokens) of the latest
-        # requests; an entry exists for a model when its tokens reach the model's minimum.
-        self._entries: deque[tuple[list[str], int]] = deque(maxlen=ENTRIES)
+        self._digests: dict[str, str] = {}  # their digests (what is stored and compared)
+        self._last_digests: list[str] = []  # in order
+        # Anthropic cache entries: the breakpoint prefixes (number of parts, digest of
+        # their digests, tokens) of the latest requests; an entry exists for a model when
+        # its tokens reach the model's minimum.
+        self._entries: deque[tuple[int, str, int]] = deque(maxlen=ENTRIES)
         self._last_history = 0  # full context: tokens of the previous request's history
 
     def part_tokens(self, message: Mapping[str, Any]) -> int:
@@ -178,32 +195,37 @@ class PromptMeter:
         ``full`` tokens whose last ``question`` tokens are not history."""
         parts = request_parts(messages, tools)
         counts = {p: self._counts.get(p) or self.tokenizer.count(p) for p in parts}
+        digests = {p: self._digests.get(p) or _digest(p) for p in parts}
+        keys = [digests[p] for p in parts]
         tokens = sum(counts[p] for p in parts)  # parts counted apart: boundaries not merged
         prefix = 0
+        before = self._last_digests
         for i, part in enumerate(parts):
-            if i < len(self._last) and self._last[i] == part:
+            if i < len(before) and before[i] == keys[i]:
                 prefix += counts[part]
                 continue
             if i < len(self._last):  # the first part that differs: its common beginning
-                shared = common_prefix(self._last[i], part)
+                shared = common_prefix(self._last[i], part)  # (unknown once restored)
                 prefix += self.tokenizer.count(part[:shared]) if shared else 0
             break
         prefix = min(prefix, tokens)
         # the cache breakpoint: the end of the latest assistant message (the history)
         last = max((i for i, p in enumerate(parts) if p.startswith("<|assistant|>")), default=-1)
         stable = sum(counts[p] for p in parts[:last + 1]) if last >= 0 else 0
-        entries = self._matching_entries(parts, last + 1)
+        entries = self._matching_entries(keys, last + 1)
         if last >= 0:
-            self._entries.append((parts[:last + 1], stable))
-        self._last, self._counts = parts, counts
+            self._entries.append((last + 1, _digest("".join(keys[:last + 1])), stable))
+        self._last, self._counts, self._digests, self._last_digests = parts, counts, digests, keys
         full_prefix = min(self._last_history, full)
         self._last_history = full - question
         self.requests += 1
-        share = prefix / tokens if tokens else 1.0
+        share = round(prefix / tokens, 6) if tokens else 1.0  # as stored (to_json)
         self.shares.append(share)
+        self._micro.append(round(share * 1_000_000))
         bisect.insort(self._ordered, share)
         if len(self.shares) > MAX_SHARES:
             old = self.shares.pop(0)
+            self._micro.pop(0)
             del self._ordered[bisect.bisect_left(self._ordered, old)]
         self.prompt_tokens += tokens
         self.prefix_tokens += prefix
@@ -221,15 +243,53 @@ class PromptMeter:
             # history only grows, so the previous request's history is its cache entry
             c["full_cached"] += request_cost(model, full, full_prefix, full - question)
 
-    def _matching_entries(self, parts: Sequence[str], end: int) -> list[tuple[int, int]]:
-        """(parts, tokens) of the kept cache entries that ``parts`` repeats whole, ending
-        at most :data:`LOOKBACK` parts before ``end`` (this request's breakpoint)."""
+    def _matching_entries(self, keys: Sequence[str], end: int) -> list[tuple[int, int]]:
+        """(parts, tokens) of the kept cache entries that the request (its parts'
+        digests, ``keys``) repeats whole, ending at most :data:`LOOKBACK` parts before
+        ``end`` (this request's breakpoint)."""
         out = []
-        for prefix, tokens in self._entries:
-            n = len(prefix)
-            if n <= end and end - n <= LOOKBACK and list(parts[:n]) == prefix:
+        for n, key, tokens in self._entries:
+            if n <= end and end - n <= LOOKBACK and _digest("".join(keys[:n])) == key:
                 out.append((n, tokens))
         return out
+
+    def to_json(self) -> dict[str, Any]:
+        """The meter's state for a store: totals, the latest :data:`STORED_SHARES`
+        shares, and the previous request and cache entries as digests (bounded size)."""
+        return {
+            "requests": self.requests,
+            "shares": _pack(self._micro[-STORED_SHARES:]),
+            "prompt_tokens": self.prompt_tokens,
+            "prefix_tokens": self.prefix_tokens,
+            "full_tokens": self.full_tokens,
+            "cost": {m: dict(c) for m, c in self.cost.items()},
+            "last": list(self._last_digests),
+            "entries": [list(e) for e in self._entries],
+            "last_history": self._last_history,
+        }
+
+    @classmethod
+    def from_json(cls, tokenizer: Tokenizer, data: Mapping[str, Any] | None) -> PromptMeter:
+        """A meter continuing the count ``to_json`` stored (None or empty: a new one).
+        A model of :data:`PRICES` not in the stored costs starts at zero."""
+        meter = cls(tokenizer)
+        if not data:
+            return meter
+        meter.requests = int(data.get("requests", 0))
+        meter._micro = _unpack(str(data.get("shares") or ""))
+        meter.shares = [n / 1_000_000 for n in meter._micro]
+        meter._ordered = sorted(meter.shares)
+        meter.prompt_tokens = int(data.get("prompt_tokens", 0))
+        meter.prefix_tokens = int(data.get("prefix_tokens", 0))
+        meter.full_tokens = int(data.get("full_tokens", 0))
+        for model, stored in (data.get("cost") or {}).items():
+            if model in meter.cost and isinstance(stored, Mapping):
+                meter.cost[model].update({k: float(v) for k, v in stored.items()
+                                          if k in meter.cost[model]})
+        meter._last_digests = [str(d) for d in data.get("last") or ()]
+        meter._entries.extend((int(n), str(d), int(t)) for n, d, t in data.get("entries") or ())
+        meter._last_history = int(data.get("last_history", 0))
+        return meter
 
     def summary(self) -> dict[str, Any]:
         """JSON-able figures: requests, median and last prefix share, tokens, costs (USD)."""
@@ -242,6 +302,30 @@ class PromptMeter:
             "full_tokens": self.full_tokens,
             "cost_usd": {m: {k: round(v, 8) for k, v in c.items()} for m, c in self.cost.items()},
         }
+
+
+def _digest(part: str) -> str:
+    """A short digest of one request part (what the stored meter compares)."""
+    return hashlib.blake2b(part.encode("utf-8", "surrogatepass"), digest_size=12).hexdigest()
+
+
+def _pack(micro: array.array[int]) -> str:
+    """Shares in millionths as one base64 string of 32-bit little-endian integers: a
+    thousand of them encode in microseconds, where a JSON list of floats takes 0.4 ms."""
+    ints = array.array("I", micro)
+    if sys.byteorder != "little":
+        ints.byteswap()
+    return base64.b64encode(ints.tobytes()).decode("ascii")
+
+
+def _unpack(text: str) -> array.array[int]:
+    """The shares (millionths) :func:`_pack` stored; ``ValueError`` if damaged."""
+    ints = array.array("I", base64.b64decode(text.encode("ascii"), validate=True))
+    if sys.byteorder != "little":
+        ints.byteswap()
+    if any(n > 1_000_000 for n in ints):
+        raise ValueError("a stored prefix share above 1")
+    return ints
 
 
 def _median(ordered: Sequence[float]) -> float | None:

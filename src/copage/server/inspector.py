@@ -75,10 +75,7 @@ def conversation(store: PageStore, tenant: str, conversation_id: str) -> dict[st
     for e, item in zip(events, timeline, strict=True):
         if e.kind == "recall":
             recalls[e.turn_seq + 1].append(item)
-    stats = mem.stats().to_dict()
-    # The prompt-cache meter counts the requests a serving process sent; a conversation
-    # read from the store has sent none here, so its zeros would read as "no cost".
-    stats["prompt_cache"] = None
+    stats = mem.stats().to_dict()  # prompt_cache: the stored meter's count
     return {
         "id": conversation_id, "config": mem.config.to_dict(), "stats": stats,
         "pages": pages, "open_turns": open_turns, "events": timeline,

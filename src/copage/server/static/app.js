@@ -60,6 +60,13 @@ async function openConversation(id) {
     `resident, ${s.evicted} evicted), ${s.faults} faults, ${s.hits} hits, ${s.recalls} recalls; ` +
     `prompt ${s.prompt_tokens} of ${s.full_tokens} tokens; ${c.config.boundary} / ` +
     `${c.config.policy} / k=${c.config.resident_pages ?? "tokens"}`;
+  const pc = s.prompt_cache;
+  const cost = pc && pc.cost_usd && pc.cost_usd["gpt-4o-mini"];
+  $("conv-cache").textContent = pc && pc.requests && cost
+    ? `Prompt cache: ${pc.requests} requests, median ${Math.round(pc.prefix_share_median * 100)}% ` +
+      `of a prompt repeats the previous one; input with caching (gpt-4o-mini) ` +
+      `$${cost.paged_cached.toFixed(6)}, full context $${cost.full_cached.toFixed(6)}`
+    : "Prompt cache: no request metered";
   const body = document.querySelector("#pages tbody");
   body.replaceChildren();
   for (const p of c.pages) {
