@@ -10,6 +10,7 @@ from __future__ import annotations
 from copage import PagedMemory
 from copage.core.keywords.terms import tokenize
 from copage.core.text import content_words, words
+from copage.eval.routing import route
 
 
 def _chat(*lines: str) -> PagedMemory:
@@ -56,6 +57,28 @@ def test_chinese_reads_as_character_pairs_and_is_found() -> None:
     assert "p1" in mem.evicted
     assert mem.bookmarks()["p1"].keywords  # was "[p1]": no word was a word
     assert [h.page for h in mem.search("牙医预约是什么时候？")][:1] == ["p1"]
+
+
+def test_chinese_and_japanese_keywords_are_words_not_clauses() -> None:
+    """A run of Han or kana between punctuation is a clause: it was one keyword, so a
+    bookmark held one clause (``[p1: 约的是奥卡福医生]``, the appointment's day lost)."""
+    assert [t.text for t in tokenize("我的牙医在成都")] == ["牙医", "成都"]  # 我, 的, 在: function
+    # a piece longer than a word (4 characters) is read as the reader reads it: pairs
+    assert [t.text for t in tokenize("约的是奥卡福医生")] == ["奥卡", "卡福", "福医", "医生"]
+    # Japanese: particles (hiragana) part its words; a katakana loanword stays whole
+    assert [t.text for t in tokenize("新しい車は赤いトヨタカローラです")] == ["トヨタカローラ"]
+    assert [t.text for t in tokenize("会社の忘年会は京都の旅館で")] == ["会社", "忘年会", "京都",
+                                                                  "旅館"]
+    mem = _chat("我的牙医预约在下周二上午九点，奥卡福医生。", "好的，牙医预约我记住了。",
+                "我们六月去里斯本旅行，和姐姐一起。", "里斯本很美，旅行愉快！",
+                "今天天气很好，我走了五公里。", "真不错。")
+    books = mem.bookmarks()
+    for pid in ("p1", "p2"):
+        assert all(len(k) <= 4 for k in books[pid].keywords), books[pid].keywords
+    assert "牙医预约" in books["p1"].keywords and "六月" in books["p2"].keywords
+    texts = [books["p1"].text, books["p2"].text]
+    assert route("我的牙医预约是什么时候？", texts, [0]).credit == 1.0
+    assert route("我们六月去哪里？", texts, [1]).credit == 1.0
 
 
 def test_function_words_of_other_languages_are_no_keywords() -> None:

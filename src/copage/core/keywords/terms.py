@@ -20,7 +20,7 @@ from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from typing import NamedTuple
 
-from copage.core.text import STOPWORDS
+from copage.core.text import CJK, STOPWORDS
 
 _SPEAKER = re.compile(
     r"^[ \t]*(?:\[tool result[^\]\n]*\]"
@@ -32,6 +32,14 @@ _SESSION_HEADER = re.compile(r"^\(session[^\n]*\)[ \t]*$", re.MULTILINE)
 _ASCII_TOKEN = re.compile(r"\d+(?:[.,:]\d+)+|[A-Za-z0-9]+(?:'[A-Za-z]+)?")
 _TOKEN = re.compile(r"\d+(?:[.,:]\d+)+|[^\W_]+(?:'[^\W\d_]+)?")  # as ASCII's on ASCII
 _JOINABLE_GAP = re.compile(r"[ \t]{1,3}|-")
+_CJK_LONG = re.compile(rf"[{CJK}]{{3,}}")
+#: Characters that make a Chinese or Japanese pair a function word, not a keyword:
+#: hiragana (Japanese particles and endings; its content words are kanji and katakana)
+#: and the commonest Chinese function characters (pronouns, particles, "this", "very").
+_CJK_FUNCTION = "\u3040-\u309f的了是在我你他她它们和与也就着把被给让这那个吗呢吧啊呀么什怎很又才之于或并但"
+_CJK_CHUNK = re.compile(f"[^{_CJK_FUNCTION}]{{2,}}")
+_CHUNK_MAX = 4
+_KATAKANA = re.compile("[\u30a0-\u30ff]{2,16}")  # a loanword: one word however long
 
 
 class Token(NamedTuple):
@@ -57,20 +65,34 @@ def tokenize(text: str) -> list[Token]:
 
     A token is a run of letters/digits of any script (inner apostrophe kept:
     ``"don't"``) or a number with separators (``"18,000"``, ``"3.5"``, ``"9:30"``).
+    Chinese and Japanese, written without spaces, give their overlapping character
+    pairs, as the reader does (:func:`copage.core.text.words`): ``"看牙医"`` ->
+    ``"看牙"``, ``"牙医"``, so a keyword is a word-sized piece, not a whole clause.
     """
     out: list[Token] = []
     new = tuple.__new__  # Token(...) without the named tuple's Python-level __new__
-    for m in (_ASCII_TOKEN if text.isascii() else _TOKEN).finditer(text):
+    ascii_text = text.isascii()
+    for m in (_ASCII_TOKEN if ascii_text else _TOKEN).finditer(text):
         word = m.group()
         start, end = m.span()
+        if not ascii_text and _CJK_LONG.fullmatch(word):
+            for c in _CJK_CHUNK.finditer(word):
+                piece, a = c.group(), start + c.start()
+                if len(piece) <= _CHUNK_MAX or _KATAKANA.fullmatch(piece):
+                    out.append(new(Token, (piece, piece, a, a + len(piece))))
+                else:
+                    out.extend(new(Token, (piece[i:i + 2], piece[i:i + 2], a + i, a + i + 2))
+                               for i in range(len(piece) - 1))
+            continue
         out.append(new(Token, (word, word.lower(), start, end)))
     return out
 
 
 def lower_words(text: str) -> list[str]:
     """The lower-cased words of :func:`tokenize` (``tok.lower`` of each), without spans."""
-    return [word.lower() for word in
-            (_ASCII_TOKEN if text.isascii() else _TOKEN).findall(text)]
+    if text.isascii():
+        return [word.lower() for word in _ASCII_TOKEN.findall(text)]
+    return [tok.lower for tok in tokenize(text)]
 
 
 def is_content(word: str) -> bool:
