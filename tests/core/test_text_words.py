@@ -63,6 +63,8 @@ def test_chinese_and_japanese_keywords_are_words_not_clauses() -> None:
     """A run of Han or kana between punctuation is a clause: it was one keyword, so a
     bookmark held one clause (``[p1: 约的是奥卡福医生]``, the appointment's day lost)."""
     assert [t.text for t in tokenize("我的牙医在成都")] == ["牙医", "成都"]  # 我, 的, 在: function
+    assert [t.text for t in tokenize("我用iPhone拍照，下周2号")] == ["iPhone", "拍照", "下周",
+                                                                  "2"]
     # a piece longer than a word (4 characters) is read as the reader reads it: pairs
     assert [t.text for t in tokenize("约的是奥卡福医生")] == ["奥卡", "卡福", "福医", "医生"]
     # Japanese: particles (hiragana) part its words; a katakana loanword stays whole

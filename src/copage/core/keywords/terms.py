@@ -32,7 +32,8 @@ _SESSION_HEADER = re.compile(r"^\(session[^\n]*\)[ \t]*$", re.MULTILINE)
 _ASCII_TOKEN = re.compile(r"\d+(?:[.,:]\d+)+|[A-Za-z0-9]+(?:'[A-Za-z]+)?")
 _TOKEN = re.compile(r"\d+(?:[.,:]\d+)+|[^\W_]+(?:'[^\W\d_]+)?")  # as ASCII's on ASCII
 _JOINABLE_GAP = re.compile(r"[ \t]{1,3}|-")
-_CJK_LONG = re.compile(rf"[{CJK}]{{3,}}")
+_CJK_ANY = re.compile(f"[{CJK}]")
+_SCRIPT_RUN = re.compile(f"[{CJK}]+|[^{CJK}]+")  # "我用iPhone拍照": 我用 | iPhone | 拍照
 #: Characters that make a Chinese or Japanese pair a function word, not a keyword:
 #: hiragana (Japanese particles and endings; its content words are kanji and katakana)
 #: and the commonest Chinese function characters (pronouns, particles, "this", "very").
@@ -65,9 +66,10 @@ def tokenize(text: str) -> list[Token]:
 
     A token is a run of letters/digits of any script (inner apostrophe kept:
     ``"don't"``) or a number with separators (``"18,000"``, ``"3.5"``, ``"9:30"``).
-    Chinese and Japanese, written without spaces, give their overlapping character
-    pairs, as the reader does (:func:`copage.core.text.words`): ``"看牙医"`` ->
-    ``"看牙"``, ``"牙医"``, so a keyword is a word-sized piece, not a whole clause.
+    Chinese and Japanese, written without spaces, are cut into word-sized pieces
+    (:func:`_cjk_pieces`), so that a keyword is a word, not a whole clause; Latin
+    letters or digits inside such a run are tokens of their own (``"我用iPhone拍照"``
+    -> ``"iPhone"``, ``"拍照"``).
     """
     out: list[Token] = []
     new = tuple.__new__  # Token(...) without the named tuple's Python-level __new__
@@ -75,17 +77,32 @@ def tokenize(text: str) -> list[Token]:
     for m in (_ASCII_TOKEN if ascii_text else _TOKEN).finditer(text):
         word = m.group()
         start, end = m.span()
-        if not ascii_text and _CJK_LONG.fullmatch(word):
-            for c in _CJK_CHUNK.finditer(word):
-                piece, a = c.group(), start + c.start()
-                if len(piece) <= _CHUNK_MAX or _KATAKANA.fullmatch(piece):
-                    out.append(new(Token, (piece, piece, a, a + len(piece))))
+        if not ascii_text and _CJK_ANY.search(word):
+            for r in _SCRIPT_RUN.finditer(word):
+                run, at = r.group(), start + r.start()
+                if _CJK_ANY.match(run):
+                    out.extend(_cjk_pieces(run, at))
                 else:
-                    out.extend(new(Token, (piece[i:i + 2], piece[i:i + 2], a + i, a + i + 2))
-                               for i in range(len(piece) - 1))
+                    out.append(new(Token, (run, run.lower(), at, at + len(run))))
             continue
         out.append(new(Token, (word, word.lower(), start, end)))
     return out
+
+
+def _cjk_pieces(run: str, at: int) -> Iterator[Token]:
+    """Tokens of a Chinese or Japanese run starting at ``at``: the run is cut at
+    function characters (:data:`_CJK_FUNCTION`); a piece of two to four characters is
+    a token, a katakana piece (a loanword) too however long, and a longer piece gives
+    its overlapping character pairs, as the reader reads it
+    (:func:`copage.core.text.words`). Single characters are no tokens."""
+    new = tuple.__new__
+    for c in _CJK_CHUNK.finditer(run):
+        piece, a = c.group(), at + c.start()
+        if len(piece) <= _CHUNK_MAX or _KATAKANA.fullmatch(piece):
+            yield new(Token, (piece, piece, a, a + len(piece)))
+        else:
+            for i in range(len(piece) - 1):
+                yield new(Token, (piece[i:i + 2], piece[i:i + 2], a + i, a + i + 2))
 
 
 def lower_words(text: str) -> list[str]:
