@@ -165,9 +165,9 @@ class PromptMeter:
     def __init__(self, tokenizer: Tokenizer) -> None:
         self.tokenizer = tokenizer
         self.requests = 0
-        self.shares: list[float] = []  # the latest MAX_SHARES, in request order
-        self._ordered: list[float] = []  # the same, sorted (the median without a sort)
-        self._micro = array.array("I")  # the same in millionths (what is stored)
+        # the latest MAX_SHARES shares in millionths, in request order (what is stored)
+        self._micro = array.array("I")
+        self._ordered: list[float] = []  # the same shares, sorted (the median without a sort)
         self.prompt_tokens = 0
         self.prefix_tokens = 0
         self.full_tokens = 0
@@ -176,9 +176,8 @@ class PromptMeter:
             for model in PRICES
         }
         self._last: list[str] = []  # the previous request's parts (none when restored)
-        self._counts: dict[str, int] = {}  # their token counts
-        self._digests: dict[str, str] = {}  # their digests (what is stored and compared)
-        self._last_digests: list[str] = []  # in order
+        self._known: dict[str, tuple[int, str]] = {}  # their token counts and digests
+        self._last_digests: list[str] = []  # the digests in order (what is stored)
         # Anthropic cache entries: the breakpoint prefixes (number of parts, digest of
         # their digests, tokens) of the latest requests; an entry exists for a model when
         # its tokens reach the model's minimum.
@@ -194,9 +193,9 @@ class PromptMeter:
         """Count one request: the paged prompt as sent, and a full-context prompt of
         ``full`` tokens whose last ``question`` tokens are not history."""
         parts = request_parts(messages, tools)
-        counts = {p: self._counts.get(p) or self.tokenizer.count(p) for p in parts}
-        digests = {p: self._digests.get(p) or _digest(p) for p in parts}
-        keys = [digests[p] for p in parts]
+        known = {p: self._known.get(p) or (self.tokenizer.count(p), _digest(p)) for p in parts}
+        counts = {p: c for p, (c, _) in known.items()}
+        keys = [known[p][1] for p in parts]
         tokens = sum(counts[p] for p in parts)  # parts counted apart: boundaries not merged
         prefix = 0
         before = self._last_digests
@@ -215,17 +214,15 @@ class PromptMeter:
         entries = self._matching_entries(keys, last + 1)
         if last >= 0:
             self._entries.append((last + 1, _digest("".join(keys[:last + 1])), stable))
-        self._last, self._counts, self._digests, self._last_digests = parts, counts, digests, keys
+        self._last, self._known, self._last_digests = parts, known, keys
         full_prefix = min(self._last_history, full)
         self._last_history = full - question
         self.requests += 1
-        share = round(prefix / tokens, 6) if tokens else 1.0  # as stored (to_json)
-        self.shares.append(share)
-        self._micro.append(round(share * 1_000_000))
-        bisect.insort(self._ordered, share)
-        if len(self.shares) > MAX_SHARES:
-            old = self.shares.pop(0)
-            self._micro.pop(0)
+        micro = round(prefix * 1_000_000 / tokens) if tokens else 1_000_000
+        self._micro.append(micro)
+        bisect.insort(self._ordered, micro / 1_000_000)
+        if len(self._micro) > MAX_SHARES:
+            old = self._micro.pop(0) / 1_000_000
             del self._ordered[bisect.bisect_left(self._ordered, old)]
         self.prompt_tokens += tokens
         self.prefix_tokens += prefix
@@ -253,6 +250,12 @@ class PromptMeter:
                 out.append((n, tokens))
         return out
 
+    @property
+    def shares(self) -> list[float]:
+        """Each kept request's share of prompt tokens repeating the previous prefix
+        (the latest :data:`MAX_SHARES`, in request order, to the millionth)."""
+        return [n / 1_000_000 for n in self._micro]
+
     def to_json(self) -> dict[str, Any]:
         """The meter's state for a store: totals, the latest :data:`STORED_SHARES`
         shares, and the previous request and cache entries as digests (bounded size)."""
@@ -277,7 +280,6 @@ class PromptMeter:
             return meter
         meter.requests = int(data.get("requests", 0))
         meter._micro = _unpack(str(data.get("shares") or ""))
-        meter.shares = [n / 1_000_000 for n in meter._micro]
         meter._ordered = sorted(meter.shares)
         meter.prompt_tokens = int(data.get("prompt_tokens", 0))
         meter.prefix_tokens = int(data.get("prefix_tokens", 0))
@@ -296,7 +298,7 @@ class PromptMeter:
         return {
             "requests": self.requests,
             "prefix_share_median": _median(self._ordered),
-            "prefix_share_last": self.shares[-1] if self.shares else None,
+            "prefix_share_last": self._micro[-1] / 1_000_000 if self._micro else None,
             "prompt_tokens": self.prompt_tokens,
             "prefix_tokens": self.prefix_tokens,
             "full_tokens": self.full_tokens,

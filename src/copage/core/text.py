@@ -21,9 +21,8 @@ STOPWORDS: frozenset[str] = ENGLISH_STOPWORDS | OTHER_LANGUAGE_STOPWORDS
 _ASCII_WORD = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
 CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 """Kana and Han, as a regex character range: scripts written without spaces."""
-_CJK = CJK
-_WORD = re.compile(rf"[{_CJK}]+|[^\W_{_CJK}]+(?:'[^\W\d_{_CJK}]+)?")  # as ASCII's on ASCII
-_CJK_RUN = re.compile(rf"[{_CJK}]")
+_WORD = re.compile(rf"[{CJK}]+|[^\W_{CJK}]+(?:'[^\W\d_{CJK}]+)?")  # as ASCII's on ASCII
+_CJK_RUN = re.compile(rf"[{CJK}]")
 
 
 def words(text: str) -> list[str]:
