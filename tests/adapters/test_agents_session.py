@@ -22,6 +22,7 @@ from agents import (
 from agents.memory import Session
 from openai import AsyncOpenAI
 
+from copage import PagedMemory, PagerConfig
 from copage.adapters.agents import CopageSession
 from copage.llm.fake_server import FakeServer, Reply
 
@@ -172,3 +173,40 @@ async def test_reasoning_items_travel_with_the_next_item() -> None:
     assert items[1:3] == [reasoning, call]
     mem = session.memory()
     assert mem is not None and len(mem.turns) == 3  # reasoning is not a turn of its own
+
+
+async def test_every_run_is_metered_as_the_sdk_is_given_it(tmp_path: Path) -> None:
+    """``stats().prompt_cache`` counts each run's request (its view), before any page is
+    evicted as after, as the engine meters the same conversation's context, and the
+    count is stored with the conversation (the first run finds no conversation yet:
+    nothing to meter)."""
+    session = CopageSession("erin", f"sqlite:///{tmp_path / 's.db'}", **PAGING)
+    ref = PagedMemory(config=PagerConfig(**PAGING))  # the engine, metering its context()
+    asked = [text for role, text in TURNS if role == "user"] * 2
+    with FakeServer(lambda _body: Reply(text="Noted.")) as up:
+        agent = _agent(up.url, session)
+        for n, question in enumerate(asked, 1):
+            await Runner.run(agent, question, session=session)
+            if n > 1:
+                ref.context()
+            ref.add("user", question)
+            ref.add("assistant", "Noted.")
+            mem = session.memory()
+            assert mem is not None
+            pc = mem.stats().prompt_cache
+            assert pc is not None and pc["requests"] == n - 1  # stored by its add_items
+            assert pc == ref.stats().prompt_cache
+    assert mem.evicted and pc["prefix_share_median"] is not None
+    # a limited view is metered as given: the bookmarks and the kept items' turns
+    sent = []
+    for limit in (None, 3):
+        other = CopageSession("erin", session.store, **PAGING)  # nothing cached
+        view = await other.get_items(limit=limit)
+        await other.add_items([{"role": "user", "content": "ok"}])  # stores the meter
+        after = other.memory()
+        assert after is not None
+        got = after.stats().prompt_cache
+        assert got is not None
+        sent.append(got["prompt_tokens"] - pc["prompt_tokens"])
+        pc = got
+    assert len(view) == 3 and 0 < sent[1] < sent[0]

@@ -35,6 +35,7 @@ from agents.memory.session_settings import resolve_session_limit
 from agents.tool_context import ToolContext
 
 from copage.adapters.agents.items import Item, items_of, to_turn
+from copage.core import prompt
 from copage.core.config import PagerConfig
 from copage.core.types import ToolCall, Turn
 from copage.ids import MAX_CONVERSATION_ID, check_conversation_id
@@ -129,6 +130,9 @@ class CopageSession:
         ``limit`` (else ``session_settings.limit``) bounds the whole answer: at most
         ``limit`` items, the bookmarks item first (when there is one and ``limit`` is
         at least 2), then the latest items of the view.
+
+        The view is counted in ``stats().prompt_cache`` as a request (a run starts from
+        it), stored with the conversation at the next ``add_items``.
         """
         return await asyncio.to_thread(self._get_items,
                                        resolve_session_limit(limit, self.session_settings))
@@ -139,14 +143,29 @@ class CopageSession:
         with self._memory(create=False) as mem:
             if mem is None:
                 return []
-            items = [i for t in mem.visible_turns() for i in items_of(t)]
-            head = [{"role": "system", "content": str(mem.context().messages[0]["content"])}
+            ctx = mem.context(meter=False)
+            turns = mem.visible_turns()
+            per_turn = [items_of(t) for t in turns]
+            items = [i for its in per_turn for i in its]
+            head = [{"role": "system", "content": str(ctx.messages[0]["content"])}
                     ] if mem.evicted else []
-        if limit is None:
-            return head + items
-        if limit < 2:
-            return items[-limit:] if limit else []
-        return head + items[-(limit - len(head)):]
+            if limit is None:
+                view = head + items
+            elif limit < 2:
+                head, view = [], items[-limit:] if limit else []
+            else:
+                view = head + items[-(limit - len(head)):]
+            # every run starts from this view: metered as the SDK is given it (the turns
+            # whose items it keeps), so stats().prompt_cache counts each run, evicted or not
+            kept, n = [], len(view) - len(head)
+            for t, its in zip(reversed(turns), reversed(per_turn)):
+                if n < len(its):
+                    break
+                kept.append(t)
+                n -= len(its)
+            sent = prompt.turn_messages(kept[::-1])
+            mem.meter_request(([ctx.messages[0]] if head else []) + sent, ctx.tools)
+        return view
 
     async def add_items(self, items: list[TResponseInputItem]) -> None:
         """Store new items (one atomic change); recall calls and outputs are skipped."""
@@ -225,8 +244,6 @@ class CopageSession:
     # ------------------------------------------------------------ the tool
     def recall_tool(self) -> FunctionTool:
         """The recall tool to give the agent (served by this session's memory)."""
-        from copage.core import prompt
-
         spec = prompt.recall_tool(self.config.tool_name, by_query=self.config.recall_by_query)
         fn = spec["function"]
 
