@@ -25,6 +25,7 @@ from openai import AsyncOpenAI
 from copage import PagedMemory, PagerConfig
 from copage.adapters.agents import CopageSession
 from copage.llm.fake_server import FakeServer, Reply
+from copage.session.speculate import FILL_HEADER
 
 set_tracing_disabled(True)  # no trace export: tests are offline
 
@@ -210,3 +211,50 @@ async def test_every_run_is_metered_as_the_sdk_is_given_it(tmp_path: Path) -> No
         sent.append(got["prompt_tokens"] - pc["prompt_tokens"])
         pc = got
     assert len(view) == 3 and 0 < sent[1] < sent[0]
+
+
+async def test_run_config_shows_the_speculative_fill_on_every_call_of_the_run(
+        tmp_path: Path) -> None:
+    """``run_config()``: the evicted page matching the question is shown (PagedChat's
+    speculative step) on each model call of the run, just before the question; it is
+    never stored, recorded once as a ``speculative`` event, and metered as sent."""
+    session = CopageSession("frank", f"sqlite:///{tmp_path / 's.db'}", **PAGING)
+    await session.add_items(_history())
+    script = deque([Reply(tool_calls=[("get_weather", {"city": "Lisbon"})]),
+                    Reply(text="Bring your insurance card.")])
+    question = "What should I bring to the dentist appointment with Dr Okafor?"
+    with FakeServer(lambda _body: script.popleft()) as up:
+        await Runner.run(_agent(up.url, session), question, session=session,
+                         run_config=session.run_config())
+    for body in up.received:  # both calls of the run
+        msgs = body["messages"]
+        fills = [i for i, m in enumerate(msgs) if FILL_HEADER in str(m.get("content"))]
+        assert len(fills) == 1, msgs
+        fill, asked = msgs[fills[0]], msgs[fills[0] + 1]
+        assert fill["role"] == "user" and "insurance card" in fill["content"]
+        assert "[p3]" in fill["content"] or "p3" in fill["content"]
+        assert asked == {"role": "user", "content": question}
+    mem = session.memory()
+    assert mem is not None
+    assert not any(FILL_HEADER in t.text for t in mem.turns)  # the fill is not stored
+    assert [t.text for t in mem.turns if t.role == "user"][-1] == question
+    events = [e for e in mem.store.events(mem.conversation_id) if e.kind == "speculative"]
+    assert len(events) == 1 and "p3" in events[0].detail["paged_in"]
+    pc = mem.stats().prompt_cache
+    assert pc is not None and pc["requests"] == 1  # the run's view (first run: unfilled)
+
+    # the next run's request is metered with its fill, as it is sent
+    before = pc["prompt_tokens"]
+    script.extend([Reply(text="Tram 28.")])
+    with FakeServer(lambda _body: script.popleft()) as up:
+        await Runner.run(_agent(up.url, session), "Which tram in Lisbon again, for my trip?",
+                         session=session, run_config=session.run_config())
+    (body,) = up.received
+    (fill,) = [m for m in body["messages"] if FILL_HEADER in str(m["content"])]
+    mem = session.memory()
+    assert mem is not None
+    pc = mem.stats().prompt_cache
+    assert pc is not None and pc["requests"] == 2
+    fill_tokens = mem.pager.prompt_meter.part_tokens(fill)
+    view_tokens = sum(mem.pager.prompt_meter.part_tokens(m) for m in mem.context().messages)
+    assert pc["prompt_tokens"] - before > fill_tokens + view_tokens // 2

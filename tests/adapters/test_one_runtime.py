@@ -4,7 +4,8 @@ PagedChat, the LangChain middleware, the proxy (``copage serve``, header mode) a
 the Agents session are each driven against the same loopback OpenAI-compatible
 server with the same script; what reaches the model and what comes back as the
 answer must be the same. In their default recall mode (speculative), PagedChat, the
-middleware and the proxy send the same fill.
+middleware and the proxy send the same fill, and so does the Agents session given
+its ``run_config()``.
 """
 
 from __future__ import annotations
@@ -104,7 +105,7 @@ def _proxy(url: str, cap: int, mode: str | None = "tool") -> tuple[str, PagedMem
         store=store, conversation_id=CID, create=False)
 
 
-def _agents(url: str, cap: int) -> tuple[str, PagedMemory]:
+def _agents(url: str, cap: int, fill: bool = False) -> tuple[str, PagedMemory]:
     session = CopageSession(CID, max_recalls=cap, **PAGING)
     items: list[Any] = [
         {"role": "user", "content": t} if r == "user" else
@@ -117,7 +118,8 @@ def _agents(url: str, cap: int) -> tuple[str, PagedMemory]:
         openai_client=AsyncOpenAI(base_url=url, api_key="sk-test", max_retries=0))
     agent = Agent(name="a", instructions="Be brief.", model=model,
                   tools=[session.recall_tool()])
-    result = Runner.run_sync(agent, QUESTION, session=session)
+    result = Runner.run_sync(agent, QUESTION, session=session,
+                             **({"run_config": session.run_config()} if fill else {}))
     mem = session.memory()
     assert mem is not None
     return str(result.final_output), mem
@@ -237,3 +239,15 @@ def test_the_default_mode_sends_the_same_fill() -> None:
     role, fill = sent["langchain"][-2]
     assert role == "user" and fill.startswith(FILL_HEADER) and "4471" in fill
     assert sent["langchain"][-1] == ("user", QUESTION)
+
+
+def test_the_agents_run_config_sends_the_same_fill() -> None:
+    """The Agents session's ``run_config()`` runs the same speculative step: the same
+    fill just before the question as PagedChat's default mode, not stored."""
+    _, _, chat = _run("paged_chat", [Reply(text="It is 4471.")], 3, mode=None)
+    answer, mem, agents = _run("agents", [Reply(text="It is 4471.")], 3, fill=True)
+    assert answer == "It is 4471."
+    tail = [(m["role"], str(m["content"])) for m in agents[0]["messages"]][-2:]
+    assert tail == [(m["role"], str(m["content"])) for m in chat[0]["messages"]][-2:]
+    assert tail[0][1].startswith(FILL_HEADER) and "4471" in tail[0][1]
+    assert not any(FILL_HEADER in t.text for t in mem.turns)

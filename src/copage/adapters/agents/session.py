@@ -28,13 +28,14 @@ from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from typing import Any
 
-from agents import FunctionTool
+from agents import FunctionTool, RunConfig
 from agents.items import TResponseInputItem
 from agents.memory import SessionSettings
 from agents.memory.session_settings import resolve_session_limit
+from agents.run import CallModelData, ModelInputData
 from agents.tool_context import ToolContext
 
-from copage.adapters.agents.items import Item, items_of, to_turn
+from copage.adapters.agents.items import Item, content_text, items_of, to_turn
 from copage.core import prompt
 from copage.core.config import PagerConfig
 from copage.core.types import ToolCall, Turn
@@ -42,6 +43,7 @@ from copage.ids import MAX_CONVERSATION_ID, check_conversation_id
 from copage.memory import PagedMemory
 from copage.session.cap import RecallCap
 from copage.session.conversations import Conversations, read
+from copage.session.speculate import DEFAULT_THRESHOLD, DEFAULT_TOKENS, Speculator, with_fill
 from copage.stores import open_store
 from copage.stores.base import ConversationNotFound, PageStore
 
@@ -63,11 +65,17 @@ class CopageSession:
             (``boundary="fixed_10"``, ``policy="lru"``, ``resident_pages=5``, ...).
         session_settings: the SDK's settings (e.g. ``SessionSettings(limit=...)``).
         max_recalls: recall calls served per turn; later ones are refused.
+        speculative_tokens: the speculative fill's allowance per run (tokens), when the
+            run is given :meth:`run_config` (or :meth:`fill_filter`).
+        speculative_threshold: minimal normalised BM25 score of the best evicted page
+            for a fill (:mod:`copage.session.speculate`).
     """
 
     def __init__(self, session_id: str, store: PageStore | str | None = None, *,
                  tenant: str = "default", config: PagerConfig | None = None,
                  session_settings: SessionSettings | None = None, max_recalls: int = 3,
+                 speculative_tokens: int = DEFAULT_TOKENS,
+                 speculative_threshold: float = DEFAULT_THRESHOLD,
                  **settings: Any) -> None:
         if config is not None and settings:
             raise ValueError("give either config= or individual settings, not both")
@@ -83,6 +91,10 @@ class CopageSession:
         self._recall_calls: set[str] = set()
         self.max_recalls = max_recalls
         self._cap = RecallCap(max_recalls)  # this turn's recalls (a user item starts a turn)
+        self.speculator = Speculator(speculative_threshold, tokens=speculative_tokens)
+        self._filtered = False  # fill_filter has run: it meters each run's request
+        self._pending: tuple[list[dict[str, Any]], list[dict[str, Any]]] | None = None
+        self._turn_fill: tuple[str, str | None] | None = None  # (question, fill) of the turn
 
     # ------------------------------------------------------------ the store
     def _current(self) -> str:
@@ -163,8 +175,11 @@ class CopageSession:
                     break
                 kept.append(t)
                 n -= len(its)
-            sent = prompt.turn_messages(kept[::-1])
-            mem.meter_request(([ctx.messages[0]] if head else []) + sent, ctx.tools)
+            sent = ([ctx.messages[0]] if head else []) + prompt.turn_messages(kept[::-1])
+            if self._filtered:  # metered with the run's fill by fill_filter
+                self._pending = (sent, [dict(t) for t in ctx.tools])
+            else:
+                mem.meter_request(sent, ctx.tools)
         return view
 
     async def add_items(self, items: list[TResponseInputItem]) -> None:
@@ -187,6 +202,7 @@ class CopageSession:
                 continue
             if kind in (None, "message") and item.get("role") == "user":
                 self._cap = RecallCap(self.max_recalls)
+                self._turn_fill = None
             turns.append(to_turn(item, before))
             before = []
         if before:
@@ -240,6 +256,48 @@ class CopageSession:
             for cid in (self.session_id, self.session_id + POP_SUFFIX):
                 with suppress(ConversationNotFound):  # the cached copy goes all the same
                     self._conversations.delete(self.tenant, cid, locked=True)
+
+    # ------------------------------------------------------- the speculative fill
+    def run_config(self, **settings: Any) -> RunConfig:
+        """A ``RunConfig`` (``settings`` are its other fields) whose
+        ``call_model_input_filter`` is :meth:`fill_filter`: give it to ``Runner.run``
+        for the speculative fill."""
+        return RunConfig(call_model_input_filter=self.fill_filter, **settings)
+
+    async def fill_filter(self, data: CallModelData[Any]) -> ModelInputData:
+        """The speculative step of PagedChat, the proxy and the LangChain middleware
+        (:func:`copage.session.speculate.speculate`), as the SDK's
+        ``call_model_input_filter``: the evicted pages best matching the latest user
+        item, within ``speculative_tokens``, shown in one user item just before it.
+        Planned once per turn (recorded as a ``speculative`` event) and shown on every
+        model call of the run; never stored. The run's request is metered with it."""
+        return await asyncio.to_thread(self._fill, data.model_data)
+
+    def _fill(self, data: ModelInputData) -> ModelInputData:
+        items = list(data.input)
+        at = next((i for i in range(len(items) - 1, -1, -1)
+                   if isinstance(items[i], dict) and items[i].get("role") == "user"
+                   and items[i].get("type", "message") == "message"), None)
+        if at is None:
+            return data
+        question = content_text(items[at].get("content"))
+        self._filtered = True
+        if self._turn_fill is None or self._turn_fill[0] != question:
+            with self._memory(create=False) as mem:
+                if mem is None:
+                    return data
+                spec = self.speculator.page_in(mem, question)
+                self._turn_fill = (question, spec.text if spec.paged_in else None)
+                if self._pending is not None:  # this run's view, as sent: question and fill
+                    messages, tools = self._pending
+                    self._pending = None
+                    mem.meter_request(with_fill([*messages, {"role": "user", "content": question}],
+                                                spec), tools)
+        fill = self._turn_fill[1]
+        if fill is None:
+            return data
+        items.insert(at, {"role": "user", "content": fill})
+        return ModelInputData(input=items, instructions=data.instructions)
 
     # ------------------------------------------------------------ the tool
     def recall_tool(self) -> FunctionTool:
