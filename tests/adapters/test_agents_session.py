@@ -211,6 +211,10 @@ async def test_every_run_is_metered_as_the_sdk_is_given_it(tmp_path: Path) -> No
         sent.append(got["prompt_tokens"] - pc["prompt_tokens"])
         pc = got
     assert len(view) == 3 and 0 < sent[1] < sent[0]
+    assert await other.get_items(limit=0) == []  # nothing given: not a request
+    await other.add_items([{"role": "user", "content": "ok"}])
+    after = other.memory()
+    assert after is not None and after.stats().prompt_cache == pc
 
 
 async def test_run_config_shows_the_speculative_fill_on_every_call_of_the_run(

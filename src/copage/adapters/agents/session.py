@@ -167,6 +167,8 @@ class CopageSession:
                 head, view = [], items[-limit:] if limit else []
             else:
                 view = head + items[-(limit - len(head)):]
+            if not view:  # limit=0: nothing given, no request to count
+                return view
             # every run starts from this view: metered as the SDK is given it (the turns
             # whose items it keeps), so stats().prompt_cache counts each run, evicted or not
             kept, n = [], len(view) - len(head)
