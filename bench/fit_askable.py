@@ -7,8 +7,10 @@ the weights, both on LoCoMo-format files with pages cut as in the simulation
 
 ``--method routing`` (the shipped weights): coordinate ascent on the measure
 itself, the mean routing_top1 of the training conversations (fixed_10 + LRU,
-k = 5, placement end, ``minimal``, 4 keywords; the simulation's faults and the
-library's BM25 reader), starting from ``contrast`` (all weights 0), trying each
+k = 5, placement end, the bookmark shape given: the shipped weights with
+``--format compact --n-keywords 12 --bookmark-tokens 12``, the ninth round of
+docs/keywords.md; the simulation's faults and the library's BM25 reader),
+starting from ``contrast`` (all weights 0), trying each
 weight in turn at +-0.25, 0.5, 1 (``digit`` is always 0: digits are never
 routable alone), keeping a change only if it raises the objective, two rounds.
 A conversation whose mean bookmark exceeds ``--max-tokens`` costs 10 points per
@@ -33,6 +35,7 @@ Run::
     .venv/bin/python bench/fit_askable.py loco $L/locomo-sample.json $L/locomo-more.json \\
         --method logit --beta 1
     .venv/bin/python bench/fit_askable.py fit $L/locomo-sample.json $L/locomo-more.json \\
+        --format compact --n-keywords 12 --bookmark-tokens 12 \\
         --write src/copage/core/keywords/askable_weights.py
 """
 

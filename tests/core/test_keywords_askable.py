@@ -63,6 +63,9 @@ def test_word_features() -> None:
                        strict=True))
     assert painted["past"] == 1.0 and painted["first_person"] == 1.0
     assert word_features(stats)["quickly"][FEATURES[12:].index("ly") + 7] == 1.0
+    # "dated": the share of a word's occurrences in sentences that say when
+    assert painted["dated"] == 1.0  # "I painted the walls yesterday ..."
+    assert f["dated"] == 0.0 and stats.dated["lisbon"] == 1 and stats.dated["pottery"] == 0
 
 
 def test_term_static_averages_the_words_of_a_phrase() -> None:

@@ -5,7 +5,8 @@ candidate term of a page a weighted sum of these features, the weights fitted
 offline by ``bench/fit_askable.py`` (the shipped ones by coordinate ascent on
 routing_top1; ``--method logit`` fits a conditional logit instead). Every feature is one
 already measured as a cue (``docs/keywords.md``): the Fightin' Words z-score,
-rarity over pages, ``contrast``'s word cues, the everyday-word list, names.
+rarity over pages, ``contrast``'s word cues, the everyday-word list, names, and
+(ninth round) sentences that say when.
 
 Word-level features of a two-word term are the mean over its words. All are
 computed from the page alone except ``z`` and ``rarity`` (the corpus). The
@@ -43,10 +44,19 @@ FEATURES: tuple[str, ...] = (
     "plural",  # share of words ending in a single "s"
     "ly",  # share of -ly words
     "digit",  # share of words holding a digit
+    "dated",  # share of the words' occurrences in sentences that say when
 )
 """Names of the features, in weight order."""
 
 _SENTENCE = re.compile(r"[^.!?\n]+[.!?]*")
+_WHEN = frozenset([
+    "yesterday", "today", "tonight", "tomorrow", "last", "next", "ago", "recently", "just",
+    "week", "weekend", "month", "year", "summer", "winter", "spring", "autumn",
+    "monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday",
+    "january", "february", "march", "april", "june", "july", "august", "september",
+    "october", "november", "december", "morning", "evening", "since", "soon", "finally",
+])
+"""Words that say when something happened or will (a sentence holding one dates an event)."""
 _FIRST_PERSON = frozenset(["i", "i'm", "i've", "i'd", "i'll", "my", "me", "we", "our", "we're",
                            "we've", "mine", "myself"])
 DETERMINERS = frozenset([
@@ -63,6 +73,7 @@ class WordStats:
     count: Counter[str]
     in_question: Counter[str]
     first_person: Counter[str]
+    dated: Counter[str]
     noun: frozenset[str]
     both_sides: frozenset[str]
 
@@ -72,6 +83,7 @@ def word_stats(page: Page) -> WordStats:
     count: Counter[str] = Counter()
     in_question: Counter[str] = Counter()
     first_person: Counter[str] = Counter()
+    dated: Counter[str] = Counter()
     noun: set[str] = set()
     speakers: defaultdict[str, set[str]] = defaultdict(set)
     stop = STOPWORDS
@@ -88,6 +100,8 @@ def word_stats(page: Page) -> WordStats:
                 in_question.update(content)
             elif not _FIRST_PERSON.isdisjoint(toks):
                 first_person.update(content)
+            if not _WHEN.isdisjoint(toks):
+                dated.update(content)
             said.update(content)
             for prev, word in pairwise(toks):
                 if (prev in DETERMINERS or prev[:1].isdigit()) and len(word) > 1 and word not in stop:
@@ -95,7 +109,7 @@ def word_stats(page: Page) -> WordStats:
         for word in said:
             speakers[word].add(who)
     both = frozenset(w for w, s in speakers.items() if len(s) > 1)
-    return WordStats(count, in_question, first_person, frozenset(noun), both)
+    return WordStats(count, in_question, first_person, dated, frozenset(noun), both)
 
 
 def word_features(stats: WordStats) -> dict[str, tuple[float, ...]]:
@@ -115,11 +129,12 @@ def word_features(stats: WordStats) -> dict[str, tuple[float, ...]]:
             float(w.endswith("s") and not w.endswith("ss")),
             float(w.endswith("ly")),
             float(not w.isalpha() and any(ch.isdigit() for ch in w)),  # letters are no digits
+            stats.dated[w] / c,
         )
     return out
 
 
-_ZERO_WORD = (0.0,) * 12
+_ZERO_WORD = (0.0,) * 13
 
 
 def term_static(term: str, count: int, capitalised: bool,
