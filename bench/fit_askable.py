@@ -42,6 +42,7 @@ Run::
 from __future__ import annotations
 
 import argparse
+import itertools
 import re
 import sys
 from collections.abc import Iterator, Sequence
@@ -316,6 +317,9 @@ def main() -> None:
     p.add_argument("--grid", default="",
                    help='loco: also choose askable options per fold on its training '
                         'conversations, e.g. "penalty=0,0.5,1;rarity=0.25,0.75"')
+    p.add_argument("--leave", type=int, default=1,
+                   help="loco: conversations held out per fold (2: every pair, fitted on "
+                        "the others; the fold's score is the mean over its pair)")
     p.add_argument("--fit-paper-shape", action="store_true",
                    help="loco: fit each fold with the paper's shape (minimal, 4, no cap), "
                         "score it with the one given")
@@ -335,6 +339,9 @@ def main() -> None:
         return
     print(f"fixed_10 + LRU, k=5, placement end, {SHAPE.fmt}, {SHAPE.n} keywords, cap "
           f"{SHAPE.cap}; method {args.method}, beta {args.beta:g}, reader {args.reader}")
+    if args.leave != 1:
+        leave_n_out(args, preps)
+        return
     held: list[float] = []
     for prep in preps:
         train = [o for o in preps if o is not prep]
@@ -352,6 +359,27 @@ def main() -> None:
         print(f"held out {prep.conv}: train {obj:.3f}, held-out {r[0]:.3f} / {r[2]:.1f} "
               f"tokens ({r[1]} faults); weights: {shown}")
     print(f"mean of held-out: {sum(held) / len(held):.3f}")
+
+
+def leave_n_out(args: argparse.Namespace, preps: list[Prepared]) -> None:
+    """``loco --leave N``: every set of N conversations held out, fitted on the rest."""
+    global SHAPE
+    if not 1 <= args.leave < len(preps):
+        raise SystemExit(f"--leave must be 1..{len(preps) - 1}, got {args.leave}")
+    scores: list[float] = []
+    for held in itertools.combinations(preps, args.leave):
+        train = [o for o in preps if o not in held]
+        shape, SHAPE = SHAPE, (Shape() if args.fit_paper_shape else SHAPE)
+        w, obj = fit(train, args.method, args.max_tokens, args.l2)
+        SHAPE = shape
+        names = [h.conv for h in held]
+        r = routing_with(args.files, "askable", {"weights": tuple(map(float, w)),
+                                                  "beta": args.beta},
+                         "fixed_10", "lru", 5, SHAPE.fmt, SHAPE.n, only=names,
+                         bookmark_tokens=SHAPE.cap)
+        scores.append(sum(r[n][0] for n in names) / len(names))
+        print(f"held out {', '.join(names)}: train {obj:.3f}, held-out {scores[-1]:.3f}")
+    print(f"mean of held-out: {sum(scores) / len(scores):.3f}")
 
 
 if __name__ == "__main__":
