@@ -8,8 +8,8 @@ the weights, both on LoCoMo-format files with pages cut as in the simulation
 ``--method routing`` (the shipped weights): coordinate ascent on the measure
 itself, the mean routing_top1 of the training conversations (fixed_10 + LRU,
 k = 5, placement end, the bookmark shape given: the shipped weights with
-``--format compact --n-keywords 12 --bookmark-tokens 12``, the ninth round of
-docs/keywords.md; the simulation's faults and the library's BM25 reader),
+``--format compact --n-keywords 12 --bookmark-tokens 12 --bag``, the ninth round
+of docs/keywords.md; the simulation's faults and the library's BM25 reader),
 starting from ``contrast`` (all weights 0), trying each
 weight in turn at +-0.25, 0.5, 1 (``digit`` is always 0: digits are never
 routable alone), keeping a change only if it raises the objective, two rounds.
@@ -21,6 +21,10 @@ page's candidate terms), fitted by Newton's method with an L2 penalty on
 standardised features, on which of a page's terms share a word with a later
 question whose evidence is in the page; ``beta`` is then the weight of that
 score beside ``contrast``'s.
+
+``--bag``: a fit is the mean of the fits that each leave one of its training
+conversations out (in ``loco``, nested: four fits on three conversations per fold).
+``--leave N``: ``loco`` over every N conversations held out.
 
 ``loco``: for each conversation, fit on the others, then score it with the real
 simulation (``bench_keywords.routing_with``); prints the fold's weights, its
@@ -35,7 +39,7 @@ Run::
     .venv/bin/python bench/fit_askable.py loco $L/locomo-sample.json $L/locomo-more.json \\
         --method logit --beta 1
     .venv/bin/python bench/fit_askable.py fit $L/locomo-sample.json $L/locomo-more.json \\
-        --format compact --n-keywords 12 --bookmark-tokens 12 \\
+        --format compact --n-keywords 12 --bookmark-tokens 12 --bag \\
         --write src/copage/core/keywords/askable_weights.py
 """
 
@@ -252,8 +256,22 @@ def fit_logit(preps: Sequence[Prepared], l2: float = 100.0, iters: int = 100) ->
     return w / sd
 
 
+BAG = False
+"""``--bag``: a fit is the mean of the fits that each leave one training conversation out."""
+
+
 def fit(preps: Sequence[Prepared], method: str, max_tokens: float, l2: float
         ) -> tuple[np.ndarray, float]:
+    if BAG and len(preps) > 2:
+        ws = [fit_one([o for o in preps if o is not p], method, max_tokens, l2)[0]
+              for p in preps]
+        w = np.mean(ws, axis=0)
+        return w, (objective(preps, w, max_tokens) if method == "routing" else float("nan"))
+    return fit_one(preps, method, max_tokens, l2)
+
+
+def fit_one(preps: Sequence[Prepared], method: str, max_tokens: float, l2: float
+            ) -> tuple[np.ndarray, float]:
     if method == "logit":
         return fit_logit(preps, l2), float("nan")
     return fit_routing(preps, max_tokens)
@@ -262,9 +280,12 @@ def fit(preps: Sequence[Prepared], method: str, max_tokens: float, l2: float
 def weights_module(w: np.ndarray, convs: Sequence[str], method: str) -> str:
     rows = "\n".join(f"    {round(float(v), 6)!r},  # {name}"
                      for name, v in zip(FEATURES, w, strict=True))
+    how = f"--method {method} --format {SHAPE.fmt} --n-keywords {SHAPE.n}"
+    how += f" --bookmark-tokens {SHAPE.cap}" if SHAPE.cap is not None else ""
+    how += " --bag" if BAG else ""
     return (
         '"""``askable``\'s weights, one per ``features.FEATURES``.\n\n'
-        f"Written by ``bench/fit_askable.py fit --method {method}`` on\n"
+        f"Written by ``bench/fit_askable.py fit`` with\n``{how}``\non "
         f"{', '.join(convs)}. Do not edit by hand: fit again.\n"
         '"""\n\n'
         "ASKABLE_WEIGHTS: tuple[float, ...] = (\n" + rows + "\n)\n"
@@ -317,6 +338,9 @@ def main() -> None:
     p.add_argument("--grid", default="",
                    help='loco: also choose askable options per fold on its training '
                         'conversations, e.g. "penalty=0,0.5,1;rarity=0.25,0.75"')
+    p.add_argument("--bag", action="store_true",
+                   help="each fit is the mean of the fits leaving one of its training "
+                        "conversations out (steadier than one greedy ascent)")
     p.add_argument("--leave", type=int, default=1,
                    help="loco: conversations held out per fold (2: every pair, fitted on "
                         "the others; the fold's score is the mean over its pair)")
@@ -325,8 +349,9 @@ def main() -> None:
                         "score it with the one given")
     args = p.parse_args()
     use_reader(args.reader)
-    global SHAPE
+    global SHAPE, BAG
     SHAPE = Shape(args.format, args.n_keywords, args.bookmark_tokens)
+    BAG = args.bag
     preps = prepare(args.files)
     if args.cmd == "fit":
         w, obj = fit(preps, args.method, args.max_tokens, args.l2)

@@ -6,13 +6,14 @@ that it will be asked about (``contrast.py``). ``askable`` adds to that score
 same cues, the z-score, rarity over pages, names, phrases, word shapes). The
 weights (``askable_weights``) were fitted by ``bench/fit_askable.py`` on the
 routing measure itself (routing_top1 of the simulation, fixed_10 + LRU, k = 5,
-the shipped bookmarks: ``compact``, 12 keywords offered, a 12-token cap):
-coordinate ascent from ``contrast`` (all weights 0) on the five LoCoMo
-development conversations. Fitted on four and scored on the fifth, the same
-procedure scored a held-out mean of 0.412 against ``contrast``'s 0.392
+the shipped bookmarks: ``compact``, 12 keywords offered, a 12-token cap): the
+mean of coordinate ascents from ``contrast`` (all weights 0), each on four of the
+five LoCoMo development conversations. Fitted on four and scored on the fifth,
+the same procedure scored a held-out mean of 0.416 against ``contrast``'s 0.392
 (``docs/keywords.md``, ninth round). The fitted weights are small corrections:
-words said only in questions and ``-ly`` words penalised, plurals a little, the
-z-score, everyday words and first-person statements a little higher.
+words in sentences that say when, names, words asked about in the page and
+first-person statements higher; words said only in questions, two-word phrases
+and ``-ly`` words lower.
 
 Cost: ``contrast``'s plus one pass over the page's turns (word statistics),
 kept with the page's analysis, so a refresh costs only the corpus-dependent
