@@ -306,8 +306,8 @@ def parse_grid(text: str) -> list[dict[str, float]]:
 
 
 def choose_options(files: Sequence[str], base: dict[str, Any], grid: list[dict[str, float]],
-                   held: str) -> dict[str, float]:
-    """The grid point with the best mean routing_top1 on the conversations other than
+                   held: Sequence[str]) -> dict[str, float]:
+    """The grid point with the best mean routing_top1 on the conversations not in
     ``held`` (``SHAPE``'s bookmarks); ``{}`` when there is no grid."""
     if grid == [{}]:
         return {}
@@ -315,7 +315,7 @@ def choose_options(files: Sequence[str], base: dict[str, Any], grid: list[dict[s
     def train(opt: dict[str, float]) -> float:
         row = routing_with(files, "askable", {**base, **opt}, "fixed_10", "lru", 5, SHAPE.fmt,
                            SHAPE.n, bookmark_tokens=SHAPE.cap)
-        return sum(v[0] for c, v in row.items() if c != held) / (len(row) - 1)
+        return sum(v[0] for c, v in row.items() if c not in held) / (len(row) - len(held))
 
     return max(grid, key=train)
 
@@ -364,46 +364,26 @@ def main() -> None:
         return
     print(f"fixed_10 + LRU, k=5, placement end, {SHAPE.fmt}, {SHAPE.n} keywords, cap "
           f"{SHAPE.cap}; method {args.method}, beta {args.beta:g}, reader {args.reader}")
-    if args.leave != 1:
-        leave_n_out(args, preps)
-        return
-    held: list[float] = []
-    for prep in preps:
-        train = [o for o in preps if o is not prep]
-        shape, SHAPE = SHAPE, (Shape() if args.fit_paper_shape else SHAPE)
-        w, obj = fit(train, args.method, args.max_tokens, args.l2)
-        SHAPE = shape
-        base = {"weights": tuple(map(float, w)), "beta": args.beta}
-        options = choose_options(args.files, base, parse_grid(args.grid), prep.conv)
-        r = routing_with(args.files, "askable", {**base, **options},
-                         "fixed_10", "lru", 5, SHAPE.fmt, SHAPE.n, only=[prep.conv],
-                         bookmark_tokens=SHAPE.cap)[prep.conv]
-        held.append(r[0])
-        shown = ", ".join(f"{n} {v:+g}" for n, v in zip(FEATURES, w, strict=True) if v)
-        shown += "".join(f"; {k} {v:g}" for k, v in options.items())
-        print(f"held out {prep.conv}: train {obj:.3f}, held-out {r[0]:.3f} / {r[2]:.1f} "
-              f"tokens ({r[1]} faults); weights: {shown}")
-    print(f"mean of held-out: {sum(held) / len(held):.3f}")
-
-
-def leave_n_out(args: argparse.Namespace, preps: list[Prepared]) -> None:
-    """``loco --leave N``: every set of N conversations held out, fitted on the rest."""
-    global SHAPE
     if not 1 <= args.leave < len(preps):
         raise SystemExit(f"--leave must be 1..{len(preps) - 1}, got {args.leave}")
     scores: list[float] = []
     for held in itertools.combinations(preps, args.leave):
+        names = [h.conv for h in held]
         train = [o for o in preps if o not in held]
         shape, SHAPE = SHAPE, (Shape() if args.fit_paper_shape else SHAPE)
         w, obj = fit(train, args.method, args.max_tokens, args.l2)
         SHAPE = shape
-        names = [h.conv for h in held]
-        r = routing_with(args.files, "askable", {"weights": tuple(map(float, w)),
-                                                  "beta": args.beta},
+        base = {"weights": tuple(map(float, w)), "beta": args.beta}
+        options = choose_options(args.files, base, parse_grid(args.grid), names)
+        r = routing_with(args.files, "askable", {**base, **options},
                          "fixed_10", "lru", 5, SHAPE.fmt, SHAPE.n, only=names,
                          bookmark_tokens=SHAPE.cap)
         scores.append(sum(r[n][0] for n in names) / len(names))
-        print(f"held out {', '.join(names)}: train {obj:.3f}, held-out {scores[-1]:.3f}")
+        tokens = sum(r[n][2] for n in names) / len(names)
+        shown = ", ".join(f"{n} {v:+g}" for n, v in zip(FEATURES, w, strict=True) if v)
+        shown += "".join(f"; {k} {v:g}" for k, v in options.items())
+        print(f"held out {', '.join(names)}: train {obj:.3f}, held-out {scores[-1]:.3f} / "
+              f"{tokens:.1f} tokens ({sum(r[n][1] for n in names)} faults); weights: {shown}")
     print(f"mean of held-out: {sum(scores) / len(scores):.3f}")
 
 

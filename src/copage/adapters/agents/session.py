@@ -156,8 +156,7 @@ class CopageSession:
             if mem is None:
                 return []
             ctx = mem.context(meter=False)
-            turns = mem.visible_turns()
-            per_turn = [items_of(t) for t in turns]
+            per_turn = [items_of(t) for t in mem.visible_turns()]
             items = [i for its in per_turn for i in its]
             head = [{"role": "system", "content": str(ctx.messages[0]["content"])}
                     ] if mem.evicted else []
@@ -170,14 +169,15 @@ class CopageSession:
             if not view:  # limit=0: nothing given, no request to count
                 return view
             # every run starts from this view: metered as the SDK is given it (the turns
-            # whose items it keeps), so stats().prompt_cache counts each run, evicted or not
-            kept, n = [], len(view) - len(head)
-            for t, its in zip(reversed(turns), reversed(per_turn)):
+            # whose items it keeps: context() ends with one message per visible turn), so
+            # stats().prompt_cache counts each run, evicted or not
+            kept, n = 0, len(view) - len(head)
+            for its in reversed(per_turn):
                 if n < len(its):
                     break
-                kept.append(t)
-                n -= len(its)
-            sent = ([ctx.messages[0]] if head else []) + prompt.turn_messages(kept[::-1])
+                kept, n = kept + 1, n - len(its)
+            msgs = ctx.messages
+            sent = ([msgs[0]] if head else []) + (msgs[-kept:] if kept else [])
             if self._filtered:  # metered with the run's fill by fill_filter
                 self._pending = (sent, [dict(t) for t in ctx.tools])
             else:
