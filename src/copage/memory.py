@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import secrets
 import time
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TextIO
 
 from copage.core.changes import ChangeSet
 from copage.core.config import PagerConfig
@@ -499,6 +500,45 @@ class PagedMemory:
         self._plain = False
         self.pager.cache.set_query(
             next((t.text for t in reversed(self.pager.turns) if t.role == "user"), None))
+
+    # ------------------------------------------------------------ transfer
+    def export_jsonl(self, file: str | os.PathLike[str] | TextIO) -> int:
+        """Write this conversation, as stored, to ``file`` (a path or a text file) as JSON
+        Lines (see :mod:`copage.stores.transfer`); return the lines written."""
+        from copage.stores.transfer import export_conversation
+
+        self._live()
+        if isinstance(file, (str, os.PathLike)):
+            with open(file, "w", encoding="utf-8") as out:
+                return export_conversation(self.store, self.conversation_id, out,
+                                           tenant=self.tenant)
+        return export_conversation(self.store, self.conversation_id, file, tenant=self.tenant)
+
+    @classmethod
+    def import_jsonl(
+        cls, file: str | os.PathLike[str] | TextIO, *, store: PageStore | str,
+        conversation_id: str | None = None, tenant: str = "default", replace: bool = False,
+        clock: Callable[[], float] = time.time,
+    ) -> PagedMemory:
+        """Store a conversation exported by :meth:`export_jsonl` in ``store`` (under its own
+        id unless ``conversation_id`` is given) and open it. The whole file is checked
+        first and written in one transaction: a bad file (``BadExport``, naming the line)
+        writes nothing. An existing conversation of that id raises ``ConversationExists``
+        unless ``replace``."""
+        from copage.stores import open_store
+        from copage.stores.transfer import import_conversation
+
+        target = open_store(store) if isinstance(store, str) else store
+        if isinstance(file, (str, os.PathLike)):
+            with open(file, encoding="utf-8") as src:
+                cid = import_conversation(target, src, source=str(file),
+                                          conversation_id=conversation_id, tenant=tenant,
+                                          replace=replace)
+        else:
+            cid = import_conversation(target, file, source=getattr(file, "name", "<file>"),
+                                      conversation_id=conversation_id, tenant=tenant,
+                                      replace=replace)
+        return cls(store=target, conversation_id=cid, tenant=tenant, clock=clock, create=False)
 
     # ------------------------------------------------------------- read-only
     @property

@@ -185,6 +185,30 @@ class MemoryStore:
             c.updated_at = now
             return c.version
 
+    def restore_conversation(
+        self, conversation_id: str, config: Mapping[str, Any], change: ChangeSet, *,
+        tenant: str = "default", created_at: float = 0.0, updated_at: float = 0.0,
+        replace: bool = False,
+    ) -> int:
+        """Create a conversation holding ``change`` at once (all or nothing; see
+        :meth:`copage.stores.sqlcore.SqlStore.restore_conversation`)."""
+        name = where(conversation_id, tenant)
+        cfg = codec.dumps(dict(config), f"config of {name}")
+        key = (tenant, conversation_id)
+        with self._mutex:  # reentrant: commit below runs under it, unseen by others
+            old = self._convs.get(key)
+            if old is not None and not replace:
+                raise ConversationExists(f"{name} already exists")
+            self._convs[key] = _Conv(cfg, created_at, updated_at=created_at)
+            try:
+                return self.commit(conversation_id, change, tenant=tenant, now=updated_at)
+            except BaseException:
+                if old is None:
+                    del self._convs[key]
+                else:
+                    self._convs[key] = old
+                raise
+
     def events(
         self, conversation_id: str, *, tenant: str = "default", since_seq: int = 0
     ) -> list[Event]:

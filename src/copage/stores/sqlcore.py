@@ -183,94 +183,130 @@ class SqlStore(ABC):
         """Apply ``change`` in one transaction; return the new version."""
         name = where(conversation_id, tenant)
         enc = codec.encode_change(change, name)
+        with self._tx(True) as cur:
+            head = self._head(cur, conversation_id, tenant, for_update=True)
+            if head is None:
+                raise ConversationNotFound(f"{name} not found")
+            version = head[0]
+            if expected_version is not None and expected_version != version:
+                raise_conflict(name, expected_version, version)
+            self._apply(cur, conversation_id, tenant, change, enc, head, now)
+        return version + 1
+
+    def restore_conversation(
+        self, conversation_id: str, config: Mapping[str, Any], change: ChangeSet, *,
+        tenant: str = "default", created_at: float = 0.0, updated_at: float = 0.0,
+        replace: bool = False,
+    ) -> int:
+        """Create a conversation holding ``change`` (a whole exported conversation) in
+        one transaction: either all of it is stored or nothing is (an existing one of
+        that id is kept too). Raises ConversationExists unless ``replace``; returns the
+        new version (1)."""
+        name = where(conversation_id, tenant)
+        cfg = codec.dumps(dict(config), f"config of {name}")
+        enc = codec.encode_change(change, name)
+        with self._tx(True) as cur:
+            if replace:
+                self._delete_rows(cur, conversation_id, tenant)
+            cur.execute(
+                self._q(
+                    "INSERT INTO conversations (tenant, id, config, state, version, n_turns, "
+                    "n_pages, created_at, updated_at) VALUES (?, ?, ?, '{}', 0, 0, 0, ?, ?) "
+                    "ON CONFLICT (tenant, id) DO NOTHING"
+                ),
+                (tenant, conversation_id, cfg, created_at, created_at),
+            )
+            if cur.rowcount == 0:
+                raise ConversationExists(f"{name} already exists")
+            self._apply(cur, conversation_id, tenant, change, enc, (0, 0, 0), updated_at)
+        return 1
+
+    def _apply(self, cur: Cursor, conversation_id: str, tenant: str, change: ChangeSet,
+               enc: codec.EncodedChange, head: tuple[int, int, int], now: float) -> None:
+        """Write ``change`` (encoded as ``enc``) on top of the stored ``head``
+        (version, turns, pages) inside the caller's transaction."""
+        name = where(conversation_id, tenant)
         key = (tenant, conversation_id)
         turns = [(*key, *row) for row in enc.turns]
         bms = [(*key, *row) for row in enc.bookmarks]
         events = [(*key, *row) for row in enc.events]
         state = enc.state
-        with self._tx(True) as cur:
-            head = self._head(cur, conversation_id, tenant, for_update=True)
-            if head is None:
-                raise ConversationNotFound(f"{name} not found")
-            version, n_turns, n_pages = head
-            if expected_version is not None and expected_version != version:
-                raise_conflict(name, expected_version, version)
-            last_paged = -1
-            if change.truncate is not None:
-                keep = n_pages if change.drop_pages is None else change.drop_pages
-                cur.execute(self._q("SELECT MAX(last_seq) FROM pages WHERE tenant=? AND "
-                                    "conversation_id=? AND page_index < ?"), (*key, keep))
-                row = cur.fetchone()
-                last_paged = -1 if row is None or row[0] is None else int(row[0])
-            check_change(change, n_turns, n_pages, name, last_paged)
-            if change.drop_pages is not None:  # a page close taken back
-                for table in ("pages", "bookmarks", "page_state"):
-                    cur.execute(self._q(f"DELETE FROM {table} WHERE tenant=? AND "
-                                        "conversation_id=? AND page_index >= ?"),
-                                (*key, change.drop_pages))
-                n_pages = change.drop_pages
-            if change.drop_events is not None:
-                cur.execute(self._q("DELETE FROM events WHERE tenant=? AND conversation_id=? "
-                                    "AND seq >= ?"), (*key, change.drop_events))
-            if change.truncate is not None:
-                cur.execute(self._q("DELETE FROM turns WHERE tenant=? AND conversation_id=? "
-                                    "AND seq >= ?"), (*key, change.truncate))
-                n_turns = change.truncate
-            if turns:
-                cur.executemany(
-                    self._q(
-                        "INSERT INTO turns (tenant, conversation_id, seq, data) VALUES (?, ?, ?, ?)"
-                    ),
-                    turns,
-                )
-            if change.pages:
-                cur.executemany(
-                    self._q(
-                        "INSERT INTO pages (tenant, conversation_id, page_index, first_seq, last_seq, "
-                        "tokens) VALUES (?, ?, ?, ?, ?, ?)"
-                    ),
-                    [
-                        (tenant, conversation_id, p.index, p.first_seq, p.last_seq, p.tokens)
-                        for p in change.pages
-                    ],
-                )
-            if bms:
-                cur.executemany(
-                    self._q(
-                        "INSERT INTO bookmarks (tenant, conversation_id, page_index, data, version) "
-                        "VALUES (?, ?, ?, ?, ?) ON CONFLICT (tenant, conversation_id, page_index) "
-                        "DO UPDATE SET data = excluded.data, version = excluded.version"
-                    ),
-                    [(*row, version + 1) for row in bms],
-                )
-            if events:
-                self._insert_events(cur, events, name)
-            if enc.page_state:
-                cur.executemany(
-                    self._q(
-                        "INSERT INTO page_state (tenant, conversation_id, page_index, data, "
-                        "version) VALUES (?, ?, ?, ?, ?) ON CONFLICT (tenant, conversation_id, "
-                        "page_index) DO UPDATE SET data = excluded.data, "
-                        "version = excluded.version"
-                    ),
-                    [(*key, i, d, version + 1) for i, d in enc.page_state],
-                )
-            cur.execute(
+        version, n_turns, n_pages = head
+        last_paged = -1
+        if change.truncate is not None:
+            keep = n_pages if change.drop_pages is None else change.drop_pages
+            cur.execute(self._q("SELECT MAX(last_seq) FROM pages WHERE tenant=? AND "
+                                "conversation_id=? AND page_index < ?"), (*key, keep))
+            row = cur.fetchone()
+            last_paged = -1 if row is None or row[0] is None else int(row[0])
+        check_change(change, n_turns, n_pages, name, last_paged)
+        if change.drop_pages is not None:  # a page close taken back
+            for table in ("pages", "bookmarks", "page_state"):
+                cur.execute(self._q(f"DELETE FROM {table} WHERE tenant=? AND "
+                                    "conversation_id=? AND page_index >= ?"),
+                            (*key, change.drop_pages))
+            n_pages = change.drop_pages
+        if change.drop_events is not None:
+            cur.execute(self._q("DELETE FROM events WHERE tenant=? AND conversation_id=? "
+                                "AND seq >= ?"), (*key, change.drop_events))
+        if change.truncate is not None:
+            cur.execute(self._q("DELETE FROM turns WHERE tenant=? AND conversation_id=? "
+                                "AND seq >= ?"), (*key, change.truncate))
+            n_turns = change.truncate
+        if turns:
+            cur.executemany(
                 self._q(
-                    "UPDATE conversations SET version=?, n_turns=?, n_pages=?, updated_at=?, "
-                    "state=COALESCE(?, state) WHERE tenant=? AND id=?"
+                    "INSERT INTO turns (tenant, conversation_id, seq, data) VALUES (?, ?, ?, ?)"
                 ),
-                (
-                    version + 1,
-                    n_turns + len(turns),
-                    n_pages + len(change.pages),
-                    now,
-                    state,
-                    tenant,
-                    conversation_id,
-                ),
+                turns,
             )
-        return version + 1
+        if change.pages:
+            cur.executemany(
+                self._q(
+                    "INSERT INTO pages (tenant, conversation_id, page_index, first_seq, last_seq, "
+                    "tokens) VALUES (?, ?, ?, ?, ?, ?)"
+                ),
+                [
+                    (tenant, conversation_id, p.index, p.first_seq, p.last_seq, p.tokens)
+                    for p in change.pages
+                ],
+            )
+        if bms:
+            cur.executemany(
+                self._q(
+                    "INSERT INTO bookmarks (tenant, conversation_id, page_index, data, version) "
+                    "VALUES (?, ?, ?, ?, ?) ON CONFLICT (tenant, conversation_id, page_index) "
+                    "DO UPDATE SET data = excluded.data, version = excluded.version"
+                ),
+                [(*row, version + 1) for row in bms],
+            )
+        if events:
+            self._insert_events(cur, events, name)
+        if enc.page_state:
+            cur.executemany(
+                self._q(
+                    "INSERT INTO page_state (tenant, conversation_id, page_index, data, "
+                    "version) VALUES (?, ?, ?, ?, ?) ON CONFLICT (tenant, conversation_id, "
+                    "page_index) DO UPDATE SET data = excluded.data, "
+                    "version = excluded.version"
+                ),
+                [(*key, i, d, version + 1) for i, d in enc.page_state],
+            )
+        cur.execute(
+            self._q(
+                "UPDATE conversations SET version=?, n_turns=?, n_pages=?, updated_at=?, "
+                "state=COALESCE(?, state) WHERE tenant=? AND id=?"
+            ),
+            (
+                version + 1,
+                n_turns + len(turns),
+                n_pages + len(change.pages),
+                now,
+                state,
+                tenant,
+                conversation_id,
+            ),
+        )
 
     def _insert_events(self, cur: Cursor, rows: list[tuple[Any, ...]], name: str) -> None:
         try:
@@ -333,17 +369,23 @@ class SqlStore(ABC):
     def delete_conversation(self, conversation_id: str, *, tenant: str = "default") -> None:
         """Delete the conversation and all its rows; raise ConversationNotFound if absent."""
         with self._tx(True) as cur:
+            if not self._delete_rows(cur, conversation_id, tenant):
+                raise ConversationNotFound(f"{where(conversation_id, tenant)} not found")
+
+    def _delete_rows(self, cur: Cursor, conversation_id: str, tenant: str) -> bool:
+        """Delete a conversation's rows in the caller's transaction; False if absent."""
+        cur.execute(
+            self._q("DELETE FROM conversations WHERE tenant=? AND id=?"),
+            (tenant, conversation_id),
+        )
+        if cur.rowcount == 0:
+            return False
+        for table in ("turns", "pages", "bookmarks", "events", "page_state"):
             cur.execute(
-                self._q("DELETE FROM conversations WHERE tenant=? AND id=?"),
+                self._q(f"DELETE FROM {table} WHERE tenant=? AND conversation_id=?"),
                 (tenant, conversation_id),
             )
-            if cur.rowcount == 0:
-                raise ConversationNotFound(f"{where(conversation_id, tenant)} not found")
-            for table in ("turns", "pages", "bookmarks", "events", "page_state"):
-                cur.execute(
-                    self._q(f"DELETE FROM {table} WHERE tenant=? AND conversation_id=?"),
-                    (tenant, conversation_id),
-                )
+        return True
 
     def _head(
         self, cur: Cursor, conversation_id: str, tenant: str, *, for_update: bool = False
