@@ -129,7 +129,7 @@ class _GatedUpstream:
     def __init__(self) -> None:
         self.gates: dict[str, asyncio.Event] = {}
 
-    def model_for(self, name: str | None) -> Any:
+    def model_for(self, name: str | None, key: str | None = None) -> Any:
         class M:
             name = spec = "m"
 

@@ -17,7 +17,8 @@ FLAGS = ("upstream", "upstream_api", "model", "store", "host", "port", "config",
          "boundary", "policy", "resident_pages", "resident_tokens", "keywords", "n_keywords",
          "bookmark_tokens", "bookmark_format", "recall_by_query", "max_recalls", "recall_mode", "speculative_tokens",
          "max_body_bytes", "max_messages",
-         "upstream_timeout", "upstream_retries", "lock_timeout", "metrics", "cors")
+         "upstream_timeout", "upstream_retries", "lock_timeout", "metrics", "cors",
+         "upstream_key")
 #: Query parameters shown in the startup line; every other value is masked.
 SHOWN_PARAMS = ("schema", "sslmode", "connect_timeout", "api-version")
 log = logging.getLogger("copage.server")
@@ -40,6 +41,11 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
                    choices=["chat", "responses", "messages"],
                    help="the API the --upstream URL speaks: chat (Chat Completions, the "
                    "default), responses (the Responses API) or messages (Anthropic Messages)")
+    p.add_argument("--upstream-key", dest="upstream_key", choices=["client"],
+                   help="client: pass each client's own key (Authorization: Bearer or "
+                   "x-api-key) to the upstream instead of COPAGE_UPSTREAM_KEY; each key is "
+                   "then its own tenant (the proxy's own key is only ever read from "
+                   "COPAGE_UPSTREAM_KEY or the config file, never a flag)")
     p.add_argument("--store", help="sqlite:///path (default ~/.local/share/copage/copage.db), "
                    "postgresql://..., memory://")
     p.add_argument("--host", help="default 127.0.0.1")
@@ -98,7 +104,8 @@ def run(args: argparse.Namespace) -> int:
     flags: dict[str, Any] = {k: getattr(args, k, None) for k in FLAGS}
     settings = build_settings(flags)
     check_paging(PagerConfig(**settings.paging.to_dict()))
-    refuse_open_without_keys(settings.keys, settings.host, "proxy keys")
+    if not settings.client_key:  # with client keys the upstream checks every request
+        refuse_open_without_keys(settings.keys, settings.host, "proxy keys")
     make_store_dir(settings.store)
     logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -106,10 +113,14 @@ def run(args: argparse.Namespace) -> int:
         f"model {settings.model}"
     print(f"copage serve: http://{settings.host}:{settings.port}/v1 -> {target}; "
           f"store {safe_url(settings.store)}; inspector at /ui", file=sys.stderr)
-    if settings.keys:
+    if settings.client_key:
+        print("copage serve: --upstream-key client: each client's own key goes to the "
+              "upstream; each key is its own tenant", file=sys.stderr)
+    elif settings.keys:
         tenants = sorted(set(settings.keys.values()))
-        print(f"copage serve: {len(settings.keys)} proxy key(s), {len(tenants)} tenant(s)",
-              file=sys.stderr)
+        own = len(settings.tenant_keys)
+        print(f"copage serve: {len(settings.keys)} proxy key(s), {len(tenants)} tenant(s)"
+              + (f", {own} with its own upstream key" if own else ""), file=sys.stderr)
     else:
         print("copage serve: no proxy keys configured: one tenant 'default', "
               "listening on loopback only", file=sys.stderr)

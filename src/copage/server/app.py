@@ -25,6 +25,7 @@ from starlette.staticfiles import StaticFiles
 from copage.llm.errors import ModelError
 from copage.server import inspector, responses
 from copage.server.body import BodyError, decode, match_known, parse_body
+from copage.server.callers import Caller, ClientKeys, caller
 from copage.server.errors import ProxyError, from_model_error
 from copage.server.formats.messages import error_for_path
 from copage.server.guard import BrowserGuard
@@ -59,6 +60,8 @@ class ProxyState:
         self.metrics = Metrics()
         self.executor = ThreadPoolExecutor(max_workers=64, thread_name_prefix="copage-store")
         self.redact = Redactor(settings.secrets(), self.keys.digests)
+        #: Clients' own keys (``--upstream-key client``) by digest, for :meth:`caller`.
+        self.client_keys = ClientKeys(self.redact)
         self.service = ProxyService(
             store=store, index=index, upstream=upstream, paging=settings.paging,
             metrics=self.metrics, executor=self.executor, max_recalls=settings.max_recalls,
@@ -111,12 +114,20 @@ def endpoint(name: str) -> Callable[[Handler], Handler]:
 
 
 def _tenant(request: Request) -> str:
+    return _caller(request).tenant
+
+
+def _caller(request: Request) -> Caller:
     state: ProxyState = request.app.state.proxy
-    tenant = state.keys.tenant(request.headers.get("authorization"))
-    if tenant is None:
-        raise ProxyError(401, "invalid or missing proxy API key (Authorization: Bearer KEY)",
+    found = caller(state.settings, state.keys, state.client_keys,
+                   request.headers.get("authorization"))
+    if found is None:
+        raise ProxyError(401, "invalid or missing proxy API key (Authorization: Bearer KEY)"
+                         if not state.settings.client_key else
+                         "missing API key: this proxy passes your own upstream key on "
+                         "(Authorization: Bearer KEY)",
                          type="authentication_error", code="invalid_api_key")
-    return tenant
+    return found
 
 
 async def _body(request: Request, limit: int) -> bytes:
@@ -138,7 +149,8 @@ async def _body(request: Request, limit: int) -> bytes:
 async def chat_completions(request: Request) -> Response:
     state: ProxyState = request.app.state.proxy
     s = state.settings
-    tenant = _tenant(request)
+    who = _caller(request)
+    tenant = who.tenant
     raw = await _body(request, s.max_body_bytes)
     header = request.headers.get(CONV_HEADER)
     cid = check_conversation_id(header.strip()) if header is not None else None
@@ -155,20 +167,21 @@ async def chat_completions(request: Request) -> Response:
     call = parse_call(body.data, max_messages=s.max_messages, max_tools=s.max_tools)
     via = known.get(body.continues) if body.continues is not None else None
     if call.stream:
-        return await _stream(request, state, tenant, call, cid, small=small, via=via)
-    result = await state.service.chat(tenant, call, cid, _ask(request), small=small, via=via)
+        return await _stream(request, state, who, call, cid, small=small, via=via)
+    result = await state.service.chat(tenant, call, cid, _ask(request), small=small, via=via,
+                                      upstream_key=who.upstream_key)
     headers = {CONV_HEADER: result.conversation_id,
                "X-Copage-Stats": json.dumps(result.stats, separators=(",", ":"))}
     env = responses.Envelope.new(result.outcome.model or call.model or "")
     return JSONResponse(responses.completion(env, result.outcome), headers=headers)
 
 
-async def _stream(request: Request, state: ProxyState, tenant: str, call: ChatCall,
+async def _stream(request: Request, state: ProxyState, who: Caller, call: ChatCall,
                   cid: str | None, *, small: bool, via: str | None) -> Response:
     """A streamed turn: errors until its first visible event are HTTP errors, later
     ones an SSE error event (see :mod:`copage.server.streaming`)."""
-    events = state.service.turn(tenant, call, cid, _ask(request), small=small, via=via,
-                                stream=True)
+    events = state.service.turn(who.tenant, call, cid, _ask(request), small=small, via=via,
+                                stream=True, upstream_key=who.upstream_key)
     stream = TurnStream(events, request.receive)
     try:
         opened, head = await stream.head()
@@ -188,9 +201,9 @@ async def _stream(request: Request, state: ProxyState, tenant: str, call: ChatCa
 
 @endpoint("models")
 async def models(request: Request) -> Response:
-    _tenant(request)
+    who = _caller(request)
     state: ProxyState = request.app.state.proxy
-    return JSONResponse(await state.upstream.models())
+    return JSONResponse(await state.upstream.models(who.upstream_key))
 
 
 async def healthz(request: Request) -> Response:
@@ -268,12 +281,16 @@ def create_app(
 
         st = store or open_store(settings.store)
         up = upstream or Upstream(
-            base_url=settings.upstream, model=settings.model, api_key=settings.upstream_key,
+            base_url=settings.upstream, model=settings.model,
+            api_key=None if settings.client_key else settings.upstream_key,
             timeout=settings.upstream_timeout, retries=settings.upstream_retries,
             api=settings.upstream_api,
         )
         state = ProxyState(settings, st, index_for(st), up)
         install_redaction(state.redact)
+        warning = settings.keyless_warning()
+        if warning:
+            log.warning("%s", warning)
         app.state.proxy = state
         try:
             yield
@@ -308,7 +325,9 @@ def create_app(
         if state is not None:
             state.metrics.inc("copage_requests_refused_total", reason=reason)
 
-    app.add_middleware(BrowserGuard, loopback_only=not settings.keys,
+    # Under --upstream-key client the upstream checks every key (and each key is its own
+    # tenant), so the proxy may listen beyond loopback as it does with proxy keys.
+    app.add_middleware(BrowserGuard, loopback_only=not settings.keys and not settings.client_key,
                        cors=settings.cors, refused=refused, error_body=error_for_path)
     return app
 

@@ -224,15 +224,16 @@ class ProxyService:
 
     async def chat(self, tenant: str, call: ChatCall, conversation_id: str | None,
                    ask: Ask | None = None, *, small: bool = True, via: str | None = None,
-                   ) -> TurnResult:
+                   upstream_key: str | None = None) -> TurnResult:
         """One turn, not streamed: :meth:`turn` consumed whole.
 
         ``conversation_id`` comes from the header (None: recognised from the messages);
         ``small`` is False for a large request (its store work then runs in the pool);
-        ``via`` names the conversation whose last request's prefix the body continued.
+        ``via`` names the conversation whose last request's prefix the body continued;
+        ``upstream_key``: the key the upstream is called with (None: the proxy's own).
         """
         async with closing(self.turn(tenant, call, conversation_id, ask, small=small,
-                                      via=via)) as events:
+                                      via=via, upstream_key=upstream_key)) as events:
             async for event in events:
                 if isinstance(event, Finished):
                     return event.result
@@ -240,7 +241,8 @@ class ProxyService:
 
     async def turn(self, tenant: str, call: ChatCall, conversation_id: str | None,
                    ask: Ask | None = None, *, small: bool = True, via: str | None = None,
-                   stream: bool = False) -> AsyncIterator[TurnEvent]:
+                   stream: bool = False, upstream_key: str | None = None,
+                   ) -> AsyncIterator[TurnEvent]:
         """One turn as events: :class:`Opened`, the answer's deltas as the engine yields
         them (:func:`copage.server.loop.loop_events`), then :class:`Finished` once the
         turn is committed. The same events make the streamed and the whole response;
@@ -259,7 +261,7 @@ class ProxyService:
                     yield delta
                 yield Finished(await turn.commit(turn.replay))
                 return
-            model = self.upstream.model_for(call.model)
+            model = self.upstream.model_for(call.model, upstream_key)
             yield Opened(turn.conversation_id, model.name, False, turn.prep.head)
             latencies: list[float] = []
             out: Outcome | None = None

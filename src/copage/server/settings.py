@@ -3,8 +3,8 @@
 Precedence: command-line flags > environment variables > config file > defaults.
 Environment variables: ``COPAGE_<NAME>`` for each setting (``COPAGE_UPSTREAM``,
 ``COPAGE_STORE``, ``COPAGE_PORT``, ...), ``COPAGE_KEYS`` (``key1=tenantA,key2=tenantB``),
-``COPAGE_UPSTREAM_KEY`` (the upstream API key) and ``COPAGE_CONFIG`` (a TOML or
-JSON file with the same names in lower case).
+``COPAGE_UPSTREAM_KEY`` (the upstream API key, or ``client``: each client's own key is
+passed on) and ``COPAGE_CONFIG`` (a TOML or JSON file with the same names in lower case).
 """
 
 from __future__ import annotations
@@ -34,6 +34,8 @@ _PAGING = ("boundary", "policy", "resident_pages", "resident_tokens", "keywords"
 
 #: What ``--upstream-api`` accepts.
 UPSTREAM_APIS = ("chat", "responses", "messages")
+#: ``--upstream-key client``: the upstream gets each client's own key, not the proxy's.
+CLIENT_KEY = "client"
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,7 +47,11 @@ class ServeSettings:
         upstream_api: the API the upstream speaks: ``chat`` (Chat Completions, the
             default), ``responses`` (the Responses API) or ``messages`` (Anthropic).
         model: a model spec (``anthropic:claude-haiku-4-5``) that fixes the model instead.
-        upstream_key: API key for the upstream (never logged or shown).
+        upstream_key: API key for the upstream (never logged or shown), or ``client``:
+            each request's own key (``Authorization: Bearer`` or ``x-api-key``) goes to
+            the upstream instead, and each client key is its own tenant.
+        tenant_keys: tenant -> its own upstream key (from the keys file), used for that
+            tenant's requests instead of ``upstream_key``.
         store: store URL (``sqlite:///path``, ``postgresql://...``, ``memory://``).
         host, port: where to listen.
         keys: proxy API key -> tenant; empty means one tenant ``default`` on loopback only.
@@ -78,6 +84,7 @@ class ServeSettings:
     host: str = DEFAULT_HOST
     port: int = DEFAULT_PORT
     keys: Mapping[str, str] = field(default_factory=dict, repr=False)
+    tenant_keys: Mapping[str, str] = field(default_factory=dict, repr=False)
     paging: PagerConfig = field(default_factory=PagerConfig)
     max_recalls: int = 3
     recall_mode: str = DEFAULT_RECALL_MODE
@@ -122,6 +129,17 @@ class ServeSettings:
         for key, tenant in self.keys.items():
             if (len(key) < 8 and not is_digest(key)) or not tenant:
                 raise ValueError("proxy keys must be at least 8 characters and name a tenant")
+        if self.client_key:
+            if not self.upstream:
+                raise ValueError("--upstream-key client needs --upstream URL (a --model spec "
+                                 "takes its key from the environment)")
+            if self.keys:
+                raise ValueError("--upstream-key client takes no proxy keys: each client's "
+                                 "own upstream key is passed on and names its tenant")
+        for tenant, key in self.tenant_keys.items():
+            if not key or tenant not in self.keys.values():
+                raise ValueError(f"an upstream key is given for tenant {tenant!r}, which no "
+                                 "proxy key names (or the key is empty)")
         # Keys are kept only as digests: no plaintext proxy key outlives start-up.
         object.__setattr__(self, "keys", {digest(k): t for k, t in self.keys.items()})
         if self.metrics not in METRICS_MODES:
@@ -135,18 +153,60 @@ class ServeSettings:
         if self.idempotency_window < 0:
             raise ValueError("idempotency_window must be >= 0 seconds")
 
+    @property
+    def client_key(self) -> bool:
+        """True under ``--upstream-key client``."""
+        return self.upstream_key == CLIENT_KEY
+
     def secrets(self) -> list[str]:
         """The plaintext secrets the server holds (to redact from logs and errors):
-        the upstream key and the credentials and query values of the upstream and
-        store URLs. Proxy keys are not among them: only their digests are kept."""
-        out = [self.upstream_key, *url_secrets(self.upstream), *url_secrets(self.store)]
+        the upstream key, the tenants' upstream keys and the credentials and query
+        values of the upstream and store URLs. Proxy keys are not among them: only
+        their digests are kept (and clients' own keys are never kept)."""
+        own = None if self.client_key else self.upstream_key
+        out = [own, *self.tenant_keys.values(), *url_secrets(self.upstream),
+               *url_secrets(self.store)]
         for url in (self.upstream, self.store):
             out += query_values(url)
         return [s for s in out if s]
 
+    def keyless_warning(self) -> str | None:
+        """A warning when the upstream is another host and no key at all would reach it
+        (no upstream key, not ``client``, and some tenant without its own key): it is
+        then open to anyone who can reach it, or every request will be refused."""
+        if not self.upstream or self.upstream_key or _loopback(self.upstream):
+            return None
+        keyless = sorted(set(self.keys.values()) - set(self.tenant_keys)) if self.keys \
+            else ["default"]
+        if not keyless:
+            return None
+        from copage.llm.errors import safe_url
+
+        return (f"the upstream {safe_url(self.upstream)} is not on this machine and no "
+                f"upstream key is set for tenant(s) {', '.join(keyless)}: set "
+                "COPAGE_UPSTREAM_KEY, give tenants an upstream_key in the keys file, or "
+                "pass each client's own key with --upstream-key client")
+
     def with_(self, **changes: Any) -> ServeSettings:
         """A copy with some fields changed."""
         return replace(self, **changes)
+
+
+def _loopback(url: str) -> bool:
+    """Whether ``url``'s host is this machine (localhost or a loopback address)."""
+    import ipaddress
+    from urllib.parse import urlsplit
+
+    try:
+        host = urlsplit(url).hostname or ""
+    except ValueError:
+        return False
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def query_values(url: str | None) -> list[str]:
@@ -175,7 +235,15 @@ def parse_keys(text: str) -> dict[str, str]:
 
 
 def load_keys_file(path: str | Path) -> dict[str, str]:
-    """A JSON or TOML file ``{"key": "tenant"}`` (or a ``[keys]`` table)."""
+    """A JSON or TOML file ``{"key": "tenant"}`` (or a ``[keys]`` table); a value may
+    also be ``{"tenant": ..., "upstream_key": ...}`` (see :func:`load_keys_file_full`)."""
+    return load_keys_file_full(path)[0]
+
+
+def load_keys_file_full(path: str | Path) -> tuple[dict[str, str], dict[str, str]]:
+    """The keys file's proxy keys (key -> tenant) and tenants' upstream keys
+    (tenant -> key). Each entry is ``"key" = "tenant"`` or
+    ``"key" = {tenant = "alice", upstream_key = "sk-..."}``."""
     p = Path(path)
     try:
         raw = p.read_text()
@@ -184,9 +252,34 @@ def load_keys_file(path: str | Path) -> dict[str, str]:
     data = _parse_file(p, raw)
     if isinstance(data.get("keys"), Mapping):
         data = dict(data["keys"])
-    if not all(isinstance(k, str) and isinstance(v, str) for k, v in data.items()):
-        raise ValueError(f"keys file {p} must map key strings to tenant strings")
-    return dict(data)
+    return split_keys(data, f"keys file {p}")
+
+
+def split_keys(data: Mapping[str, Any], where: str) -> tuple[dict[str, str], dict[str, str]]:
+    """``{key: tenant | {tenant, upstream_key}}`` -> (key -> tenant, tenant -> upstream key).
+    Errors name neither key (they are secrets), only ``where`` and the tenant."""
+    keys: dict[str, str] = {}
+    upstream: dict[str, str] = {}
+    for key, value in data.items():
+        if isinstance(value, Mapping):
+            tenant, own = value.get("tenant"), value.get("upstream_key")
+            extra = sorted(set(value) - {"tenant", "upstream_key"})
+            if extra:
+                raise ValueError(f"{where}: unknown field(s) {extra} in an entry (valid: "
+                                 "tenant, upstream_key)")
+            if own is not None:
+                if not isinstance(own, str) or not own or not isinstance(tenant, str):
+                    raise ValueError(f"{where}: upstream_key must be a non-empty string")
+                if upstream.get(tenant, own) != own:
+                    raise ValueError(f"{where}: tenant {tenant!r} has two upstream keys")
+                upstream[tenant] = own
+            value = tenant
+        if not isinstance(key, str) or not isinstance(value, str):
+            raise ValueError(  # noqa: TRY004 - a bad file: the CLI's one-line error
+                f"{where} must map key strings to tenant strings (or "
+                "{tenant, upstream_key} tables)")
+        keys[key] = value
+    return keys, upstream
 
 
 def _parse_file(p: Path, raw: str) -> dict[str, Any]:
@@ -237,13 +330,18 @@ def build_settings(
         return conf.get(name)
 
     keys: dict[str, str] = {}
+    tenant_keys: dict[str, str] = {}
     keys_file = pick("keys_file")
     if keys_file:
-        keys.update(load_keys_file(keys_file))
+        found, own = load_keys_file_full(keys_file)
+        keys.update(found)
+        tenant_keys.update(own)
     if env.get("COPAGE_KEYS"):
         keys.update(parse_keys(env["COPAGE_KEYS"]))
     if isinstance(conf.get("keys"), Mapping):
-        keys.update({str(k): str(v) for k, v in conf["keys"].items()})
+        found, own = split_keys(conf["keys"], "the config file's keys")
+        keys.update(found)
+        tenant_keys.update(own)
     paging: dict[str, Any] = {}
     for name in _PAGING:
         value = flags.get(name)
@@ -258,8 +356,10 @@ def build_settings(
         upstream = None
     kwargs: dict[str, Any] = {
         "upstream": upstream, "model": model,
-        "upstream_key": env.get("COPAGE_UPSTREAM_KEY") or conf.get("upstream_key"),
-        "store": pick("store") or "", "keys": keys, "paging": PagerConfig(**paging),
+        "upstream_key": (flags.get("upstream_key") or env.get("COPAGE_UPSTREAM_KEY")
+                         or conf.get("upstream_key")),
+        "store": pick("store") or "", "keys": keys, "tenant_keys": tenant_keys,
+        "paging": PagerConfig(**paging),
     }
     for name, cast in (("host", str), ("port", int), ("max_recalls", int),
                        ("max_body_bytes", int), ("max_messages", int), ("max_tools", int),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import time
 from collections import OrderedDict
 from collections.abc import AsyncIterator
@@ -27,7 +28,8 @@ class Upstream:
     Args:
         base_url: OpenAI-compatible endpoint (e.g. ``http://127.0.0.1:8080/v1``).
         model: instead, a model spec or :class:`ChatModel` that answers every request.
-        api_key: the upstream key (kept private; redacted from errors).
+        api_key: the upstream key (kept private; redacted from errors). A request may
+            bring its own (:meth:`model_for`'s ``key``: a tenant's or the client's).
         api: the API ``base_url`` speaks: ``chat``, ``responses`` or ``messages``.
         timeout, retries: per upstream call.
     """
@@ -46,8 +48,9 @@ class Upstream:
         self.api = api
         self.__key = api_key
         self.timeout, self.retries = timeout, retries
-        self._models: OrderedDict[str, ChatModel] = OrderedDict()
+        self._models: OrderedDict[tuple[str, str], ChatModel] = OrderedDict()
         self._fixed: ChatModel | None = None
+        self._spec = model if isinstance(model, str) else None
         if isinstance(model, str):
             from copage.llm import get_model
 
@@ -65,25 +68,34 @@ class Upstream:
         """True when the model is fixed by ``--model``."""
         return self._fixed is not None
 
-    def model_for(self, name: str | None) -> ChatModel:
-        """The model that answers a request naming ``name``."""
-        if self._fixed is not None:
+    def model_for(self, name: str | None, key: str | None = None) -> ChatModel:
+        """The model that answers a request naming ``name``, calling the upstream with
+        ``key`` (a tenant's or the client's own) or else the proxy's key. Models are
+        cached by name and key; a cache entry holds the key only inside its model."""
+        if self._fixed is not None and (key is None or self._spec is None):
             return self._fixed
-        if not name:
+        if self._fixed is None and not name:
             raise bad_request("model is required", param="model")
-        found = self._models.get(name)
+        slot = (name or "", _fingerprint(key))
+        found = self._models.get(slot)
         if found is None:
-            assert self.base_url is not None
-            found = self._new_model(name, self.base_url)
-            self._models[name] = found
+            found = self._new_model(name or "", key)
+            self._models[slot] = found
             if len(self._models) > MAX_MODELS:
                 self._models.popitem(last=False)
         else:
-            self._models.move_to_end(name)
+            self._models.move_to_end(slot)
         return found
 
-    def _new_model(self, name: str, base_url: str) -> ChatModel:
-        key = self.__key or DUMMY_KEY
+    def _new_model(self, name: str, own: str | None) -> ChatModel:
+        if self._spec is not None:  # --model SPEC with a tenant's own key
+            from copage.llm import get_model
+
+            return get_model(self._spec, timeout=self.timeout, max_retries=self.retries,
+                             api_key=own)
+        assert self.base_url is not None
+        base_url = self.base_url
+        key = own or self.__key or DUMMY_KEY
         if self.api == "responses":
             from copage.llm.responses_model import ResponsesModel
 
@@ -117,13 +129,15 @@ class Upstream:
         chunk for a model that cannot stream (:func:`copage.llm.types.stream`)."""
         return stream_reply(model, request)
 
-    async def models(self) -> dict[str, Any]:
-        """``GET /v1/models``: the upstream's list, or the fixed model."""
+    async def models(self, key: str | None = None) -> dict[str, Any]:
+        """``GET /v1/models``: the upstream's list (asked with ``key`` when given, see
+        :meth:`model_for`), or the fixed model."""
         if self._fixed is not None:
             return {"object": "list", "data": [
                 {"id": self._fixed.name, "object": "model", "created": 0, "owned_by": "copage"}
             ]}
-        headers = {"authorization": f"Bearer {self.__key or DUMMY_KEY}"}
+        key = key or self.__key or DUMMY_KEY
+        headers = {"authorization": f"Bearer {key}"}
         try:
             if self._http is None:
                 self._http = httpx.AsyncClient(timeout=self.timeout)
@@ -136,8 +150,7 @@ class Upstream:
         except httpx.HTTPError as e:
             raise UpstreamError("upstream", f"GET /models failed ({type(e).__name__})") from None
         if r.status_code != 200:
-            raise error_for_status("upstream", r.status_code,
-                                   redact(r.text[:300], self.__key))
+            raise error_for_status("upstream", r.status_code, redact(r.text[:300], key))
         try:
             data = r.json()
         except ValueError:
@@ -154,6 +167,12 @@ class Upstream:
         if self._transport is not None:
             await self._transport.aclose()
             self._transport = None
+
+
+def _fingerprint(key: str | None) -> str:
+    """A cache slot's name for a key (its digest: the plaintext stays in the model)."""
+    return "" if key is None else hashlib.sha256(key.encode("utf-8", "surrogateescape")
+                                                 ).hexdigest()
 
 
 __all__ = ["ModelError", "Upstream"]

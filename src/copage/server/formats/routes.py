@@ -26,11 +26,13 @@ from copage.server.app import (
     ProxyState,
     _ask,
     _body,
+    _caller,
     _error,
     _tenant,
     proxy_error,
 )
 from copage.server.body import BodyError, decode, parse_body
+from copage.server.callers import Caller, caller
 from copage.server.errors import ProxyError, bad_request
 from copage.server.formats import messages as anthropic
 from copage.server.formats import responses as oai
@@ -82,15 +84,16 @@ class Turn:
     conversation_id: str | None
 
 
-async def _run(request: Request, state: ProxyState, tenant: str, turn: Turn,
+async def _run(request: Request, state: ProxyState, who: Caller, turn: Turn,
                output_of: Callable[[Opened], Renderer],
                whole: Callable[[Any, TurnResult], dict[str, Any]],
                error_event: Callable[[ProxyError, Callable[[str], str]], str],
                name: str) -> Response:
     """Run the turn; the streamed or the whole response, rendered by ``output_of``'s renderer."""
     call = turn.call
-    events = state.service.turn(tenant, call, turn.conversation_id, _ask(request),
-                                small=len(call.raw) <= SMALL, stream=call.stream)
+    events = state.service.turn(who.tenant, call, turn.conversation_id, _ask(request),
+                                small=len(call.raw) <= SMALL, stream=call.stream,
+                                upstream_key=who.upstream_key)
     if call.stream:
         stream = TurnStream(events, request.receive)
         try:
@@ -145,7 +148,8 @@ def _header(request: Request) -> str | None:
 async def create_response(request: Request) -> Response:
     state: ProxyState = request.app.state.proxy
     s = state.settings
-    tenant = _tenant(request)
+    who = _caller(request)
+    tenant = who.tenant
     data = await _json(request, state)
     req = oai.to_chat(data)
     call = parse_call(req.chat, max_messages=s.max_messages, max_tools=s.max_tools)
@@ -175,7 +179,7 @@ async def create_response(request: Request) -> Response:
     def error_event(error: ProxyError, clean: Callable[[str], str]) -> str:
         return outputs[-1].error(error, clean) if outputs else oai.error_event(error, clean)
 
-    return await _run(request, state, tenant, Turn(call, cid), made, whole, error_event,
+    return await _run(request, state, who, Turn(call, cid), made, whole, error_event,
                       "responses")
 
 
@@ -277,23 +281,23 @@ def _chat_dict(m: Message) -> dict[str, Any]:
 
 
 # ------------------------------------------------------------------ Messages
-def _anthropic_tenant(request: Request) -> str:
+def _anthropic_caller(request: Request) -> Caller:
     state: ProxyState = request.app.state.proxy
     key = request.headers.get("x-api-key")
     auth = request.headers.get("authorization") or (f"Bearer {key}" if key else None)
-    tenant = state.keys.tenant(auth)
-    if tenant is None:
+    found = caller(state.settings, state.keys, state.client_keys, auth)
+    if found is None:
         raise ProxyError(401, "invalid or missing proxy API key (x-api-key: KEY, or "
                          "Authorization: Bearer KEY)", type="authentication_error",
                          code="invalid_api_key")
-    return tenant
+    return found
 
 
 @endpoint("messages", anthropic.error_body)
 async def create_message(request: Request) -> Response:
     state: ProxyState = request.app.state.proxy
     s = state.settings
-    tenant = _anthropic_tenant(request)
+    who = _anthropic_caller(request)
     data = await _json(request, state)
     call = parse_call(anthropic.to_chat(data), max_messages=s.max_messages,
                       max_tools=s.max_tools)
@@ -304,7 +308,7 @@ async def create_message(request: Request) -> Response:
     def whole(output: Any, result: TurnResult) -> dict[str, Any]:
         return dict(output.message(result.outcome))
 
-    return await _run(request, state, tenant, Turn(call, _header(request)), output_of, whole,
+    return await _run(request, state, who, Turn(call, _header(request)), output_of, whole,
                       anthropic.error_event, "messages")
 
 
