@@ -175,6 +175,13 @@ def test_existing_id_is_kept_unless_replace(tmp_path: Path) -> None:
         import_conversation(target, lines)
     assert [t.text for t in target.load("c1").turns] == ["mine, not the file's"]
     assert import_conversation(target, lines, conversation_id="c2") == "c2"
+    exported = json.loads(lines[0])["stored_version"]
+    assert target.load("c2").version == exported > 20  # the version goes along
+    for _ in range(exported + 3):
+        other.add("user", "more of mine")
+    mine = target.load("c1").version
     import_conversation(target, lines, replace=True)
     assert target.load("c1").turns == target.load("c2").turns
     assert len(target.load("c1").turns) > 20
+    # past the replaced one's version: a cached copy of it is never taken for this one
+    assert target.load("c1").version == mine + 1 > exported

@@ -188,9 +188,9 @@ class MemoryStore:
     def restore_conversation(
         self, conversation_id: str, config: Mapping[str, Any], change: ChangeSet, *,
         tenant: str = "default", created_at: float = 0.0, updated_at: float = 0.0,
-        replace: bool = False,
+        replace: bool = False, version: int = 1,
     ) -> int:
-        """Create a conversation holding ``change`` at once (all or nothing; see
+        """Create a conversation holding ``change`` at once (all or nothing; versions as
         :meth:`copage.stores.sqlcore.SqlStore.restore_conversation`)."""
         name = where(conversation_id, tenant)
         cfg = codec.dumps(dict(config), f"config of {name}")
@@ -199,7 +199,8 @@ class MemoryStore:
             old = self._convs.get(key)
             if old is not None and not replace:
                 raise ConversationExists(f"{name} already exists")
-            self._convs[key] = _Conv(cfg, created_at, updated_at=created_at)
+            new = max(version, 1, old.version + 1 if old is not None else 1)
+            self._convs[key] = _Conv(cfg, created_at, updated_at=created_at, version=new - 1)
             try:
                 return self.commit(conversation_id, change, tenant=tenant, now=updated_at)
             except BaseException:

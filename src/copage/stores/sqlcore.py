@@ -196,30 +196,36 @@ class SqlStore(ABC):
     def restore_conversation(
         self, conversation_id: str, config: Mapping[str, Any], change: ChangeSet, *,
         tenant: str = "default", created_at: float = 0.0, updated_at: float = 0.0,
-        replace: bool = False,
+        replace: bool = False, version: int = 1,
     ) -> int:
         """Create a conversation holding ``change`` (a whole exported conversation) in
         one transaction: either all of it is stored or nothing is (an existing one of
-        that id is kept too). Raises ConversationExists unless ``replace``; returns the
-        new version (1)."""
+        that id is kept too). Raises ConversationExists unless ``replace``. Returns the
+        new version: ``version`` (the exported one), or one more than the replaced
+        conversation's when that is higher, so that a cached copy of the replaced one
+        (:mod:`copage.session.memcache` compares versions) is never taken for it."""
         name = where(conversation_id, tenant)
         cfg = codec.dumps(dict(config), f"config of {name}")
         enc = codec.encode_change(change, name)
         with self._tx(True) as cur:
+            new = max(version, 1)
             if replace:
-                self._delete_rows(cur, conversation_id, tenant)
+                old = self._head(cur, conversation_id, tenant, for_update=True)
+                if old is not None:
+                    new = max(new, old[0] + 1)
+                    self._delete_rows(cur, conversation_id, tenant)
             cur.execute(
                 self._q(
                     "INSERT INTO conversations (tenant, id, config, state, version, n_turns, "
-                    "n_pages, created_at, updated_at) VALUES (?, ?, ?, '{}', 0, 0, 0, ?, ?) "
+                    "n_pages, created_at, updated_at) VALUES (?, ?, ?, '{}', ?, 0, 0, ?, ?) "
                     "ON CONFLICT (tenant, id) DO NOTHING"
                 ),
-                (tenant, conversation_id, cfg, created_at, created_at),
+                (tenant, conversation_id, cfg, new - 1, created_at, created_at),
             )
             if cur.rowcount == 0:
                 raise ConversationExists(f"{name} already exists")
-            self._apply(cur, conversation_id, tenant, change, enc, (0, 0, 0), updated_at)
-        return 1
+            self._apply(cur, conversation_id, tenant, change, enc, (new - 1, 0, 0), updated_at)
+        return new
 
     def _apply(self, cur: Cursor, conversation_id: str, tenant: str, change: ChangeSet,
                enc: codec.EncodedChange, head: tuple[int, int, int], now: float) -> None:

@@ -7,7 +7,8 @@ conversation continues exactly as the exported one would: the same next request,
 byte for byte. One JSON object per line::
 
     {"copage": "conversation", "version": 1, "id": ..., "tenant": ..., "created_at": ...,
-     "updated_at": ..., "config": {paging settings}, "state": {the pager's snapshot}}
+     "updated_at": ..., "stored_version": 57, "config": {paging settings},
+     "state": {the pager's snapshot}}
     {"kind": "turn", "seq": 0, "turn": {"id": "t1", "role": "user", "text": ..., ...}}
     {"kind": "page", "index": 0, "first_seq": 0, "last_seq": 9, "tokens": 812}
     {"kind": "bookmark", "page": 0, "bookmark": {...}}
@@ -58,6 +59,8 @@ class Exported:
     updated_at: float
     config: dict[str, Any]
     state: dict[str, Any]
+    #: The version (commits) the exported conversation had.
+    stored_version: int = 1
     turns: list[Turn] = field(default_factory=list)
     pages: list[PageRecord] = field(default_factory=list)
     bookmarks: dict[int, Bookmark] = field(default_factory=dict)
@@ -89,7 +92,7 @@ def export_conversation(store: PageStore, conversation_id: str, out: TextIO, *,
     head = {"copage": FORMAT, "version": VERSION, "id": conv.id, "tenant": conv.tenant,
             "created_at": info.created_at if info else 0.0,
             "updated_at": info.updated_at if info else 0.0,
-            "config": conv.config, "state": conv.state}
+            "stored_version": conv.version, "config": conv.config, "state": conv.state}
     lines = [codec.dumps(head, name)]
     # The stores' own JSON text is spliced in as it is: one encoding, no translation.
     lines += [f'{{"kind":"turn","seq":{seq},"turn":{codec.turn_to_json(t)}}}'
@@ -129,12 +132,21 @@ def write_conversation(store: PageStore, conv: Exported, *, conversation_id: str
     """Store a read conversation under ``conversation_id`` (default: its own) in ``tenant``,
     all at once; return the id. Raises ``ConversationExists`` unless ``replace``."""
     cid = conversation_id or conv.id
-    restore = getattr(store, "restore_conversation", None)
-    if restore is not None:
-        restore(cid, conv.config, conv.change(), tenant=tenant, created_at=conv.created_at,
-                updated_at=conv.updated_at, replace=replace)
-        return cid
-    # A store without a one-transaction restore: create, commit, and remove on failure.
+    # The conversation's lock: a writer in another process (a proxy's turn) is not
+    # midway through the conversation this replaces.
+    with store.lock(cid, tenant=tenant):
+        restore = getattr(store, "restore_conversation", None)
+        if restore is not None:
+            restore(cid, conv.config, conv.change(), tenant=tenant, created_at=conv.created_at,
+                    updated_at=conv.updated_at, replace=replace, version=conv.stored_version)
+        else:
+            _create_then_commit(store, conv, cid, tenant, replace)
+    return cid
+
+
+def _create_then_commit(store: PageStore, conv: Exported, cid: str, tenant: str,
+                        replace: bool) -> None:
+    """For a store without a one-transaction restore: create, commit, remove on failure."""
     if store.exists(cid, tenant=tenant):
         if not replace:
             raise ConversationExists(f"conversation {cid!r} (tenant {tenant!r}) already exists")
@@ -145,7 +157,6 @@ def write_conversation(store: PageStore, conv: Exported, *, conversation_id: str
     except BaseException:
         store.delete_conversation(cid, tenant=tenant)
         raise
-    return cid
 
 
 def import_conversation(store: PageStore, lines: Iterable[str], *, source: str = "<file>",
@@ -207,7 +218,8 @@ class _Reader:
                 id=_str(data["id"]), tenant=_str(data.get("tenant", "default")),
                 created_at=float(data.get("created_at", 0.0)),
                 updated_at=float(data.get("updated_at", 0.0)),
-                config=_obj(data["config"]), state=_obj(data["state"]))
+                config=_obj(data["config"]), state=_obj(data["state"]),
+                stored_version=_int(data.get("stored_version", 1)))
             PagerConfig.from_dict(conv.config)
         except KeyError as e:
             raise self.fail(n, f"the header needs the field {e}") from None
