@@ -159,3 +159,36 @@ def test_keyless_remote_upstream_is_warned_at_start(
     assert bool(found) == warned
     if kw.get("tenant_keys"):
         assert "tenant(s) bob" in found[0] and "alice" not in found[0]
+
+
+def test_copage_serve_process_with_client_keys(tmp_path: Path) -> None:
+    """The real command: ``copage serve --upstream-key client`` passes the openai SDK's
+    key on and says so at start; a keyless remote upstream is warned about."""
+    from proxy_helpers import free_port, spawn_worker
+
+    from copage.llm.fake_server import FakeServer
+
+    log = tmp_path / "serve.log"
+    with FakeServer() as up, log.open("wb") as err:
+        port = free_port()
+        proc = spawn_worker(port, up.url, f"sqlite://{tmp_path / 'p.db'}", "--upstream-key",
+                            "client", env={"COPAGE_KEYS": ""}, log_level="debug", stderr=err)
+        try:
+            reply = openai.OpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key=DISTINCT,
+                                  max_retries=0).chat.completions.create(
+                model="m", messages=[{"role": "user", "content": "hello"}])
+            assert reply.choices[0].message.content == "echo: hello"
+            assert up.headers[-1]["authorization"] == f"Bearer {DISTINCT}"
+        finally:
+            proc.terminate()
+            proc.wait(10)
+        port = free_port()
+        proc = spawn_worker(port, "http://192.0.2.10:8080/v1", f"sqlite://{tmp_path / 'q.db'}",
+                            env={"COPAGE_KEYS": "", "COPAGE_UPSTREAM_KEY": ""}, stderr=err)
+        proc.terminate()
+        proc.wait(10)
+    text = log.read_text()
+    assert "--upstream-key client: each client's own key goes to the upstream" in text
+    assert DISTINCT not in text and UPSTREAM_KEY not in text
+    assert "WARNING copage.server: the upstream http://192.0.2.10:8080/v1 is not on this " \
+        "machine and no upstream key is set for tenant(s) default" in text

@@ -10,8 +10,10 @@ from typing import Any
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser("conversations", help="list or delete stored conversations",
-                       description="List or delete the conversations a store holds for one "
+    p = sub.add_parser("conversations", help="list, delete, export or import stored "
+                       "conversations",
+                       description="List, delete, export (JSON Lines) or import the "
+                       "conversations a store holds for one "
                        "tenant (the store copage serve / copage mcp use). A running proxy "
                        "checks the store before using a cached conversation, so a deleted "
                        "one is not served again.")
