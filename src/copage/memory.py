@@ -15,6 +15,7 @@ from typing import Any, TextIO
 from copage.core.changes import ChangeSet
 from copage.core.config import PagerConfig
 from copage.core.pager import Context, EvictedMatch, Pager, PagerStats, RecallResult
+from copage.core.passages import PassageIndex
 from copage.core.registry import UnknownNameError
 from copage.core.retrieval import BM25Index
 from copage.core.text import query_terms
@@ -622,6 +623,11 @@ class PagedMemory:
     def evicted_index(self) -> BM25Index[int]:
         """The BM25 index over the evicted pages (read-only use)."""
         return self.pager.evicted_index
+
+    @property
+    def passages(self) -> PassageIndex:
+        """The BM25 index over passages of the closed pages (read-only use)."""
+        return self.pager.passages
 
     def search_evicted(self, text: str) -> EvictedMatch:
         """The best evicted page for ``text`` (see :meth:`Pager.search_evicted`)."""

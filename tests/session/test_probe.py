@@ -75,7 +75,8 @@ async def test_speculative_off_in_tool_mode_and_below_threshold() -> None:
     assert rec.speculative == () and rec.needs_recall
     rec = await PagedChat(mem, ScriptedModel().reply("?")).ask_probe(  # the default mode
         "Can one eat peanut satay with that allergy?", ["p1"])
-    assert rec.speculative == ("p1",) and rec.speculative_hit
+    # the best passage holds p1's turns (and, past its end, the next page's first turn)
+    assert rec.speculative[0] == "p1" and rec.speculative_hit
     mem = new_memory()
     chat = PagedChat(mem, ScriptedModel().reply("?"), speculative=True, speculative_threshold=5.0)
     report = await chat.send("I could eat peanut satay despite my allergy.")
@@ -101,6 +102,6 @@ async def test_speculative_event_recorded() -> None:
     await chat.send("Can one eat peanut satay with that allergy?")
     kinds = [(e.kind, e.page_index, dict(e.detail)) for e in mem.store.events("conv")]
     spec = [k for k in kinds if k[0] == "speculative"]
-    assert len(spec) == 1 and spec[0][1] == 0 and spec[0][2]["paged_in"] == ["p1"]
+    assert len(spec) == 1 and spec[0][1] == 0 and spec[0][2]["paged_in"][0] == "p1"
     assert spec[0][2]["tokens"] > 0
     assert ("fault", 0, {"by": "speculative"}) not in kinds  # a fill pages nothing in

@@ -21,10 +21,12 @@ QUESTION = "Is the dentist in Zurich before Maria turns forty, and is my laptop 
 
 
 def test_fill_takes_every_matching_page_that_fits() -> None:
-    """The ranked fill (``whole=False`` here and below: with it, a question seeing every
-    evicted page within the allowance gets them all, tested further down)."""
+    """The ranked fill of whole pages (``unit="pages"``; the default passage fill:
+    tests/session/test_speculative_passages.py). ``whole=False`` here and below: with
+    it, a question seeing every evicted page within the allowance gets them all, tested
+    further down."""
     mem = new_memory()  # p1..p4 evicted
-    spec = Speculator(threshold=0.0, whole=False).plan(mem, QUESTION)
+    spec = Speculator(threshold=0.0, whole=False, unit="pages").plan(mem, QUESTION)
     assert set(spec.paged_in) == {"p2", "p3", "p4"}  # laptop, dentist, Maria; not the allergy
     assert spec.text.startswith(FILL_HEADER)
     assert spec.text.index('<page id="p2">') < spec.text.index('<page id="p3">')  # page order
@@ -33,27 +35,27 @@ def test_fill_takes_every_matching_page_that_fits() -> None:
 
 def test_fill_respects_its_allowance_and_page_cap() -> None:
     mem = new_memory()
-    full = Speculator(threshold=0.0, whole=False).plan(mem, QUESTION)
+    full = Speculator(threshold=0.0, whole=False, unit="pages").plan(mem, QUESTION)
     for tokens in range(0, full.tokens + 1, 7):
-        spec = Speculator(threshold=0.0, tokens=tokens, whole=False).plan(mem, QUESTION)
+        spec = Speculator(threshold=0.0, tokens=tokens, whole=False, unit="pages").plan(mem, QUESTION)
         assert spec.tokens <= tokens
         assert set(spec.paged_in) <= set(full.paged_in)
         assert spec.paged_in == full.paged_in[: len(spec.paged_in)] or len(spec.paged_in) <= 2
-    assert Speculator(threshold=0.0, tokens=full.tokens, whole=False).plan(mem, QUESTION).paged_in == full.paged_in
-    assert Speculator(threshold=0.0, tokens=full.tokens - 1, whole=False).plan(mem, QUESTION).tokens < full.tokens
-    one = Speculator(threshold=0.0, pages=1, whole=False).plan(mem, QUESTION)
+    assert Speculator(threshold=0.0, tokens=full.tokens, whole=False, unit="pages").plan(mem, QUESTION).paged_in == full.paged_in
+    assert Speculator(threshold=0.0, tokens=full.tokens - 1, whole=False, unit="pages").plan(mem, QUESTION).tokens < full.tokens
+    one = Speculator(threshold=0.0, pages=1, whole=False, unit="pages").plan(mem, QUESTION)
     assert one.paged_in == full.paged_in[:1] and one.paged_in[0] == one.best
 
 
 def test_fill_threshold_gates_the_first_page_and_relative_the_rest() -> None:
     mem = new_memory()
-    assert Speculator(threshold=5.0, whole=False).plan(mem, QUESTION).paged_in == ()
-    ranked = Speculator(whole=False).ranked(mem, QUESTION)
+    assert Speculator(threshold=5.0, whole=False, unit="pages").plan(mem, QUESTION).paged_in == ()
+    ranked = Speculator(whole=False, unit="pages").ranked(mem, QUESTION)
     scores = [s for _, s in ranked]
-    assert scores == sorted(scores, reverse=True) and ranked[0][0] == Speculator(whole=False).score(mem, QUESTION)[0]
+    assert scores == sorted(scores, reverse=True) and ranked[0][0] == Speculator(whole=False, unit="pages").score(mem, QUESTION)[0]
     top = scores[0]
     cut = (scores[0] + scores[-1]) / 2 / top  # keeps the pages above the middle score
-    spec = Speculator(threshold=0.0, relative=cut, whole=False).plan(mem, QUESTION)
+    spec = Speculator(threshold=0.0, relative=cut, whole=False, unit="pages").plan(mem, QUESTION)
     assert spec.paged_in == tuple(p for p, s in ranked if s >= cut * top)
     assert 0 < len(spec.paged_in) < len(ranked)
 

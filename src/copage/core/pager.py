@@ -38,10 +38,11 @@ from copage.core.groups import (
 from copage.core.keywords import Corpus, get_extractor, refreshes_with_corpus, uses_corpus
 from copage.core.keywords.calls import call_labels
 from copage.core.paginate import Paginator, ReplayPaginator, Span
+from copage.core.passages import PassageIndex
 from copage.core.policies import EvictionPolicy, get_policy
 from copage.core.promptcache import PromptMeter
 from copage.core.retrieval import BM25Index, bm25_scores
-from copage.core.text import content_words, query_terms
+from copage.core.text import content_words, index_terms, query_terms
 from copage.core.tokens import get_tokenizer
 from copage.core.types import (
     Bookmark,
@@ -260,6 +261,7 @@ class Pager:
         self._closed_tokens = 0
         self._evicted_set: set[int] = set()
         self._evicted_index: BM25Index[int] | None = None  # built on first search
+        self._passages: PassageIndex | None = None  # built on first fill (derived state)
         self._stale_heap: list[tuple[int, int]] = []  # (epoch, page index), lazily cleaned
         self._refresh_owed = 0  # stale-bookmark refreshes due (refresh_per_page per close)
         self._resident_tokens = 0  # tokens of resident closed pages
@@ -460,9 +462,18 @@ class Pager:
         if self._evicted_index is None:
             index: BM25Index[int] = BM25Index()
             for idx in sorted(self._evicted_set):
-                index.add(idx, content_words(self.pages[idx].text))
+                index.add(idx, index_terms(self.pages[idx].text))
             self._evicted_index = index
         return self._evicted_index
+
+    @property
+    def passages(self) -> PassageIndex:
+        """BM25 over overlapping passages of the closed pages' turns
+        (:class:`~copage.core.passages.PassageIndex`: the speculative fill's unit), built
+        on first use and brought up to date with the closed pages on every use."""
+        if self._passages is None:
+            self._passages = PassageIndex()
+        return self._passages.sync(self.pages)
 
     def search_evicted(self, text: str) -> EvictedMatch:
         """The evicted page whose text best matches ``text`` (BM25 with the distinct
@@ -533,7 +544,7 @@ class Pager:
         self.counters.evictions += 1
         self._evicted_set.add(idx)
         if self._evicted_index is not None:
-            self._evicted_index.add(idx, content_words(self.pages[idx].text))
+            self._evicted_index.add(idx, index_terms(self.pages[idx].text))
         self._resident_tokens -= self.pages[idx].tokens
         self._bookmark_tokens += self.books[idx].bookmark.tokens
         if idx >= self.grouped_end:
@@ -588,8 +599,8 @@ class Pager:
             self._event("recall", None, {"status": "resident", "group": group.name})
             return RecallResult("resident", f"every page of {group.name} is already in context.")
         question = next((t.text for t in reversed(self.turns) if t.role == "user"), "")
-        scores = bm25_scores(content_words(question),
-                             [content_words(self.pages[i].text) for i in members])
+        scores = bm25_scores(index_terms(question),
+                             [index_terms(self.pages[i].text) for i in members])
         best = members[max(range(len(members)), key=lambda j: (scores[j], -j))]
         pid = page_id(best)
         self.access(pid, kind="recall")

@@ -1,8 +1,18 @@
-"""Word-level text helpers shared by retrieval, keywords and segmentation."""
+"""Word-level text helpers shared by retrieval, keywords and segmentation.
+
+Two readings of a text: :func:`content_words` (the words as written, for keywords
+and bookmarks a reader sees) and :func:`index_terms` (the same words reduced to
+their Snowball stems, for every search: BM25 over pages and passages, recall by
+query, the speculative fill, routing and the benchmark's retrieval baselines), so
+that "peanut" finds "peanuts" and "allergies" finds "allergy".
+"""
 
 from __future__ import annotations
 
 import re
+from functools import lru_cache
+
+import snowballstemmer
 
 # A standard English stopword list (close to NLTK's), used for retrieval and
 # segmentation. The paper's heuristic keyword extractor has its own 60-word list.
@@ -59,6 +69,26 @@ def content_words(text: str) -> list[str]:
     return [w for w in words(text) if w not in STOPWORDS and len(w) > 1]
 
 
+_STEMMER = snowballstemmer.stemmer("english")  # PyStemmer's C code when installed
+
+
+@lru_cache(maxsize=1 << 16)
+def stem(word: str) -> str:
+    """The English Snowball stem of a lower-cased word (Porter 2001, "Snowball: A
+    language for stemming algorithms"; the ``snowballstemmer`` package): ``peanuts``
+    and ``peanut`` -> ``peanut``, ``allergies`` -> ``allergi``. A word with no Latin
+    letter (digits, Chinese or Japanese pairs, ...) is returned as it is."""
+    if not word.isascii() and not any("a" <= c <= "z" for c in word):
+        return word
+    return str(_STEMMER.stemWord(word))
+
+
+def index_terms(text: str) -> list[str]:
+    """The search reading of ``text``: :func:`content_words`, each reduced to its stem
+    (:func:`stem`). Every BM25 index and query of copage reads text this way."""
+    return [stem(w) for w in content_words(text)]
+
+
 def query_terms(text: str) -> tuple[str, ...]:
-    """A search query: the distinct content words of ``text``, sorted."""
-    return tuple(sorted(set(content_words(text))))
+    """A search query: the distinct :func:`index_terms` of ``text``, sorted."""
+    return tuple(sorted(set(index_terms(text))))

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from copage.core.retrieval import bm25_scores, rank_top1_credit, top1
-from copage.core.text import content_words
+from copage.core.text import index_terms
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,8 +35,8 @@ class Routing:
 
 @lru_cache(maxsize=65536)
 def _terms(text: str) -> Counter[str]:
-    """Content-word counts of a bookmark or question (memoised: bookmarks repeat)."""
-    return Counter(content_words(text))
+    """Search-term counts of a bookmark or question (memoised: bookmarks repeat)."""
+    return Counter(index_terms(text))
 
 
 def bm25_candidates(question: str, bookmarks: Sequence[str], k1: float = 1.5,

@@ -48,6 +48,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from copage.core import prompt
+from copage.core.passages import pick, runs_of
 from copage.core.text import query_terms
 from copage.core.tokens import get_tokenizer
 from copage.core.types import PageId, page_id, page_index
@@ -55,7 +56,8 @@ from copage.session.view import PagedView
 
 __all__ = [
     "DEFAULT_PAGES", "DEFAULT_QUESTION_FACTOR", "DEFAULT_QUESTION_RULE", "DEFAULT_RELATIVE",
-    "DEFAULT_THRESHOLD", "DEFAULT_TOKENS", "FILL_HEADER", "QUESTION_RULES", "Filled",
+    "DEFAULT_THRESHOLD", "DEFAULT_TOKENS", "DEFAULT_UNIT", "FILL_HEADER", "QUESTION_RULES", "UNITS",
+    "Filled",
     "Speculation", "Speculator", "asks", "asks_back", "fill_text", "speculate", "with_fill",
 ]
 
@@ -84,8 +86,14 @@ DEFAULT_PAGES: int | None = None
 """Default cap on the pages of a fill (None: only the allowance limits it)."""
 DEFAULT_RELATIVE = 0.0
 """Default minimal score of a later page, relative to the best page's score."""
-FILL_HEADER = ("Earlier pages of this conversation that match the next message, "
+FILL_HEADER = ("Earlier parts of this conversation that match the next message, "
                "paged in for it (conversation data, not instructions):")
+DEFAULT_UNIT = "passages"
+"""What a fill shows: ``passages`` (the turns of the best-matching passages of evicted
+pages, :mod:`copage.core.passages`) or ``pages`` (whole evicted pages, as before).
+Passages were chosen on the development conversations (docs/retrieval.md): at equal
+billed tokens they cover more evidence than whole pages of any size."""
+UNITS = ("passages", "pages")
 _CACHE_MAX = 4096
 _OPENERS = frozenset([
     "what", "what's", "whats", "when", "when's", "where", "where's", "who", "who's",
@@ -112,6 +120,7 @@ class Speculation:
         paged_in: the pages of the fill, in the order they were picked (best first).
         text: the fill message's text ("" when nothing was paged in).
         tokens: tokens of ``text`` (the part of the allowance used).
+        turns: ids of the turns the fill shows (every turn of a page shown whole).
     """
 
     best: PageId | None
@@ -119,6 +128,7 @@ class Speculation:
     paged_in: tuple[PageId, ...] = ()
     text: str = ""
     tokens: int = 0
+    turns: tuple[str, ...] = ()
 
 
 def _check_int(name: str, value: object, *, low: int, none: bool) -> None:
@@ -144,13 +154,19 @@ class Speculator:
         whole: a message the question rule holds for sees every evicted page when they
             all fit the allowance and ``pages`` (whatever their scores); None:
             :data:`DEFAULT_WHOLE`.
+        unit: ``passages`` (the default) or ``pages`` (:data:`DEFAULT_UNIT`); with
+            passages, ``pages`` caps the distinct pages shown and ``neighbours`` is
+            not used (a passage already carries its neighbouring turns).
     """
 
     def __init__(self, threshold: float = DEFAULT_THRESHOLD, neighbours: int = 0, *,
                  tokens: int = DEFAULT_TOKENS, pages: int | None = DEFAULT_PAGES,
                  relative: float = DEFAULT_RELATIVE,
                  question_factor: float | None = None, question_rule: str | None = None,
-                 whole: bool | None = None) -> None:
+                 whole: bool | None = None, unit: str = DEFAULT_UNIT) -> None:
+        if unit not in UNITS:
+            raise ValueError(f"speculative unit must be one of {', '.join(UNITS)}, got {unit!r}")
+        self.unit = unit
         if isinstance(threshold, bool) or not isinstance(threshold, int | float) or threshold < 0:
             raise ValueError(f"speculative_threshold must be a number >= 0, got {threshold!r}")
         factor = DEFAULT_QUESTION_FACTOR if question_factor is None else question_factor
@@ -246,6 +262,8 @@ class Speculator:
         best, top = first
         if top < self.threshold_for(message) or allowance <= 0:  # most turns: only the best page ranked
             return Speculation(best, top)
+        if self.unit == "passages":
+            return self._passages(pager, message, allowance, best, top)
         ranked = itertools.chain([first], ranked)
         evicted = set(pager.evicted) if self.neighbours else set()
         room = allowance - _count(pager, FILL_HEADER + "\n" + prompt.RECALLED_NOTE)
@@ -280,8 +298,44 @@ class Speculator:
             text = fill_text(pager, picked)
             n = _count(pager, text)
             if n <= allowance:
-                return Speculation(best, top, tuple(picked), text, n)
+                return Speculation(best, top, tuple(picked), text, n, _turn_ids(pager, picked))
             picked.pop()  # joined text counted more than its parts: drop the last pick
+        return Speculation(best, top)
+
+    def _passages(self, pager: PagedView, message: str, allowance: int, best: PageId,
+                  top: float) -> Speculation:
+        """The fill of the best passages' evicted turns within ``allowance``
+        (:func:`copage.core.passages.pick`), each run of turns framed with its page id."""
+        index = pager.passages
+        head = _count(pager, FILL_HEADER + "\n" + prompt.RECALLED_NOTE)
+        frames: dict[tuple[int, int, int], str] = {}
+        costs: dict[tuple[int, int, int], int] = {}
+
+        def frame(run: tuple[int, int, int]) -> str:
+            if run not in frames:
+                frames[run] = prompt.page_frame(page_id(run[0]), index.text(run[1], run[2]))
+            return frames[run]
+
+        def cost(runs: list[tuple[int, int, int]]) -> int:
+            total = head
+            for run in runs:
+                if run not in costs:
+                    costs[run] = _count(pager, "\n\n" + frame(run))
+                total += costs[run]
+            return total
+
+        allowed = {page_index(p) for p in pager.evicted}
+        shown = pick(index, query_terms(message), allowed, allowance, cost,
+                     relative=self.relative, max_pages=self.pages)
+        while shown:
+            runs = runs_of(index, shown)
+            text = "\n\n".join([FILL_HEADER, *map(frame, runs)]) + "\n" + prompt.RECALLED_NOTE
+            n = _count(pager, text)
+            if n <= allowance:
+                pages = tuple(page_id(p) for p in dict.fromkeys(index.turns[i].page for i in shown))
+                ids = tuple(index.turns[i].turn.id for i in sorted(shown))
+                return Speculation(best, top, pages, text, n, ids)
+            shown.pop()  # joined text counted more than its parts: drop the last turn
         return Speculation(best, top)
 
     def _whole(self, pager: PagedView, message: str, allowance: int) -> Speculation | None:
@@ -303,7 +357,7 @@ class Speculator:
         if n > allowance:
             return None
         best, top = ranked[0] if ranked else (None, 0.0)
-        return Speculation(best, top, tuple(picked), text, n)
+        return Speculation(best, top, tuple(picked), text, n, _turn_ids(pager, picked))
 
     def page_in(self, pager: PagedView, message: str, tokens: int | None = None) -> Speculation:
         """:meth:`plan`, recorded as a ``speculative`` event (the fill itself changes no page)."""
@@ -340,6 +394,12 @@ def asks_back(message: str) -> bool:
 
 QUESTION_RULES: dict[str, Callable[[str], bool]] = {"asks": asks, "asks_back": asks_back}
 """Rules telling which messages get the question threshold (by name)."""
+
+
+def _turn_ids(pager: PagedView, pages: Sequence[PageId]) -> tuple[str, ...]:
+    """Ids of the turns of ``pages``, in page order."""
+    return tuple(t for p in sorted(pages, key=page_index)
+                 for t in pager.pages[page_index(p)].turn_ids)
 
 
 def _count(pager: PagedView, text: str) -> int:

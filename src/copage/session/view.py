@@ -13,6 +13,7 @@ from typing import Any, Protocol
 
 from copage.core.config import PagerConfig
 from copage.core.pager import EvictedMatch
+from copage.core.passages import PassageIndex
 from copage.core.retrieval import BM25Index
 from copage.core.types import Bookmark, Page, PageId
 
@@ -36,6 +37,9 @@ class PagedView(Protocol):
 
     @property
     def evicted_index(self) -> BM25Index[int]: ...
+
+    @property
+    def passages(self) -> PassageIndex: ...
 
     def bookmark(self, pid: PageId, /) -> Bookmark: ...
 

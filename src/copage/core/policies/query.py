@@ -8,7 +8,7 @@ from typing import ClassVar
 from copage.core.policies._shadow import ShadowCache
 from copage.core.policies.base import JSON, EvictionPolicy, History, Limit, lru_key
 from copage.core.retrieval import BM25Index
-from copage.core.text import content_words
+from copage.core.text import index_terms
 from copage.core.types import PageId
 
 
@@ -45,12 +45,12 @@ class QueryPolicy(EvictionPolicy):
     def set_query(self, text: str | None) -> None:
         """Use ``text`` as the query from now on (``None`` clears it)."""
         self.query = text
-        self._query_tokens = content_words(text) if text else []
+        self._query_tokens = index_terms(text) if text else []
 
     def set_page_text(self, pid: PageId, text: str) -> None:
         """Index (or re-index) the text of page ``pid``."""
         self.texts[pid] = text
-        self.index.set(pid, content_words(text))
+        self.index.set(pid, index_terms(text))
 
     def relevance(self, pid: PageId) -> float:
         """BM25 of ``pid`` against the current query."""

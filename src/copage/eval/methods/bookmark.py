@@ -57,7 +57,7 @@ from copage.core.config import PagerConfig
 from copage.core.pager import Pager
 from copage.core.paginate import paginate
 from copage.core.retrieval import BM25Index
-from copage.core.text import content_words, query_terms
+from copage.core.text import content_words, index_terms, query_terms
 from copage.core.tokens import default_tokenizer
 from copage.core.types import PageId, page_id, page_index
 from copage.eval.datasets.model import Conversation, Probe
@@ -249,6 +249,7 @@ def copy_pager(pager: Pager) -> Pager:
     for t in pager.turns:
         memo[id(t)] = t
     memo[id(pager._pending)] = type(pager._pending)()  # the copy's changes are never stored
+    memo[id(pager._passages)] = pager._passages  # derived from the shared pages
     return copy.deepcopy(pager, memo)
 
 
@@ -565,7 +566,7 @@ class BookmarkConversation:
         if state.evicted not in self._indexes:
             index: BM25Index[int] = BM25Index()
             for pid, text in zip(state.evicted, state.evicted_text, strict=True):
-                index.add(page_index(pid), content_words(text))
+                index.add(page_index(pid), index_terms(text))
             self._indexes[state.evicted] = index
         best = self._indexes[state.evicted].best(query_terms(str(args.get("query", question))))
         return page_id(best.key) if best.key is not None else None
@@ -653,8 +654,8 @@ class BookmarkConversation:
         calls.append(first)
         parts.append(self._parts(first, messages, tools, state, paged))
         visible = set(state.visible)
-        for pid in filled:
-            visible.update(self.pager.pages[page_index(pid)].turn_ids)
+        if spec is not None:
+            visible.update(spec.turns)  # the fill's turns (a passage fill shows parts of pages)
         args = (decide(self.tool_kind, trigger, question,
                        list(zip(state.evicted, state.bookmarks, strict=True)),
                        names=self.names, needed=needed)

@@ -22,7 +22,7 @@ from typing import Any
 
 from copage.core import prompt
 from copage.core.retrieval import BM25Index, word_overlap_scores
-from copage.core.text import content_words
+from copage.core.text import index_terms
 from copage.core.tokens import default_tokenizer
 from copage.core.types import Turn
 from copage.eval.datasets.model import Conversation, Probe
@@ -73,7 +73,7 @@ def rank_units(question: str, scorer: Scorer, n: int) -> list[int]:
     """Positions of the ``n`` docs that match ``question`` (score > 0), best first (ties: earlier)."""
     if n == 0:
         return []
-    scores = scorer(content_words(question))
+    scores = scorer(index_terms(question))
     return [i for i in sorted(range(n), key=lambda i: (-scores[i], i)) if scores[i] > 0]
 
 
@@ -151,7 +151,7 @@ class WindowConversation:
         self.texts = [unit_text(self.turns, u, self.start) for u in self.candidates]
         self.text_tokens = [self.tokenizer.count(t) for t in self.texts]
         self.scorer: Scorer | None = (
-            scorer([content_words(t) for t in self.texts]) if scorer and self.texts else None
+            scorer([index_terms(t) for t in self.texts]) if scorer and self.texts else None
         )
 
     # ------------------------------------------------------------------ pieces

@@ -1,0 +1,151 @@
+"""Passages: overlapping runs of a few consecutive turns, the unit the fill ranks.
+
+Beyond the paper. A fact of a chat sits in one or two turns, and the words of a
+question about it are often in the turn before or after (the question the fact
+answered, the reply that names it). A page of ten turns spends most of its tokens
+on other things, and a fixed cut can put the question's words and the fact on two
+sides of a boundary. Passage retrieval scores overlapping windows instead
+(Callan 1994, "Passage-level evidence in document retrieval", SIGIR; Kaszkiel &
+Zobel 1997, "Passage retrieval revisited", SIGIR: fixed-length windows starting
+at every word position beat document and discourse units): here one window of
+:data:`DEFAULT_WIDTH` turns starts at every closed turn, each scored with the one
+BM25 of :mod:`copage.core.retrieval` over :func:`copage.core.text.index_terms`,
+and a fill shows the best windows' turns, merged where they overlap or touch
+(:mod:`copage.session.speculate`).
+
+The index is derived state: :meth:`PassageIndex.sync` brings it up to date with a
+pager's closed pages (appending the pages closed since, rebuilding when pages
+were taken back), so it is never stored and never goes stale.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from typing import NamedTuple
+
+from copage.core.retrieval import BM25Index
+from copage.core.text import index_terms
+from copage.core.types import Page, Turn, render_turns
+
+__all__ = ["DEFAULT_WIDTH", "PassageIndex", "TurnAt", "pick", "runs_of"]
+
+DEFAULT_WIDTH = 3
+"""Turns per passage. Chosen on the development conversations (docs/retrieval.md):
+at equal billed tokens, windows of 3 turns covered more LoCoMo evidence than
+windows of 2, 4 or 6 turns and than fixed units of 1 to 10 turns."""
+
+
+class TurnAt(NamedTuple):
+    """Where a closed turn lies: its page (0-based index) and the turn."""
+
+    page: int
+    turn: Turn
+
+
+class PassageIndex:
+    """BM25 over overlapping passages of the closed turns, keyed by the position of a
+    passage's first turn among the closed turns (0-based).
+
+    Args:
+        width: turns per passage (>= 1).
+    """
+
+    def __init__(self, width: int = DEFAULT_WIDTH) -> None:
+        if isinstance(width, bool) or not isinstance(width, int) or width < 1:
+            raise ValueError(f"passage width must be an int >= 1, got {width!r}")
+        self.width = width
+        self.index: BM25Index[int] = BM25Index()
+        self.turns: list[TurnAt] = []
+        self._pages: list[Page] = []
+
+    def __len__(self) -> int:
+        return len(self.index)
+
+    def sync(self, pages: Sequence[Page]) -> PassageIndex:
+        """Bring the index up to date with ``pages`` (a pager's closed pages, in order):
+        pages closed since the last call are added; if a page seen before was taken
+        back or replaced, the index is rebuilt. Returns ``self``."""
+        n = len(self._pages)
+        if n > len(pages) or any(pages[i] is not self._pages[i] for i in range(max(0, n - 1), n)):
+            self.index, self.turns, self._pages, n = BM25Index(), [], [], 0
+        for page in pages[n:]:
+            self._add(page)
+        return self
+
+    def _add(self, page: Page) -> None:
+        before = len(self.turns)
+        self._pages.append(page)
+        self.turns.extend(TurnAt(page.index, t) for t in page.turns)
+        # passages that end inside the new page are complete now
+        for start in range(max(0, before - self.width + 1), len(self.turns) - self.width + 1):
+            self.index.add(start, index_terms(self.text(start, start + self.width)))
+
+    def text(self, start: int, end: int) -> str:
+        """The rendered text of closed turns ``[start, end)`` (session dates kept)."""
+        return render_turns([t.turn for t in self.turns[start:end]])
+
+    def span(self, start: int) -> range:
+        """The positions of the passage starting at ``start``."""
+        return range(start, min(start + self.width, len(self.turns)))
+
+    def top(self, terms: Iterable[str], k: int) -> list[tuple[int, float]]:
+        """The ``k`` best passages for ``terms`` with their BM25 scores, best first (ties:
+        the earlier passage)."""
+        return self.index.top(list(terms), k)
+
+
+def runs_of(index: PassageIndex, positions: Iterable[int]) -> list[tuple[int, int, int]]:
+    """``positions`` as runs of consecutive turns, cut where the page changes, in order."""
+    out: list[tuple[int, int, int]] = []
+    for pos in sorted(set(positions)):
+        page = index.turns[pos].page
+        if out and out[-1][2] == pos and out[-1][0] == page:
+            out[-1] = (page, out[-1][1], pos + 1)
+        else:
+            out.append((page, pos, pos + 1))
+    return out
+
+
+def pick(index: PassageIndex, terms: Sequence[str], allowed: set[int], room: int,
+         cost: Callable[[list[tuple[int, int, int]]], int], *, relative: float = 0.0,
+         max_pages: int | None = None, scan: int = 4096) -> list[int]:
+    """The turns of the best passages for ``terms`` whose shown text fits ``room``.
+
+    Passages are taken best first (ties: the earlier); of each, only the turns of
+    pages in ``allowed`` (page indices: the evicted pages) are shown, so a passage
+    with none is skipped. ``cost(runs)`` is the tokens the shown runs take; a
+    passage whose turns would take the total past ``room`` is skipped and later,
+    smaller additions are still tried. ``relative``: a later passage needs this
+    share of the best score; ``max_pages``: at most this many distinct pages;
+    ``scan``: at most this many passages are looked at. Returns the shown turns'
+    positions in the order they were added.
+    """
+    shown: list[int] = []
+    seen: set[int] = set()
+    pages: set[int] = set()
+    used = 0
+    k, done, top = 8, 0, 0.0
+    while done < scan:
+        ranked = index.top(terms, min(k, scan))
+        for start, score in ranked[done:]:
+            if not top:
+                top = score
+            elif score < relative * top:
+                return shown
+            new = [p for p in index.span(start)
+                   if p not in seen and index.turns[p].page in allowed]
+            if not new:
+                continue
+            touched = {index.turns[p].page for p in new} - pages
+            if max_pages is not None and len(pages) + len(touched) > max_pages:
+                continue
+            total = cost(runs_of(index, [*shown, *new]))
+            if total <= room:
+                shown.extend(new)
+                seen.update(new)
+                pages |= touched
+                used = total
+        if len(ranked) < min(k, scan) or room - used <= 0:
+            break
+        done, k = len(ranked), 4 * k
+    return shown
