@@ -30,12 +30,14 @@ from copage.eval.jsonsafe import dumps
 from copage.eval.methods import (
     COPAGE_VARIANTS,
     DEFAULT_BUDGET,
+    DEFAULT_UNITS,
     PAPER_METHODS,
     MethodSettings,
     coverage,
     evidence_groups,
     get_method,
     method_names,
+    page_baselines,
 )
 from copage.eval.methods.readers import DEFAULT_TRIGGER, TRIGGERS
 from copage.eval.methods.templates import config_id
@@ -43,7 +45,19 @@ from copage.eval.runner import ProbeLog, ProbeTask, base_row, failures, row_key,
 from copage.eval.runner.aggregate import GROUP, significance, table
 from copage.eval.scoring import CATEGORY_NOTE
 
-DEFAULT_METHODS: tuple[str, ...] = PAPER_METHODS + COPAGE_VARIANTS
+DEFAULT_METHODS: tuple[str, ...] = (PAPER_METHODS + COPAGE_VARIANTS
+                                    + tuple(page_baselines(DEFAULT_UNITS)))
+"""The paper's rows, copage's variants, and every retrieval baseline over copage's pages
+(and finer ones) behind copage's resident window (:mod:`copage.eval.methods.pages`)."""
+
+
+def default_methods(units: Sequence[str] | None = None) -> list[str]:
+    """:data:`DEFAULT_METHODS`, the page baselines over ``units`` instead of
+    :data:`~copage.eval.methods.DEFAULT_UNITS` when given."""
+    if units is None:
+        return list(DEFAULT_METHODS)
+    return [*PAPER_METHODS, *COPAGE_VARIANTS, *page_baselines(tuple(units))]
+
 BUDGETS: tuple[int, ...] = (1024, 2048, 4096, 8192)
 """The budgets of the coverage-vs-tokens curves (``main``'s ``budget_curves`` table)."""
 
@@ -137,7 +151,7 @@ def free_row(task: ProbeTask, built: Any, budget: int, trigger: str | None) -> d
             "parts": dict(built.parts), "limit": built.limit,
             "does_not_fit": bool(built.limit and built.limit.startswith("does not fit")),
             "needed": list(built.needed), "evicted_needed": list(built.evicted_needed),
-            "routed": built.routed, "routing": built.routing}
+            "routed": built.routed, "routing": built.routing, "would_need": built.would_need}
 
 
 def spend_notes(rows: Sequence[dict[str, Any]]) -> list[str]:
@@ -179,7 +193,8 @@ class MainExperiment:
 
     def run(self, ctx: BenchContext) -> ExperimentResult:
         """Run the LLM-free part (and its budget curves), and the model part when ``ctx.model`` is set."""
-        methods = method_names(",".join(ctx.methods)) if ctx.methods else list(DEFAULT_METHODS)
+        methods = method_names(",".join(ctx.methods)) if ctx.methods else \
+            default_methods(ctx.options.get("units"))
         out = ctx.out / self.name
         out.mkdir(parents=True, exist_ok=True)
         budget = int(ctx.options.get("budget", DEFAULT_BUDGET))
