@@ -26,6 +26,7 @@ from copage.eval.experiments.common import (
     sample_probes,
     settings_for,
 )
+from copage.eval.experiments.leader import leaders, wanted
 from copage.eval.jsonsafe import dumps
 from copage.eval.methods import (
     COPAGE_VARIANTS,
@@ -68,6 +69,8 @@ HEADLINE_NOTE = (
     "the lenient bound beside it. On synthetic data a planted fact's statements and the "
     "assistant's acknowledgements of them form one group, so the two coincide there."
 )
+NO_LEADER = ("no leader sentence: the comparison needs bookmark_recall+copage and a BM25 "
+             "baseline (bm25 or bm25@<units>) among the methods")
 SPEND = 0.9
 """A method whose prompts average less than this share of the budget says why."""
 
@@ -174,11 +177,17 @@ def spend_notes(rows: Sequence[dict[str, Any]]) -> list[str]:
 
 def budget_curves(ctx: BenchContext, methods: list[str], budgets: Sequence[int],
                   done: dict[int, list[dict[str, Any]]],
-                  tick: Callable[[], None] | None = None) -> list[dict[str, Any]]:
-    """Coverage and tokens per (dataset, method, budget): the coverage-vs-tokens curves."""
+                  tick: Callable[[], None] | None = None,
+                  keep: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+    """Coverage and tokens per (dataset, method, budget): the coverage-vs-tokens curves.
+
+    ``keep`` receives the per-probe rows the leader comparison reads
+    (:func:`copage.eval.experiments.leader.wanted`)."""
     rows: list[dict[str, Any]] = []
     for b in sorted(budgets):
         free = done[b] if b in done else build_tasks(ctx, methods, b, tick)[1]
+        if keep is not None:
+            keep += [r for r in free if wanted(r)]
         rows += table(free, ("dataset", "method", "trigger", "budget"))
     return rows
 
@@ -212,7 +221,9 @@ class MainExperiment:
             for r in free:
                 f.write(dumps(r, sort_keys=True) + "\n")
         curves_done = {budget: free}
-        curves = budget_curves(ctx, methods, budgets, curves_done, tick)
+        compared: list[dict[str, Any]] = []
+        curves = budget_curves(ctx, methods, budgets, curves_done, tick, compared)
+        lead = leaders(compared, B=int(ctx.options.get("bootstrap_b", 10_000)), seed=ctx.seed)
         if prog is not None and bar is not None:
             prog.finish(bar)
         rows: list[dict[str, Any]] = list(free)
@@ -231,6 +242,7 @@ class MainExperiment:
                          f"(a requested judge's verdict was missing), {stats.errors} answer errors")
             wanted = {row_key(base_row(t, name)) for t in tasks}
             rows += [r for r in log if row_key(r) in wanted]
+        notes[:0] = [r["sentence"] for r in lead] or [NO_LEADER]
         notes.append(HEADLINE_NOTE)
         notes.append(CATEGORY_NOTE)
         methods_table = table(rows, (*GROUP, "trigger"))
@@ -241,6 +253,7 @@ class MainExperiment:
         notes += sorted({f"{r['dataset']}/{r['method_b']}: {w}" for r in sig
                          for w in (r.get("conversation_warning"), r.get("probe_warning")) if w})
         tables = {
+            "leader": lead,
             "methods": methods_table,
             "budget_curves": curves,
             "by_category": table(rows, (*GROUP, "trigger", "category", "category_name")),

@@ -93,8 +93,8 @@ class PagesMethod:
 
     def prepare(self, conversation: Conversation, settings: MethodSettings) -> WindowConversation:
         """Take copage's window at ``settings``, cut ``units``, index them."""
-        start, n = copage_window(conversation, settings)
-        label = f"{COPAGE_WINDOW} ({n} turns)"
+        start, _ = copage_window(conversation, settings)
+        label = COPAGE_WINDOW  # the same for every conversation: one label per row
         ours = replace(settings, boundary=self.units)
         if self.baseline == "search_tool":
             return search_conversation(conversation, ours, start, label)

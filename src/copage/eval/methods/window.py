@@ -156,7 +156,8 @@ class WindowConversation:
             limit = settings.budget * share if scorer else settings.budget
             self.start = self.view.fit(int(limit) - self.system_tokens, self.earliest)
         self.window_label = window_label or (
-            "most recent turns that fit" if recent == "full" else f"last {settings.window} turns")
+            "the most recent turns that fit" if recent == "full"
+            else f"the last {settings.window} turns")
         self.candidates: list[Unit] = evicted_units(self.units, self.start) if scorer else []
         self.texts = [unit_text(self.turns, u, self.start) for u in self.candidates]
         self.text_tokens = [self.tokenizer.count(t) for t in self.texts]
