@@ -160,3 +160,67 @@ def test_method_names_take_baseline_at_units_and_reject_bad_ones() -> None:
         method_names("dense@fixed_10")
     with pytest.raises(ValueError, match="unknown units 'pagez'"):
         method_names("bm25@pagez")
+
+
+# ------------------------------------------------------------------ the CLI and the leader
+def test_cli_exposes_window_top_k_and_units(tmp_path: Path) -> None:
+    from copage.cli.bench import build_context
+    from copage.cli.main import build_parser
+    from copage.eval.experiments.main import default_methods
+
+    data = tiny_locomo(tmp_path / "tiny.json", turns=48)
+    args = build_parser().parse_args(["bench", "main", "--dataset", str(data), "--window", "8",
+                                      "--top-k", "2", "--units", "fixed_5,sessions",
+                                      "--out", str(tmp_path / "o")])
+    ctx, _ = build_context(args)
+    assert ctx.options["units"] == ["fixed_5", "session"]
+    settings = settings_for(ctx.datasets[0], ctx)
+    assert settings.window == 8 and settings.top_k == 2
+    methods = default_methods(ctx.options["units"])
+    assert {"bm25", "bm25@fixed_5", "bm25@session", "search_tool@fixed_5"} <= set(methods)
+    assert "bm25@fixed_10" not in methods
+    for bad, match in ((["--units", "pagez"], "unknown units 'pagez'"),
+                       (["--window", "0"], "--window must be >= 1")):
+        args = build_parser().parse_args(["bench", "main", "--dataset", str(data), *bad])
+        with pytest.raises(ValueError, match=match):
+            build_context(args)
+
+
+def _row(method: str, conv: str, probe: int, covered: bool, trigger: str | None = None) -> dict:
+    return {"dataset": "d", "budget": 1024, "method": method, "trigger": trigger,
+            "conversation": conv, "probe": f"{conv}/q{probe}", "evidence_coverage": covered,
+            "prompt_tokens": 900, "units": None}
+
+
+def test_leader_compares_copage_with_the_stronger_bm25_row() -> None:
+    from copage.eval.experiments.leader import leaders
+
+    rows = []
+    for c in range(12):
+        for i in range(4):
+            rows.append(_row("bookmark_recall+copage", f"c{c}", i, i < 2, "rule"))
+            rows.append(_row("bookmark_recall+copage", f"c{c}", i, True, "oracle"))  # not read
+            rows.append(_row("bm25", f"c{c}", i, i < 1))
+            rows.append(_row("bm25@fixed_10", f"c{c}", i, i < 3))
+    (lead,) = leaders(rows, B=500, seed=0)
+    assert lead["bm25_best"] == "bm25@fixed_10" and lead["leader"] == "bm25@fixed_10"
+    assert lead["copage_coverage"] == 0.5 and lead["bm25_coverage"] == 0.75
+    assert lead["delta"] == pytest.approx(-0.25) and lead["ci_high"] < 0
+    assert lead["sentence"].startswith("d at 1,024 tokens: bm25@fixed_10 leads.")
+    assert "paired bootstrap resampling 12 conversations" in lead["sentence"]
+
+
+def test_main_report_leads_with_who_leads_at_each_budget(tmp_path: Path) -> None:
+    from copage.eval.experiments.main import EXPERIMENT
+    from copage.eval.report import write_report
+
+    data = tiny_locomo(tmp_path / "tiny.json", turns=80)
+    ctx = BenchContext(datasets=[load_bench_dataset(str(data))], out=tmp_path / "run", seed=0,
+                       methods=["bm25", "bm25@fixed_10", "bookmark_recall+copage"],
+                       options={"cache": False, "bootstrap_b": 200, "budgets": (600, 1024),
+                                "budget": 600})
+    res = EXPERIMENT.run(ctx)
+    assert [r["budget"] for r in res.tables["leader"]] == [600, 1024]
+    assert res.notes[0] == res.tables["leader"][0]["sentence"]
+    md = write_report(tmp_path / "run", [res], {})["markdown"].read_text()
+    assert md.index("Who leads: tiny at 600 tokens") < md.index("headline")
