@@ -27,6 +27,7 @@ from copage.eval.methods import (
     get_method,
     method_names,
 )
+from copage.eval.methods.base import DOES_NOT_FIT
 from copage.eval.methods.bookmark import RECALL_NOT_MADE
 from copage.eval.methods.pages import COPAGE_WINDOW, copage_window
 from copage.eval.methods.readers import ORACLE_ROUTER, ORACLES
@@ -67,6 +68,7 @@ def test_oracle_rows_are_never_below_the_never_row(name: str) -> None:
                     assert _shown(probe.evidence, built.context_turn_ids) >= \
                         _shown(probe.evidence, never.context_turn_ids)
                     assert built.prompt_tokens == sum(built.calls) <= budget
+                    assert never.limit == DOES_NOT_FIT or built.limit != DOES_NOT_FIT
 
 
 def test_a_recall_over_the_budget_is_not_made_and_the_first_call_is_billed() -> None:

@@ -62,6 +62,7 @@ from copage.core.tokens import default_tokenizer
 from copage.core.types import PageId, page_id, page_index
 from copage.eval.datasets.model import Conversation, Probe
 from copage.eval.methods.base import (
+    DOES_NOT_FIT,
     INSTRUCTION,
     MethodAnswer,
     MethodPrompt,
@@ -629,11 +630,13 @@ class BookmarkConversation:
         oracle triggers it is not made (the first call stands). An oracle trigger fires
         only for evidence still missing, and never makes a call that leaves less
         evidence in the prompt than making none (it knows the evidence): its row is a
-        ceiling of the ``never`` row."""
+        ceiling of the ``never`` row (nor one that makes a probe not fit that fits
+        without it)."""
         built = self._build(probe, trigger)
         if trigger in ORACLES:
             floor = self._build(probe, "never")
-            if not self._evidence(probe, floor) <= self._evidence(probe, built):
+            lost = not self._evidence(probe, floor) <= self._evidence(probe, built)
+            if lost or (built.limit == DOES_NOT_FIT and floor.limit != DOES_NOT_FIT):
                 return replace(floor, trigger=trigger, routing=built.routing)
         return built
 
