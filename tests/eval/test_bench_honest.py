@@ -226,3 +226,18 @@ def test_main_report_leads_with_who_leads_at_each_budget(tmp_path: Path) -> None
     assert res.notes[0] == res.tables["leader"][0]["sentence"]
     md = write_report(tmp_path / "run", [res], {})["markdown"].read_text()
     assert md.index("Who leads: tiny at 600 tokens") < md.index("headline")
+
+
+def test_search_tool_bills_its_first_call_when_the_answer_call_does_not_fit(tmp_path: Path) -> None:
+    data = load_bench_dataset(str(tiny_locomo(tmp_path / "t.json", turns=80)))
+    conv = data.conversations[0]
+    seen = 0
+    for budget in range(250, 600, 25):
+        for name in ("search_tool", "search_tool@fixed_10"):
+            prep = get_method(name).prepare(conv, MethodSettings(budget=budget, boundary="session"))
+            for probe in conv.probes:
+                built = prep.build(probe)
+                if built.limit == DOES_NOT_FIT and built.calls:
+                    seen += 1  # the first call was sent (the model searched): billed
+                    assert built.prompt_tokens == built.calls[0] <= budget < built.would_need
+    assert seen > 0
