@@ -66,9 +66,12 @@ def test_no_method_exceeds_the_budget_on_paged_locomo(tmp_path: Path) -> None:
             assert {k[6:] for k in r if k.startswith("share_")} <= set(PARTS)
         rows = [json.loads(x) for x in (tmp_path / f"run{budget}" / "main" / "llm_free.jsonl")
                 .read_text().splitlines()]
-        for r in rows:  # a probe that does not fit is a miss with nothing billed
+        for r in rows:  # a probe that does not fit is a miss billed for the calls sent
+            assert r["prompt_tokens"] == sum(r["call_tokens"]) <= budget
             if r["does_not_fit"]:
-                assert r["evidence_coverage"] is False and r["prompt_tokens"] == 0
+                assert r["evidence_coverage"] is False and r["would_need"] > budget
+            if r["would_need"] is not None:  # a call was not made: it would go over
+                assert r["would_need"] > budget >= r["prompt_tokens"]
 
 
 def test_a_model_call_over_the_budget_is_not_sent() -> None:
@@ -148,9 +151,10 @@ def test_main_reports_every_trigger_side_by_side(tmp_path: Path) -> None:
                                  methods=["bm25", "bookmark_recall"]))
     rows = {(r["method"], r["trigger"]): r for r in res.tables["methods"]}
     assert set(rows) == {("bm25", None), *(("bookmark_recall", t) for t in TRIGGERS)}
-    never, rule, oracle = (rows[("bookmark_recall", t)] for t in TRIGGERS)
+    never, rule, oracle, router = (rows[("bookmark_recall", t)] for t in TRIGGERS)
     assert never["evidence_coverage"] <= rule["evidence_coverage"] + 1e-9
     assert never["prompt_tokens_mean"] <= oracle["prompt_tokens_mean"]
+    assert never["evidence_coverage"] <= oracle["evidence_coverage"] <= router["evidence_coverage"]
 
 
 # ------------------------------------------------------------------ the controlled setting

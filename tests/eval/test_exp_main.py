@@ -60,7 +60,8 @@ def test_llm_free_rows_have_required_keys(tmp_path: Path) -> None:
     assert list(dict.fromkeys(r["method"] for r in rows)) == METHODS
     for name in METHODS:  # the bookmark methods once per offline trigger, the others once
         triggers = [r["trigger"] for r in rows if r["method"] == name]
-        assert triggers == (["never", "rule", "oracle"] if name.startswith("bookmark") else [None])
+        assert triggers == (["never", "rule", "oracle", "oracle_router"]
+                            if name.startswith("bookmark") else [None])
     for r in rows:
         assert {"dataset", "model", "method", "probes", "evidence_coverage",
                 "evidence_coverage_any", "prompt_tokens_mean"} <= set(r)

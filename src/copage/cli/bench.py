@@ -52,6 +52,17 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("--budget", type=int, default=None,
                    help="prompt tokens per probe for every method of main/judges (default: "
                    "2048); main also draws coverage at 1024, 2048, 4096 and 8192")
+    p.add_argument("--window", type=int, default=None, metavar="N",
+                   help="recent turns of truncation and the paper's retrieval rows (bm25, "
+                   "word_overlap, search_tool over sessions); default: 20")
+    p.add_argument("--top-k", type=int, default=None, metavar="K",
+                   help="cap on the units a retrieval baseline adds (the paper: 3); default: "
+                   "none, the budget decides")
+    p.add_argument("--units", default=None, metavar="LIST",
+                   help="units of the retrieval baselines run behind copage's resident window "
+                   "in main's default method list, e.g. fixed_10,fixed_5 (rows bm25@fixed_10, "
+                   "...; any boundary name, sessions = session); the paper's rows over "
+                   "sessions behind --window turns are always run; default: fixed_10,fixed_5")
     p.add_argument("--categories", default=None, metavar="LIST",
                    help="only probes of these LoCoMo categories, e.g. 1,2,4 (1 multi-hop, "
                    "2 temporal, 3 open-domain, 4 single-hop, 5 adversarial), filtered before "
@@ -92,6 +103,16 @@ def dataset_specs(text: str, locomo: list[str]) -> list[str]:
     if not specs:
         raise ValueError("no dataset given")
     return list(dict.fromkeys(specs))
+
+
+def parse_units(text: str) -> list[str]:
+    """``--units``: a comma list of boundary names (``sessions`` = ``session``), each checked."""
+    from copage.eval.methods import check_units
+
+    units = [{"sessions": "session"}.get(u, u) for u in _list(text)]
+    if not units:
+        raise ValueError("--units: no units given (e.g. fixed_10,fixed_5)")
+    return list(dict.fromkeys(check_units(u) for u in units))
 
 
 def experiment_names(text: str | None, has_model: bool) -> list[str]:
@@ -161,6 +182,14 @@ def build_context(args: argparse.Namespace) -> Any:
         if args.budget < 1:
             raise ValueError(f"--budget must be >= 1 token, got {args.budget}")
         options["budget"] = args.budget
+    for name, flag in (("window", "--window"), ("top_k", "--top-k")):
+        value = getattr(args, name)
+        if value is not None:
+            if value < 1:
+                raise ValueError(f"{flag} must be >= 1, got {value}")
+            options[name] = value
+    if args.units is not None:
+        options["units"] = parse_units(args.units)
     if args.workers is not None:
         options["workers"] = args.workers
     if args.concurrency is not None:

@@ -26,16 +26,19 @@ from copage.eval.experiments.common import (
     sample_probes,
     settings_for,
 )
+from copage.eval.experiments.leader import leaders, wanted
 from copage.eval.jsonsafe import dumps
 from copage.eval.methods import (
     COPAGE_VARIANTS,
     DEFAULT_BUDGET,
+    DEFAULT_UNITS,
     PAPER_METHODS,
     MethodSettings,
     coverage,
     evidence_groups,
     get_method,
     method_names,
+    page_baselines,
 )
 from copage.eval.methods.readers import DEFAULT_TRIGGER, TRIGGERS
 from copage.eval.methods.templates import config_id
@@ -43,7 +46,19 @@ from copage.eval.runner import ProbeLog, ProbeTask, base_row, failures, row_key,
 from copage.eval.runner.aggregate import GROUP, significance, table
 from copage.eval.scoring import CATEGORY_NOTE
 
-DEFAULT_METHODS: tuple[str, ...] = PAPER_METHODS + COPAGE_VARIANTS
+DEFAULT_METHODS: tuple[str, ...] = (PAPER_METHODS + COPAGE_VARIANTS
+                                    + tuple(page_baselines(DEFAULT_UNITS)))
+"""The paper's rows, copage's variants, and every retrieval baseline over copage's pages
+(and finer ones) behind copage's resident window (:mod:`copage.eval.methods.pages`)."""
+
+
+def default_methods(units: Sequence[str] | None = None) -> list[str]:
+    """:data:`DEFAULT_METHODS`, the page baselines over ``units`` instead of
+    :data:`~copage.eval.methods.DEFAULT_UNITS` when given."""
+    if units is None:
+        return list(DEFAULT_METHODS)
+    return [*PAPER_METHODS, *COPAGE_VARIANTS, *page_baselines(tuple(units))]
+
 BUDGETS: tuple[int, ...] = (1024, 2048, 4096, 8192)
 """The budgets of the coverage-vs-tokens curves (``main``'s ``budget_curves`` table)."""
 
@@ -54,6 +69,8 @@ HEADLINE_NOTE = (
     "the lenient bound beside it. On synthetic data a planted fact's statements and the "
     "assistant's acknowledgements of them form one group, so the two coincide there."
 )
+NO_LEADER = ("no leader sentence: the comparison needs bookmark_recall+copage and a BM25 "
+             "baseline (bm25 or bm25@<units>) among the methods")
 SPEND = 0.9
 """A method whose prompts average less than this share of the budget says why."""
 
@@ -137,7 +154,7 @@ def free_row(task: ProbeTask, built: Any, budget: int, trigger: str | None) -> d
             "parts": dict(built.parts), "limit": built.limit,
             "does_not_fit": bool(built.limit and built.limit.startswith("does not fit")),
             "needed": list(built.needed), "evicted_needed": list(built.evicted_needed),
-            "routed": built.routed, "routing": built.routing}
+            "routed": built.routed, "routing": built.routing, "would_need": built.would_need}
 
 
 def spend_notes(rows: Sequence[dict[str, Any]]) -> list[str]:
@@ -160,11 +177,17 @@ def spend_notes(rows: Sequence[dict[str, Any]]) -> list[str]:
 
 def budget_curves(ctx: BenchContext, methods: list[str], budgets: Sequence[int],
                   done: dict[int, list[dict[str, Any]]],
-                  tick: Callable[[], None] | None = None) -> list[dict[str, Any]]:
-    """Coverage and tokens per (dataset, method, budget): the coverage-vs-tokens curves."""
+                  tick: Callable[[], None] | None = None,
+                  keep: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+    """Coverage and tokens per (dataset, method, budget): the coverage-vs-tokens curves.
+
+    ``keep`` receives the per-probe rows the leader comparison reads
+    (:func:`copage.eval.experiments.leader.wanted`)."""
     rows: list[dict[str, Any]] = []
     for b in sorted(budgets):
         free = done[b] if b in done else build_tasks(ctx, methods, b, tick)[1]
+        if keep is not None:
+            keep += [r for r in free if wanted(r)]
         rows += table(free, ("dataset", "method", "trigger", "budget"))
     return rows
 
@@ -179,7 +202,8 @@ class MainExperiment:
 
     def run(self, ctx: BenchContext) -> ExperimentResult:
         """Run the LLM-free part (and its budget curves), and the model part when ``ctx.model`` is set."""
-        methods = method_names(",".join(ctx.methods)) if ctx.methods else list(DEFAULT_METHODS)
+        methods = method_names(",".join(ctx.methods)) if ctx.methods else \
+            default_methods(ctx.options.get("units"))
         out = ctx.out / self.name
         out.mkdir(parents=True, exist_ok=True)
         budget = int(ctx.options.get("budget", DEFAULT_BUDGET))
@@ -197,7 +221,9 @@ class MainExperiment:
             for r in free:
                 f.write(dumps(r, sort_keys=True) + "\n")
         curves_done = {budget: free}
-        curves = budget_curves(ctx, methods, budgets, curves_done, tick)
+        compared: list[dict[str, Any]] = []
+        curves = budget_curves(ctx, methods, budgets, curves_done, tick, compared)
+        lead = leaders(compared, B=int(ctx.options.get("bootstrap_b", 10_000)), seed=ctx.seed)
         if prog is not None and bar is not None:
             prog.finish(bar)
         rows: list[dict[str, Any]] = list(free)
@@ -216,6 +242,7 @@ class MainExperiment:
                          f"(a requested judge's verdict was missing), {stats.errors} answer errors")
             wanted = {row_key(base_row(t, name)) for t in tasks}
             rows += [r for r in log if row_key(r) in wanted]
+        notes[:0] = [r["sentence"] for r in lead] or [NO_LEADER]
         notes.append(HEADLINE_NOTE)
         notes.append(CATEGORY_NOTE)
         methods_table = table(rows, (*GROUP, "trigger"))
@@ -226,6 +253,7 @@ class MainExperiment:
         notes += sorted({f"{r['dataset']}/{r['method_b']}: {w}" for r in sig
                          for w in (r.get("conversation_warning"), r.get("probe_warning")) if w})
         tables = {
+            "leader": lead,
             "methods": methods_table,
             "budget_curves": curves,
             "by_category": table(rows, (*GROUP, "trigger", "category", "category_name")),

@@ -25,10 +25,14 @@ over all its calls (a probe that cannot fit "does not fit" and is a miss):
 ``bookmark_recall+copage``    copage's defaults: ``PagerConfig()`` (fixed_10, lru, k=4, askable,
                               the grouped index) and PagedChat's default recall mode
                               (:data:`~copage.session.DEFAULT_RECALL_MODE`, ``speculative``)
+``bm25@fixed_10`` ...         ``<baseline>@<units>`` (:mod:`.pages`): ``bm25``, ``word_overlap``
+                              or ``search_tool`` over pages of ``<units>`` behind exactly the
+                              resident window of ``bookmark_recall+copage`` at the budget
 ============================  ==============================================================
 
 Units (retrieval candidates, pages) are sessions (``boundary="session"``) or pages
-of the boundary strategy. Each method's rule and its LLM-free reference reader are
+of the boundary strategy; the paper's retrieval rows use ``MethodSettings.boundary``
+(sessions on LoCoMo) behind the last ``window`` turns. Each method's rule and its LLM-free reference reader are
 in ``docs/benchmark-methods.md``.
 """
 
@@ -51,6 +55,15 @@ from copage.eval.methods.base import (
 )
 from copage.eval.methods.bookmark import BookmarkMethod, Variant
 from copage.eval.methods.calls import Recorder
+from copage.eval.methods.pages import (
+    BASELINES,
+    SEPARATOR,
+    PagesMethod,
+    check_units,
+    page_baselines,
+    pages_method,
+    split_name,
+)
 from copage.eval.methods.search import SearchToolMethod
 from copage.eval.methods.units import Coverage, Unit, coverage, evidence_groups, split_units
 from copage.eval.methods.window import WindowMethod
@@ -63,6 +76,9 @@ COPAGE_VARIANTS: tuple[str, ...] = (
     "bookmark_recall+query", "bookmark_recall+speculative", "bookmark_recall+copage",
     "bookmark_recall+choose", "bookmark_recall+choose+tool",
 )
+DEFAULT_UNITS: tuple[str, ...] = ("fixed_10", "fixed_5")
+"""The units of the page baselines (``<baseline>@<units>``) in ``main``'s default list:
+copage's default pages (fixed_10) and finer ones."""
 #: The three most competitive methods of the paper (its Tables 5-6).
 COMPETITIVE: tuple[str, ...] = ("bookmark_recall", "full_context", "bm25")
 
@@ -100,24 +116,65 @@ for _name, _method in _ALL.items():
 
 
 def get_method(name: str) -> Method:
-    """The method named ``name``; raises ``UnknownNameError`` listing the valid names."""
+    """The method named ``name`` (or ``<baseline>@<units>``, :mod:`.pages`); raises
+    ``ValueError`` (``UnknownNameError``) listing the valid names."""
+    if SEPARATOR in name:
+        return pages_method(name)
     return METHODS.create(name)
 
 
+def check_method(name: str) -> str:
+    """``name`` if it names a method (a registered one or ``<baseline>@<units>``)."""
+    if SEPARATOR in name:
+        split_name(name)
+        return name
+    return METHODS.check(name)
+
+
 def method_names(spec: str | None = None) -> list[str]:
-    """Split a comma list of method names (``all``: every method) and check each."""
+    """Split a comma list of method names (``all``: every registered method and the page
+    baselines over :data:`DEFAULT_UNITS`) and check each."""
     if spec is None or spec.strip() in ("", "all"):
-        return list(_ALL)
+        return [*_ALL, *page_baselines(DEFAULT_UNITS)]
     names = [s.strip() for s in spec.split(",") if s.strip()]
     for n in names:
-        METHODS.check(n)
+        check_method(n)
     return names
 
 
 __all__ = [
-    "ABSTAIN_ANSWER", "COMPETITIVE", "COPAGE_VARIANTS", "DEFAULT_BUDGET", "INSTRUCTION", "METHODS", "PAPER_METHODS", "BookmarkMethod",
-    "CallRecord", "Coverage", "Method", "MethodAnswer", "MethodPrompt", "MethodSettings",
-    "PreparedConversation", "RecallInfo", "Recorder", "SearchToolMethod", "Unit", "Variant",
-    "WindowMethod", "coverage", "evidence_groups", "get_method", "message_tokens", "method_names", "request_tokens",
+    "ABSTAIN_ANSWER",
+    "BASELINES",
+    "COMPETITIVE",
+    "COPAGE_VARIANTS",
+    "DEFAULT_BUDGET",
+    "DEFAULT_UNITS",
+    "INSTRUCTION",
+    "METHODS",
+    "PAPER_METHODS",
+    "BookmarkMethod",
+    "CallRecord",
+    "Coverage",
+    "Method",
+    "MethodAnswer",
+    "MethodPrompt",
+    "MethodSettings",
+    "PagesMethod",
+    "PreparedConversation",
+    "RecallInfo",
+    "Recorder",
+    "SearchToolMethod",
+    "Unit",
+    "Variant",
+    "WindowMethod",
+    "check_method",
+    "check_units",
+    "coverage",
+    "evidence_groups",
+    "get_method",
+    "message_tokens",
+    "method_names",
+    "page_baselines",
+    "request_tokens",
     "split_units",
 ]

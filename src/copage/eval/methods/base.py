@@ -148,6 +148,10 @@ class MethodPrompt:
             over the calls; what the part counts cannot place is in ``other``.
         trigger: the offline trigger rule of a bookmark method's reader
             (:data:`copage.eval.methods.readers.TRIGGERS`), None for other methods.
+        would_need: when a call the probe wanted was not made because it would take
+            the probe over the budget, the tokens the whole probe would have billed
+            with it (``prompt_tokens`` is what was billed: the calls made before it);
+            None otherwise.
     """
 
     messages: list[dict[str, Any]]
@@ -162,6 +166,7 @@ class MethodPrompt:
     calls: tuple[int, ...] = ()
     parts: Mapping[str, int] = field(default_factory=dict)
     trigger: str | None = None
+    would_need: int | None = None
 
 
 DOES_NOT_FIT = "does not fit: the probe cannot be asked within the budget (counted as a miss)"
@@ -178,10 +183,17 @@ of the model's tool calls), ``other`` (joins the part counts cannot place)."""
 
 
 def does_not_fit(needed: tuple[str, ...], evicted: tuple[str, ...], trigger: str | None = None,
-                 ) -> MethodPrompt:
-    """The prompt of a probe that cannot be asked within the budget: nothing sent, a miss."""
-    return MethodPrompt([], [], frozenset(), 0, needed, needed, None, None, DOES_NOT_FIT,
-                        (), {}, trigger)
+                 *, billed: tuple[int, ...] = (), parts: Mapping[str, int] | None = None,
+                 would_need: int | None = None) -> MethodPrompt:
+    """The prompt of a probe that cannot be answered within the budget: a miss.
+
+    ``billed``: the calls already sent before the one that would go over the budget
+    (a provider bills them: a model run's :class:`~copage.eval.methods.calls.Recorder`
+    sends them and refuses only the next), with their ``parts``; ``would_need``: what
+    the whole probe would have billed. Nothing sent when ``billed`` is empty.
+    """
+    return MethodPrompt([], [], frozenset(), sum(billed), needed, evicted, None, None,
+                        DOES_NOT_FIT, tuple(billed), dict(parts or {}), trigger, would_need)
 
 
 def add_parts(*parts: Mapping[str, int]) -> dict[str, int]:

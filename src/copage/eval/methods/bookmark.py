@@ -62,6 +62,7 @@ from copage.core.tokens import default_tokenizer
 from copage.core.types import PageId, page_id, page_index
 from copage.eval.datasets.model import Conversation, Probe
 from copage.eval.methods.base import (
+    DOES_NOT_FIT,
     INSTRUCTION,
     MethodAnswer,
     MethodPrompt,
@@ -76,7 +77,7 @@ from copage.eval.methods.base import (
     request_tokens,
 )
 from copage.eval.methods.calls import Recorder
-from copage.eval.methods.readers import DEFAULT_TRIGGER, decide
+from copage.eval.methods.readers import DEFAULT_TRIGGER, ORACLE_ROUTER, ORACLES, decide
 from copage.eval.methods.templates import session_templates_id
 from copage.eval.routing import route
 from copage.llm.messages import text_of, tool_message
@@ -93,6 +94,7 @@ FILL_FRAME = 8
 """Tokens of the speculative fill's message framing (role, separators), kept off its
 allowance (:attr:`BookmarkConversation.fill`)."""
 NO_RECALL = "the reader made no call: recall reserve unused"
+RECALL_NOT_MADE = "a recall over the budget was not made: the first call stands"
 
 
 FINER: dict[str, tuple[str, ...]] = {"session": ("fixed_10", "fixed_5"), "fixed_10": ("fixed_5",)}
@@ -612,16 +614,46 @@ class BookmarkConversation:
         add("tool_schema", message_tokens([], tools, tok))
         return call_parts(total, out)
 
+    def missing(self, probe: Probe, visible: frozenset[str] | set[str]) -> tuple[PageId, ...]:
+        """Pages holding an evidence turn of ``probe`` that is not in ``visible`` (the
+        oracle triggers fire only for these: evidence still missing)."""
+        idx = sorted({self.page_of[e] for e in probe.evidence
+                      if e in self.page_of and e not in visible})
+        return tuple(self.pager.pages[i].id for i in idx)
+
     def build(self, probe: Probe, trigger: str = DEFAULT_TRIGGER) -> MethodPrompt:
         """The prompts of the reference path under ``trigger`` (:data:`TRIGGERS`): the
         speculative page-in, the choose call and its pick, the first answer call and,
-        when the tool reader calls, the answer call after the recall. Every call's
-        prompt is billed; a probe whose calls exceed the budget does not fit."""
+        when the tool reader calls, the answer call after each recall. Every call's
+        prompt is billed. A probe whose first call exceeds the budget does not fit (a
+        miss); a recall whose next call would exceed it is not served: under ``rule`` the
+        model asked for it, so the probe is a miss billed for its calls so far; under the
+        oracle triggers it is not made (the first call stands). An oracle trigger fires
+        only for evidence still missing, and never makes a call that leaves less
+        evidence in the prompt than making none (it knows the evidence): its row is a
+        ceiling of the ``never`` row (nor one that makes a probe not fit that fits
+        without it)."""
+        built = self._build(probe, trigger)
+        if trigger in ORACLES:
+            floor = self._build(probe, "never")
+            lost = not self._evidence(probe, floor) <= self._evidence(probe, built)
+            if lost or (built.limit == DOES_NOT_FIT and floor.limit != DOES_NOT_FIT):
+                return replace(floor, trigger=trigger, routing=built.routing)
+        return built
+
+    @staticmethod
+    def _evidence(probe: Probe, built: MethodPrompt) -> frozenset[str]:
+        return frozenset(e for e in probe.evidence if e in built.context_turn_ids)
+
+    def _build(self, probe: Probe, trigger: str) -> MethodPrompt:
         question = probe.question
         spec = self.speculation(question) if self.variant.speculative else None
         filled = set(spec.paged_in) if spec is not None else set()
         base = self.state()
         needed = self.needed(probe)
+        shown = set(base.visible)
+        for pid in filled:
+            shown.update(self.pager.pages[page_index(pid)].turn_ids)
         missing = tuple(p for p in needed if p in base.evicted and p not in filled)
         evicted_before = tuple(p for p in needed if p in self.pager.evicted)
         credit: float | None = None
@@ -642,7 +674,7 @@ class BookmarkConversation:
                                             "\n".join(base.bookmarks)))}))
             pick = decide("choose", trigger, question, list(zip(base.evicted, base.bookmarks,
                                                                  strict=True)),
-                          names=self.names, needed=needed)
+                          names=self.names, needed=self.missing(probe, shown))
             chosen = self._resolve(base, pick, question) if pick is not None else None
         paged = (chosen,) if chosen is not None else ()
         state = self.state(paged) if chosen is not None else base
@@ -653,36 +685,59 @@ class BookmarkConversation:
         first = message_tokens(messages, tools, self.tokenizer)
         calls.append(first)
         parts.append(self._parts(first, messages, tools, state, paged))
+        budget = self.settings.budget
+        if sum(calls) > budget:
+            if len(calls) > 1 and calls[0] <= budget:  # the choose call was sent and billed
+                return replace(does_not_fit(needed, evicted_before, trigger, billed=tuple(calls[:1]),
+                                            parts=parts[0], would_need=sum(calls)), routing=credit)
+            return replace(does_not_fit(needed, evicted_before, trigger, would_need=sum(calls)),
+                           routing=credit)
         visible = set(state.visible)
         if spec is not None:
             visible.update(spec.turns)  # the fill's turns (a passage fill shows parts of pages)
-        args = (decide(self.tool_kind, trigger, question,
-                       list(zip(state.evicted, state.bookmarks, strict=True)),
-                       names=self.names, needed=needed)
-                if self.tool_kind is not None and state.evicted else None)
-        recalled = self._resolve(state, args, question) if args is not None else None
+        recalled: list[PageId] = []
+        would_need: int | None = None
+        rounds = self.settings.max_recalls if trigger == ORACLE_ROUTER else 1
         tool = self.pager.config.tool_name
-        if args is not None:
-            call = _call("1", tool, args)
-            if recalled is not None:
-                page = self.pager.pages[page_index(recalled)]
-                visible.update(page.turn_ids)
-                result = tool_message("ref_1", prompt.page_block(recalled, page.text))
-            else:
-                result = tool_message("ref_1", "error: no evicted page matches.")
+        for n in range(rounds):
+            left = [(p, b) for p, b in zip(state.evicted, state.bookmarks, strict=True)
+                    if p not in recalled]
+            if self.tool_kind is None or not left:
+                break
+            args = decide(self.tool_kind, trigger, question, left, names=self.names,
+                          needed=self.missing(probe, frozenset(visible)))
+            if args is None:
+                break
+            page = self._resolve(state, args, question)
+            if page is not None and page in recalled:  # a query resolving to a page shown
+                page = None
+            call = _call(str(n + 1), tool, args)
+            result = (tool_message(f"ref_{n + 1}", prompt.page_block(
+                page, self.pager.pages[page_index(page)].text)) if page is not None
+                else tool_message(f"ref_{n + 1}", "error: no evicted page matches."))
+            nxt = message_tokens([*messages, call, result], tools, self.tokenizer)
+            if sum(calls) + nxt > budget:  # the call after this recall would go over the budget
+                would_need = sum(calls) + nxt
+                if trigger in ORACLES:  # a ceiling does not make it: the first call stands
+                    break
+                return replace(does_not_fit(needed, evicted_before, trigger, billed=tuple(calls),
+                                            parts=add_parts(*parts), would_need=would_need),
+                               routing=credit)
             messages += [call, result]
-            second = message_tokens(messages, tools, self.tokenizer)
-            calls.append(second)
-            parts.append(self._parts(second, messages, tools, state, paged))
-        total = sum(calls)
-        fetched = chosen or recalled
-        if total > self.settings.budget:
-            return replace(does_not_fit(needed, evicted_before, trigger), routing=credit)
-        limit = ALL_RESIDENT if not base.evicted else (
-            NO_RECALL if fetched is None and not filled else None)
-        return MethodPrompt(messages, list(tools), frozenset(visible), total, needed,
-                            evicted_before, fetched, credit, limit, tuple(calls),
-                            add_parts(*parts), trigger)
+            calls.append(nxt)
+            parts.append(self._parts(nxt, messages, tools, state, paged))
+            if page is not None:
+                recalled.append(page)
+                visible.update(self.pager.pages[page_index(page)].turn_ids)
+        fetched = chosen or (recalled[0] if recalled else None)
+        if would_need is not None:
+            limit: str | None = RECALL_NOT_MADE
+        else:
+            limit = ALL_RESIDENT if not base.evicted else (
+                NO_RECALL if fetched is None and not filled else None)
+        return MethodPrompt(messages, list(tools), frozenset(visible), sum(calls), needed,
+                            evicted_before, ",".join([*paged, *recalled]) or None, credit, limit,
+                            tuple(calls), add_parts(*parts), trigger, would_need)
 
     # ------------------------------------------------------------------ a model run
     async def answer(self, probe: Probe, model: ChatModel) -> MethodAnswer:

@@ -26,9 +26,15 @@ named rule, reported side by side (:data:`TRIGGERS`, :func:`decide`); *which*
 page it picks stays the reader's rule above:
 
 * ``never``: no call (no recall, the choose call answers ``none``): the floor;
-* ``oracle``: a call exactly when a page holding the probe's evidence is evicted
-  (the one place the gold evidence is used, and only for *whether*): the
-  ceiling of the reader's pick;
+* ``oracle``: a call exactly when a page holding evidence the prompt does not show
+  yet (not resident, not in the speculative fill, not chosen) is evicted (the gold
+  evidence is used only for *whether*): the ceiling of the reader's pick;
+* ``oracle_router``: the *oracle router*, a reader that knows the evidence: it
+  chooses or recalls the evicted page holding evidence still missing (the first
+  in conversation order), one recall after another while evidence is missing, at
+  most ``max_recalls`` and while the next call fits; each recall billed like any
+  other. The ceiling of bookmark + recall: what a perfect model reaches with this
+  prompt, beside the BM25-routed rows;
 * ``rule`` (realistic): a call when one bookmark alone is the best match of the
   question's content words once stop words and the conversation's speaker names
   are dropped (a question sharing only a name, or tied between bookmarks,
@@ -44,8 +50,12 @@ from copage.core.registry import Registry
 from copage.core.text import content_words
 from copage.eval.routing import bm25_candidates
 
-TRIGGERS: tuple[str, ...] = ("never", "rule", "oracle")
+ORACLE_ROUTER = "oracle_router"
+TRIGGERS: tuple[str, ...] = ("never", "rule", "oracle", ORACLE_ROUTER)
 """The offline trigger rules of the bookmark methods' readers (see the module)."""
+ORACLES: tuple[str, ...] = ("oracle", ORACLE_ROUTER)
+"""The triggers that read the gold evidence: ceilings, never below ``never``
+(:meth:`copage.eval.methods.bookmark.BookmarkConversation.build`)."""
 DEFAULT_TRIGGER = "rule"
 
 Bookmarks = Sequence[tuple[str, str]]
@@ -94,7 +104,8 @@ def decide(kind: str, trigger: str, question: str, bookmarks: Bookmarks, *,
     """The call of reader ``kind`` (``page``, ``query`` or ``choose``) under ``trigger``.
 
     ``names``: the conversation's speaker names (the ``rule`` trigger ignores them);
-    ``needed``: the pages holding the probe's evidence (the ``oracle`` trigger only).
+    ``needed``: the pages holding evidence the prompt does not show yet (the oracle
+    triggers only).
     """
     if trigger not in TRIGGERS:
         raise ValueError(f"unknown trigger {trigger!r}; valid: {', '.join(TRIGGERS)}")
@@ -102,6 +113,8 @@ def decide(kind: str, trigger: str, question: str, bookmarks: Bookmarks, *,
     if not bookmarks or trigger == "never":
         return None
     texts = [text for _, text in bookmarks]
+    if trigger == ORACLE_ROUTER:  # the page itself, whatever the recall kind
+        return next(({"page": pid} for pid, _ in bookmarks if pid in needed), None)
     if trigger == "oracle":
         if not any(pid in needed for pid, _ in bookmarks):
             return None

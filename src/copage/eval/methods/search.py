@@ -103,16 +103,20 @@ class SearchConversation(WindowConversation):
                 "function": {"name": TOOL_NAME, "arguments": json.dumps({"query": probe.question})}}
         msgs = [*first, {"role": "assistant", "content": None, "tool_calls": [call]}]
         room = self._room(msgs, tools, first_tokens)
-        if room < 0:  # not even an empty result fits after the first call
-            return does_not_fit(needed, needed)
+        first_parts = self._parts(first_tokens, probe, first, tools)
+        if first_tokens > self.settings.budget:  # not even the first call fits: not sent
+            return does_not_fit(needed, needed, would_need=first_tokens)
+        if room < 0:  # not even an empty result fits after the first call (which was billed)
+            return does_not_fit(needed, needed, billed=(first_tokens,), parts=first_parts,
+                                would_need=self.settings.budget - room)
         found, text, limit = self.search(probe.question, room)
         msgs.append(tool_message("ref_1", text))
         answer_tokens = message_tokens(msgs, tools, self.tokenizer)
         total = first_tokens + answer_tokens
-        if total > self.settings.budget:
-            return does_not_fit(needed, needed)
-        parts = add_parts(self._parts(first_tokens, probe, first, tools),
-                          self._parts(answer_tokens, probe, msgs, tools))
+        if total > self.settings.budget:  # the answer call is refused; the first was billed
+            return does_not_fit(needed, needed, billed=(first_tokens,), parts=first_parts,
+                                would_need=total)
+        parts = add_parts(first_parts, self._parts(answer_tokens, probe, msgs, tools))
         return MethodPrompt(msgs, tools, self._visible(found, self.start), total, needed, evicted,
                             routed=",".join(u.id for u in found) or None, limit=limit,
                             calls=(first_tokens, answer_tokens), parts=parts)
@@ -185,3 +189,10 @@ class SearchToolMethod:
         """Cut the window and the evicted units."""
         return SearchConversation(conversation, settings, bm25_scorer,
                                   system=INSTRUCTION + SEARCH_HINT, share=SEARCH_SHARE)
+
+
+def search_conversation(conversation: Conversation, settings: MethodSettings, start: int,
+                        window_label: str) -> SearchConversation:
+    """``search_tool`` behind a given window (turns from ``start``; :mod:`.pages`)."""
+    return SearchConversation(conversation, settings, bm25_scorer, system=INSTRUCTION + SEARCH_HINT,
+                              start=start, window_label=window_label)

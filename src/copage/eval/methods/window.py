@@ -9,9 +9,14 @@ Here every method gets the same prompt budget (``MethodSettings.budget``):
 * ``truncation``: the last ``window`` turns (fewer if they do not fit);
 * ``bm25`` / ``word_overlap``: the last ``window`` turns, at most half the budget,
   then the evicted units that match the question (score > 0), best first, each
-  whole unit that still fits (optionally at most ``top_k``).
+  whole unit that still fits (optionally at most ``top_k``);
+* ``bm25@fixed_10`` and the like (:mod:`.pages`): the same retrieval over pages of
+  the named boundary, behind copage's default resident window at the budget.
 
-BM25 is Okapi BM25 (Robertson & Zaragoza 2009) from :mod:`copage.core.retrieval`.
+BM25 is Okapi BM25 (Robertson & Zaragoza 2009) from :mod:`copage.core.retrieval`,
+read as copage reads it: documents by :func:`~copage.core.text.index_terms`, the
+question by :func:`~copage.core.text.query_terms` (the speculative fill's reader),
+so a change of the library's reader changes the baselines and copage alike.
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ from typing import Any
 
 from copage.core import prompt
 from copage.core.retrieval import BM25Index, word_overlap_scores
-from copage.core.text import index_terms
+from copage.core.text import index_terms, query_terms
 from copage.core.tokens import default_tokenizer
 from copage.core.types import Turn
 from copage.eval.datasets.model import Conversation, Probe
@@ -73,7 +78,7 @@ def rank_units(question: str, scorer: Scorer, n: int) -> list[int]:
     """Positions of the ``n`` docs that match ``question`` (score > 0), best first (ties: earlier)."""
     if n == 0:
         return []
-    scores = scorer(index_terms(question))
+    scores = scorer(query_terms(question))
     return [i for i in sorted(range(n), key=lambda i: (-scores[i], i)) if scores[i] > 0]
 
 
@@ -127,7 +132,8 @@ class WindowConversation:
 
     def __init__(self, conversation: Conversation, settings: MethodSettings,
                  scorer: ScorerFactory | None, *, recent: str = "window",
-                 system: str = INSTRUCTION, share: float = RECENT_SHARE) -> None:
+                 system: str = INSTRUCTION, share: float = RECENT_SHARE,
+                 start: int | None = None, window_label: str | None = None) -> None:
         self.conversation, self.settings = conversation, settings
         self.turns: tuple[Turn, ...] = conversation.turns
         self.view = Turns(self.turns)
@@ -143,10 +149,15 @@ class WindowConversation:
             cap = settings.full_window
             self.earliest = max(0, n - cap) if cap is not None else 0
             self.start = self.earliest  # per probe: see _start
+        elif start is not None:  # a window given by another method's plan (:mod:`.pages`)
+            self.earliest = self.start = max(0, min(n, start))
         else:
             self.earliest = max(0, n - settings.window)
             limit = settings.budget * share if scorer else settings.budget
             self.start = self.view.fit(int(limit) - self.system_tokens, self.earliest)
+        self.window_label = window_label or (
+            "the most recent turns that fit" if recent == "full"
+            else f"the last {settings.window} turns")
         self.candidates: list[Unit] = evicted_units(self.units, self.start) if scorer else []
         self.texts = [unit_text(self.turns, u, self.start) for u in self.candidates]
         self.text_tokens = [self.tokenizer.count(t) for t in self.texts]
@@ -244,8 +255,8 @@ class WindowConversation:
                          else f"window of {self.settings.window} turns")
         window_ids = frozenset(t.id for t in self.turns[start:])
         needed, evicted = self._needed(probe, window_ids)
-        if tokens > budget:  # the question (or the instruction) alone does not fit
-            return does_not_fit(needed, needed)
+        if tokens > budget:  # the question (or the instruction) alone does not fit: not sent
+            return does_not_fit(needed, needed, would_need=tokens)
         routed = ",".join(u.id for u in retrieved) or None
         parts = self.parts(tokens, probe, start, msgs[0]["content"])
         return MethodPrompt(msgs, [], self._visible(retrieved, start), tokens, needed, evicted,

@@ -15,7 +15,7 @@ from typing import Any
 
 from copage.eval.experiments.base import ExperimentResult
 from copage.eval.jsonsafe import dumps
-from copage.eval.report.headline import headline
+from copage.eval.report.headline import headline, lead_sentences
 from copage.eval.report.html import write_html
 from copage.eval.report.paper import paper_tables
 from copage.eval.report.plots import NO_FIGURES, can_plot, make_figures
@@ -34,6 +34,7 @@ def build_summary(results: Sequence[ExperimentResult], settings: Mapping[str, An
         "settings": dict(settings),
         "methods": methods,
         "headline": headline({r.name: r.tables for r in results}),
+        "leader": lead_sentences({r.name: r.tables for r in results}),
         "paging": paging.tables.get("paging", []) if paging else [],
         "experiments": {r.name: {"notes": r.notes, "tables": r.tables} for r in results},
     }
@@ -61,6 +62,8 @@ def write_report(out: Path, results: Sequence[ExperimentResult], settings: Mappi
     out.mkdir(parents=True, exist_ok=True)
     if not can_plot():
         intro = [*intro, NO_FIGURES]
+    # who leads, with the paired test, before any table or paper figure
+    intro = [*intro, *lead_sentences({r.name: r.tables for r in results})]
     summary = build_summary(results, settings)
     (out / "summary.json").write_text(dumps(summary, indent=1), encoding="utf-8")
     tables: dict[str, dict[str, list[Row]]] = {r.name: r.tables for r in results}

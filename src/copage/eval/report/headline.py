@@ -1,6 +1,6 @@
 """The report's headline table: one row per (dataset, method, trigger) of ``main``.
 
-Columns: evidence coverage (LLM-free) or accuracy (with a model) with its 95%
+Columns: the units and recent window of the method's prompt, evidence coverage (LLM-free) or accuracy (with a model) with its 95%
 Wilson interval, billed prompt tokens (mean and max over the probe's calls), the
 share of the budget spent and on what (recent turns, bookmarks, paged-in text,
 tool schema, preamble), and the probes that did not fit (counted as misses).
@@ -26,6 +26,14 @@ def _presets() -> set[str]:
     return set(preset_names())
 
 
+def lead_sentences(tables: Mapping[str, Mapping[str, Sequence[Row]]]) -> list[str]:
+    """The report's first lines: per (dataset, budget), which method leads, copage's default
+    or the stronger BM25 baseline (sessions or pages behind copage's window), with the
+    paired bootstrap over conversations (``main``'s ``leader`` table); empty without it."""
+    rows = (tables.get("main") or {}).get("leader") or []
+    return [f"Who leads: {r['sentence']}" for r in rows if r.get("sentence")]
+
+
 def headline(tables: Mapping[str, Mapping[str, Sequence[Row]]]) -> list[Row]:
     """The headline rows (empty without ``main``)."""
     rows = (tables.get("main") or {}).get("methods") or []
@@ -44,6 +52,7 @@ def headline(tables: Mapping[str, Mapping[str, Sequence[Row]]]) -> list[Row]:
             low, high = ci.low, ci.high
         row: Row = {"dataset": r.get("dataset"), "model": model or "LLM-free",
                     "method": r.get("method"), "trigger": r.get("trigger") or "-",
+                    "units": r.get("units"),
                     "metric": metric, "score": score, "ci_low": low, "ci_high": high,
                     "billed_tokens_mean": r.get("prompt_tokens_mean"),
                     "billed_tokens_max": r.get("prompt_tokens_max"),
@@ -71,7 +80,8 @@ def headline_display(rows: Sequence[Row]) -> dict[str, list[Row]]:
         title = f"{r['dataset']}: {r['model']}"
         metric = str(r["metric"])
         low, high = r.get("ci_low"), r.get("ci_high")
-        shown: Row = {"method": r["method"], "trigger": r["trigger"], metric: r["score"],
+        shown: Row = {"method": r["method"], "trigger": r["trigger"], "units": r.get("units") or "-",
+                      metric: r["score"],
                       "95% CI": "-" if low is None or high is None else f"[{low:.3f}, {high:.3f}]",
                       "billed tokens mean": r.get("billed_tokens_mean"),
                       "billed tokens max": r.get("billed_tokens_max"),

@@ -105,6 +105,10 @@ def summarise(rows: Sequence[Row]) -> Row:
         "evidence_coverage_any": _mean(float(r["evidence_coverage_any"]) for r in rows
                                        if r.get("evidence_coverage_any") is not None),
     }
+    units = Counter(str(r["units"]) for r in rows if r.get("units"))
+    if units:  # one label per method, but a budget plan may use finer pages for one conversation
+        (label, n), = units.most_common(1)
+        out["units"] = label if n == len(rows) else f"{label} ({n} of {len(rows)} probes)"
     if rows and "answer" not in rows[0]:
         tokens = [int(r["prompt_tokens"]) for r in rows if r.get("prompt_tokens") is not None]
         out["prompt_tokens_mean"] = _mean(tokens)
@@ -117,6 +121,10 @@ def summarise(rows: Sequence[Row]) -> Row:
             out["over_budget"] = sum(1 for t in tokens if t > budget)
             out["does_not_fit"] = sum(1 for r in rows if r.get("does_not_fit"))
             out.update(part_shares(rows, budget))
+        wanted = [int(r["would_need"]) for r in rows if r.get("would_need") is not None]
+        if wanted:  # calls not made (over the budget): what those probes would have billed
+            out["would_need_mean"] = _mean(wanted)
+            out["not_made"] = len(wanted)
         calls = [len(r["call_tokens"]) for r in rows if r.get("call_tokens")]
         if calls:
             out["calls_mean"] = _mean(calls)

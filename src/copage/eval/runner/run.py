@@ -70,7 +70,23 @@ def base_row(task: ProbeTask, model: str | None) -> dict[str, Any]:
         "dataset": task.dataset, "conversation": task.prepared.conversation.id, "probe": p.id,
         "category": p.category, "category_name": _label(p.category), "fact_type": p.fact_type,
         "method": task.method, "model": model, "config": task.config,
+        "units": units_label(task.prepared),
     }
+
+
+def units_label(prepared: Any) -> str | None:
+    """What a method's prompt is cut into and what it keeps as recent turns, e.g.
+    ``"session units behind the last 20 turns"`` (the paper's retrieval rows on LoCoMo) or
+    ``"fixed_10 units behind copage's resident window (12 turns)"``."""
+    window = getattr(prepared, "window_label", None)
+    if window is not None:
+        if getattr(prepared, "scorer_factory", None) is None:
+            return str(window)
+        return f"{prepared.settings.boundary} units behind {window}"
+    config = getattr(prepared, "config", None)
+    if config is not None and hasattr(config, "boundary"):
+        return f"{config.boundary} pages, resident pages within the budget plan"
+    return None
 
 
 def answer_row(task: ProbeTask, model: str, ans: MethodAnswer | None, error: str | None,
