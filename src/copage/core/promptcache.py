@@ -92,6 +92,49 @@ PRICES: dict[str, CachePrice] = {
 }
 
 
+@dataclass(frozen=True, slots=True)
+class Savings:
+    """Whether paging has saved money so far at one model's prices, prompt caching priced.
+
+    ``paged_usd``: the input cost of the requests as they were sent (fills, bookmarks
+    and tool schemas included); ``full_usd``: sending the whole conversation with each
+    of those requests instead; both with the model's caching rules (module docstring).
+    Output tokens are left out: they do not depend on how the prompt is built.
+    """
+
+    model: str
+    requests: int
+    paged_usd: float
+    full_usd: float
+
+    @property
+    def saved_usd(self) -> float:
+        """USD saved so far (negative: paging has cost more than the whole conversation)."""
+        return self.full_usd - self.paged_usd
+
+    @property
+    def saved(self) -> bool:
+        """Paging has cost less than sending the whole conversation each request."""
+        return self.saved_usd > 0
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-able form, with ``saved_usd`` and ``saved``."""
+        return {"model": self.model, "requests": self.requests,
+                "paged_usd": round(self.paged_usd, 8), "full_usd": round(self.full_usd, 8),
+                "saved_usd": round(self.saved_usd, 8), "saved": self.saved}
+
+
+def savings(summary: Mapping[str, Any] | None) -> dict[str, Savings]:
+    """Per priced model, what paging has saved so far, from a meter's :meth:`~PromptMeter.summary`
+    (``stats().prompt_cache``; None or no request: no entry)."""
+    if not summary or not summary.get("requests"):
+        return {}
+    n = int(summary["requests"])
+    return {model: Savings(model, n, float(c.get("paged_cached", 0.0)),
+                           float(c.get("full_cached", 0.0)))
+            for model, c in (summary.get("cost_usd") or {}).items()}
+
+
 def cached_tokens(model: str, prompt: int, prefix: int) -> int:
     """Tokens of a ``prompt``-token request that ``model``'s provider bills as read from
     the cache, when its first ``prefix`` tokens repeat a cached prompt (OpenAI: any
@@ -171,6 +214,7 @@ class PromptMeter:
         self.prompt_tokens = 0
         self.prefix_tokens = 0
         self.full_tokens = 0
+        self.last_tokens = 0  # the latest request's tokens, as sent
         self.cost: dict[str, dict[str, float]] = {
             model: {"paged": 0.0, "paged_cached": 0.0, "full": 0.0, "full_cached": 0.0}
             for model in PRICES
@@ -225,6 +269,7 @@ class PromptMeter:
             old = self._micro.pop(0) / 1_000_000
             del self._ordered[bisect.bisect_left(self._ordered, old)]
         self.prompt_tokens += tokens
+        self.last_tokens = tokens
         self.prefix_tokens += prefix
         self.full_tokens += full
         for model, price in PRICES.items():
@@ -265,6 +310,7 @@ class PromptMeter:
             "prompt_tokens": self.prompt_tokens,
             "prefix_tokens": self.prefix_tokens,
             "full_tokens": self.full_tokens,
+            "last_tokens": self.last_tokens,
             "cost": {m: dict(c) for m, c in self.cost.items()},
             "last": list(self._last_digests),
             "entries": [list(e) for e in self._entries],
@@ -284,6 +330,7 @@ class PromptMeter:
         meter.prompt_tokens = int(data.get("prompt_tokens", 0))
         meter.prefix_tokens = int(data.get("prefix_tokens", 0))
         meter.full_tokens = int(data.get("full_tokens", 0))
+        meter.last_tokens = int(data.get("last_tokens", 0))
         for model, stored in (data.get("cost") or {}).items():
             if model in meter.cost and isinstance(stored, Mapping):
                 meter.cost[model].update({k: float(v) for k, v in stored.items()
@@ -302,6 +349,7 @@ class PromptMeter:
             "prompt_tokens": self.prompt_tokens,
             "prefix_tokens": self.prefix_tokens,
             "full_tokens": self.full_tokens,
+            "last_prompt_tokens": self.last_tokens,
             "cost_usd": {m: {k: round(v, 8) for k, v in c.items()} for m, c in self.cost.items()},
         }
 

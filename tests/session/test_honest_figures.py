@@ -1,0 +1,99 @@
+"""Honest figures from the library: ``stats().prompt_tokens`` counts the latest request
+as it was sent (the speculative fill included) and ``stats().savings`` says whether
+paging has saved money so far, caching priced."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from copage import PagedMemory
+from copage.core.promptcache import PRICES, PromptMeter
+from copage.eval.paraphrase import synthetic_lines
+from copage.llm.scripted import ScriptedModel
+from copage.session import PagedChat
+
+FACT = "My sister Ana moved to Porto last spring."
+QUESTION = "Did my sister Ana move to Porto?"
+
+
+def _metered(messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]]) -> int:
+    meter = PromptMeter(PagedMemory().pager.tokenizer)
+    meter.record(messages, tools, 0, 0)
+    return meter.prompt_tokens
+
+
+def _chat(mem: PagedMemory, turns: int) -> tuple[PagedChat, ScriptedModel]:
+    """A chat at the defaults: the fact, then ``turns`` turns of other talk."""
+    model = ScriptedModel()
+    chat = PagedChat(mem, model)
+    model.reply("Good to know.")
+    chat.send_sync(FACT)
+    lines = synthetic_lines(turns, seed=4)
+    for user, answer in zip(lines[::2], lines[1::2], strict=False):
+        model.reply(answer.text)
+        chat.send_sync(user.text)
+    return chat, model
+
+
+def test_prompt_tokens_count_the_request_as_sent_fill_included() -> None:
+    mem = PagedMemory()
+    chat, model = _chat(mem, 200)
+    model.reply("Porto.")
+    report = chat.send_sync(QUESTION)
+    assert report.speculative  # the fact's page was shown in a fill
+    sent = model.requests[-1]
+    tools = sent.tools or []
+    got = mem.stats().prompt_tokens
+    assert got == _metered(sent.messages, tools)
+    without_fill = [*sent.messages[:-2], sent.messages[-1]]
+    assert FACT in str(sent.messages[-2]["content"])
+    assert got > _metered(without_fill, tools)
+    # with a question: what context() would build for it (nothing is sent)
+    assert mem.stats("Anything new?").prompt_tokens == mem.pager.stats("Anything new?").prompt_tokens
+
+
+def test_the_figures_survive_reopening(tmp_path: Path) -> None:
+    store = f"sqlite://{tmp_path / 'chat.db'}"
+    mem = PagedMemory(store=store, conversation_id="c")
+    chat, model = _chat(mem, 120)
+    model.reply("Porto.")
+    chat.send_sync(QUESTION)
+    before = mem.stats()
+    again = PagedMemory(store=store, conversation_id="c").stats()
+    assert again.prompt_tokens == before.prompt_tokens
+    assert again.savings == before.savings != {}
+
+
+def test_savings_price_what_was_sent_against_the_whole_conversation() -> None:
+    mem = PagedMemory()
+    assert mem.stats().savings == {} and mem.stats().to_dict()["savings"] == {}
+    chat, model = _chat(mem, 300)
+    model.reply("Porto.")
+    chat.send_sync(QUESTION)
+    stats = mem.stats()
+    assert mem.evicted
+    savings = stats.savings
+    assert set(savings) == set(PRICES)
+    # an independent meter over the requests the model received gives the paged cost
+    meter = PromptMeter(mem.pager.tokenizer)
+    for request in model.requests:
+        meter.record(request.messages, request.tools or [], 0, 0)
+    for name, s in savings.items():
+        assert s.requests == len(model.requests)
+        assert s.paged_usd == pytest.approx(meter.cost[name]["paged_cached"], rel=1e-6)
+        assert s.full_usd == pytest.approx(stats.prompt_cache["cost_usd"][name]["full_cached"])
+        assert s.saved_usd == pytest.approx(s.full_usd - s.paged_usd)
+        assert s.saved == (s.full_usd > s.paged_usd)
+        assert stats.to_dict()["savings"][name]["saved"] == s.saved
+
+
+def test_an_unpaged_chat_saves_nothing() -> None:
+    mem = PagedMemory()
+    _chat(mem, 12)
+    assert not mem.evicted
+    for s in mem.stats().savings.values():  # the request is the conversation itself
+        assert s.paged_usd == pytest.approx(s.full_usd) and not s.saved
