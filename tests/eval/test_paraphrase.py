@@ -6,11 +6,12 @@ import re
 
 import pytest
 
+from copage import PagedMemory
 from copage.eval.paraphrase import (
     ACK,
     FACTS,
     Fact,
-    Line,
+    classify,
     lines_of_conversations,
     run_fact,
     split,
@@ -20,11 +21,12 @@ from copage.eval.paraphrase import (
 )
 
 # Function words a question may share with its statement (content words may not).
-STOP = set("""a an the i i'm i've me my we we're our us you your is are am was were be been
+_STOP_WORDS = """a an the i i'm i've me my we we're our us you your is are am was were be been
 do does did to of in on at for from with and or so but if that this these those it its
 any every each all how what when where which who why would should can could will may
 might must have has had now still since about after as by than too not no some much
-many there here up out""".split())
+many there here up out"""
+STOP = frozenset(_STOP_WORDS.split())
 
 
 def _words(text: str) -> set[str]:
@@ -85,18 +87,41 @@ def test_a_long_chat_evicts_the_fact_and_the_harness_tells_fill_from_missing() -
     assert run_fact(lost, before, after).status == "missing"
 
 
-def test_proof_words_alone_count_and_say_so() -> None:
+def test_classify_counts_only_the_statement_or_its_own_bookmark() -> None:
+    fact = Fact("ctl-yoga", "ctl", "indirect", "I do yoga on Tuesday evenings.",
+                "Which nights am I busy?", ("yoga",))
+    q = fact.question
+    chat = ["system text", "We talked about yoga retreats.", "Nice."]  # not the fact
+    assert classify(fact, [*chat, q], filled=False) == "missing"
+    assert classify(fact, [*chat, q], filled=False, bookmark="[p2: yoga retreats]") == "missing"
+    assert classify(fact, [*chat, f"<page>{fact.statement}</page>", q],
+                    filled=True) == "filled"
+    assert classify(fact, [chat[0], fact.statement, q], filled=False) == "resident"
+    shown = "[p1: yoga Tuesday evenings]"
+    assert classify(fact, [f"Pages: {shown}", q], filled=False, bookmark=shown) == "bookmark"
+    assert classify(fact, [f"Pages: {shown}", q], filled=False,
+                    bookmark="[p1: Tuesday evenings]") == "missing"  # not shown, no word
+
+
+def test_a_bookmark_shown_by_the_tool_mode_counts_when_it_names_the_proof() -> None:
     lines = synthetic_lines(400, seed=3)
-    fact = Fact("ctl-words", "ctl", "synonym", "I keep six neon tetras in a small aquarium.",
-                "Quelle heure est-il?", ("neon", "tetras"))
-    # the statement is evicted; its proof words come back in a recent turn of the chat
-    after = [*window(lines, 10, 200), Line("user", "Neon tetras are lovely, aren't they?"),
-             *window(lines, 210, 4)]
-    reach = run_fact(fact, window(lines, 0, 10), after)
-    assert reach.evicted_pages > 0 and reach.status == "words" and reach.reached
-    only_one = Fact(fact.id, fact.domain, fact.kind, fact.statement, fact.question,
-                    ("neon", "tetras", "aquarium"))  # every proof word is needed
-    assert run_fact(only_one, window(lines, 0, 10), after).status == "missing"
+    # said so often that the page's bookmark names it
+    fact = Fact("ctl-tetras", "ctl", "synonym", "My neon tetras! Tetras, tetras, tetras: I love "
+                "my tetras and my aquarium tetras.", "Quelle heure est-il?", ("tetras",))
+    before, after = window(lines, 0, 10), window(lines, 10, 200)
+    mem: list[PagedMemory] = []
+
+    def made() -> PagedMemory:
+        mem.append(PagedMemory())
+        return mem[-1]
+
+    reach = run_fact(fact, before, after, memory=made, chat_options={"recall_mode": "tool"})
+    page = next(p for p in mem[0].pages if any(t.text == fact.statement for t in p.turns))
+    assert page.id in mem[0].evicted
+    assert "tetras" in mem[0].bookmarks()[page.id].text.lower()
+    assert reach.status == "bookmark" and reach.reached
+    # the default mode shows no bookmarks: the same chat, nothing reaches the model
+    assert run_fact(fact, before, after).status == "missing"
 
 
 def test_lines_of_conversations_map_each_conversations_speakers() -> None:

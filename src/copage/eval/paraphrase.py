@@ -11,8 +11,10 @@ shows what reached the model. It is a test tool; its replies are never a result.
 
 A fact **reaches** the model when its statement is in that request: ``resident``
 (in the pages the request carries), ``filled`` (in the speculative fill), or
-``words`` (the statement itself is absent, but all of its proof words are in one
-message other than the question, e.g. a bookmark); else ``missing``.
+``bookmark`` (the statement itself is absent, but the bookmark of the page holding
+it is in the request and names all of the fact's proof words); else ``missing``.
+Proof words found anywhere else (another turn of the chat that mentions yoga, say)
+do not count: they are not the fact.
 
 **Splits.** The facts are split deterministically by a digest of their id (not by
 their order or content): :data:`DEV_SHARE` of them, the first by digest, are the
@@ -39,7 +41,7 @@ from copage.session.loop import PagedChat
 from .paraphrase_facts import FACTS, Fact
 
 __all__ = [
-    "ACK", "DEV_SHARE", "FACTS", "STATUSES", "Fact", "Line", "Reach",
+    "ACK", "DEV_SHARE", "FACTS", "STATUSES", "Fact", "Line", "Reach", "classify",
     "lines_of_conversations", "run_fact", "split", "split_of", "synthetic_lines", "window",
 ]
 
@@ -47,7 +49,7 @@ DEV_SHARE = 0.6
 """Share of the facts in the ``dev`` split (rounded); the rest is ``final``."""
 ACK = "Thanks for telling me, I'll keep that in mind."
 """The assistant's reply to a fact's statement (holds none of any fact's proof words)."""
-STATUSES = ("resident", "filled", "words", "missing")
+STATUSES = ("resident", "filled", "bookmark", "missing")
 
 
 class Line(NamedTuple):
@@ -146,7 +148,8 @@ def run_fact(
     report = chat.send_sync(fact.question)
     request = model.requests[sent_before]  # the question's first (in speculative, only) call
     messages = [text_of(m.get("content")) for m in request.messages]
-    status = _status(fact, messages, filled=bool(report.speculative))
+    status = classify(fact, messages, filled=bool(report.speculative),
+                      bookmark=_bookmark_of(mem, fact.statement))
     return Reach(fact.id, split_name, status, len(mem.pager.turns),
                  _metered(mem) - metered, len(mem.evicted))
 
@@ -173,16 +176,27 @@ def _replay(chat: PagedChat, model: ScriptedModel, lines: Sequence[Line]) -> Non
         i += 2 if answered else 1
 
 
-def _status(fact: Fact, messages: Sequence[str], *, filled: bool) -> str:
-    """Where the statement is in the request's message texts (the question last; with a
-    fill, the fill just before it)."""
+def _bookmark_of(mem: PagedMemory, statement: str) -> str | None:
+    """The bookmark text of the closed page holding ``statement`` (None: still open)."""
+    for page in mem.pages:
+        if any(t.text == statement for t in page.turns):
+            return mem.bookmarks()[page.id].text
+    return None
+
+
+def classify(fact: Fact, messages: Sequence[str], *, filled: bool,
+             bookmark: str | None = None) -> str:
+    """Where the statement is in a request's message texts (the question last; with a
+    fill, the fill just before it): ``resident``, ``filled``, ``bookmark`` (the
+    statement's page's ``bookmark`` is shown and names every proof word) or ``missing``."""
     history = messages[:-1]
     fill = history[-1] if filled and history else None
     if fill is not None and fact.statement in fill:
         return "filled"
     if any(fact.statement in m for m in history):
         return "resident"
-    words = [re.compile(rf"(?<!\w){re.escape(w)}(?!\w)", re.IGNORECASE) for w in fact.proof]
-    if any(all(p.search(m) for p in words) for m in history):
-        return "words"
+    if bookmark and any(bookmark in m for m in history):
+        words = [re.compile(rf"(?<!\w){re.escape(w)}(?!\w)", re.IGNORECASE) for w in fact.proof]
+        if all(p.search(bookmark) for p in words):
+            return "bookmark"
     return "missing"
