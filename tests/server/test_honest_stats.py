@@ -6,7 +6,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from conftest import Proxy
+import httpx
+from proxy_helpers import KEY_A, Proxy
 from test_proxy_openai import FACTS, _chat
 
 from copage.core.promptcache import PromptMeter
@@ -49,3 +50,20 @@ def test_stats_header_without_a_fill_counts_the_request(make_proxy: Any) -> None
     stats = json.loads(raw.headers["x-copage-stats"])
     assert stats["filled"] == []
     assert stats["prompt_tokens"] == _as_metered(proxy.upstream.received[-1]) > 0
+
+
+def test_inspector_says_whether_paging_has_saved_money(make_proxy: Any) -> None:
+    proxy: Proxy = make_proxy(recall_mode="speculative")
+    history: list[dict[str, Any]] = []
+    for fact in [*FACTS, *FACTS]:
+        _chat(proxy, history, fact)
+    raw, _ = _chat(proxy, history, "Which city does my sister Marta live in?")
+    conv = raw.headers["x-copage-conversation"]
+    got = httpx.get(f"{proxy.url}/ui/api/conversations/{conv}",
+                    headers={"authorization": f"Bearer {KEY_A}"}).json()["stats"]
+    pc = got["prompt_cache"]
+    assert set(got["savings"]) == set(pc["cost_usd"]) and pc["requests"] == len(FACTS) * 2 + 1
+    for model, s in got["savings"].items():
+        paged, full = pc["cost_usd"][model]["paged_cached"], pc["cost_usd"][model]["full_cached"]
+        assert (s["paged_usd"], s["full_usd"]) == (paged, full)
+        assert s["saved_usd"] == round(full - paged, 8) and s["saved"] == (full > paged)
