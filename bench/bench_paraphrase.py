@@ -9,8 +9,8 @@ replayed through ``PagedChat(PagedMemory(), model)`` at the defaults, the model 
 recording test double, and the request sent for the question is checked for the
 statement (``resident``, ``filled``, ``words`` = proof words only, ``missing``).
 
-Conditions: ``short`` (statement at turn 5, question at turn 43), ``300`` and
-``2000`` (statement at turn 11, then that many turns). Each fact starts at its own
+Conditions: ``short`` (statement at turn 5, question at turn 41), ``300`` and
+``2000`` (statement at turn 11, then that many turns, then the question). Each fact starts at its own
 place in the turns (131 turns apart), the same in every run.
 
 The ``final`` split is measured to report, never to choose anything (see the

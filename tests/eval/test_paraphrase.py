@@ -52,14 +52,16 @@ def test_each_question_asks_in_other_words(fact: Fact) -> None:
         assert not re.search(pattern, ACK, re.IGNORECASE), (fact.id, word)
 
 
-def test_the_split_is_deterministic_disjoint_and_sixty_forty() -> None:
+def test_the_split_is_deterministic_disjoint_and_about_sixty_forty() -> None:
     dev, final = split("dev"), split("final")
     assert {f.id for f in dev}.isdisjoint(f.id for f in final)
     assert len(dev) + len(final) == len(FACTS) == len(split("all"))
-    assert len(dev) == round(0.6 * len(FACTS))
+    assert 0.5 <= len(dev) / len(FACTS) <= 0.7 and len(final) >= 15
     assert split("dev") == dev and all(split_of(f) == "dev" for f in dev)
-    # by a digest of the id, not by the order: reversing the set keeps each fact's split
+    # by a digest of the id, not by the order: reversing the set keeps each fact's split,
+    # and so does adding or removing facts
     assert {f.id for f in split("dev", FACTS[::-1])} == {f.id for f in dev}
+    assert {f.id for f in split("dev", FACTS[:-7])} == {f.id for f in dev if f in FACTS[:-7]}
     with pytest.raises(ValueError, match="unknown split"):
         split("test")
 

@@ -17,9 +17,10 @@ Proof words found anywhere else (another turn of the chat that mentions yoga, sa
 do not count: they are not the fact.
 
 **Splits.** The facts are split deterministically by a digest of their id (not by
-their order or content): :data:`DEV_SHARE` of them, the first by digest, are the
-``dev`` split, for tuning and for looking at failures; the rest are the ``final``
-split, measured only to report a result. Nothing may be chosen by looking at the
+their order or content, and a fact's split does not change when facts are added):
+a fact whose digest, read as a fraction, is below :data:`DEV_SHARE` is in the
+``dev`` split (about 60% of them), for tuning and for looking at failures; the rest
+are the ``final`` split, measured only to report a result. Nothing may be chosen by looking at the
 ``final`` figures (a setting, a threshold, a stemmer, a fact's wording): a change
 made for them makes the split worthless, and a new final split is then needed.
 """
@@ -46,7 +47,7 @@ __all__ = [
 ]
 
 DEV_SHARE = 0.6
-"""Share of the facts in the ``dev`` split (rounded); the rest is ``final``."""
+"""Expected share of the facts in the ``dev`` split; the rest is ``final``."""
 ACK = "Thanks for telling me, I'll keep that in mind."
 """The assistant's reply to a fact's statement (holds none of any fact's proof words)."""
 STATUSES = ("resident", "filled", "bookmark", "missing")
@@ -76,8 +77,9 @@ class Reach:
         return self.status != "missing"
 
 
-def _rank(fact: Fact) -> str:
-    return hashlib.blake2b(fact.id.encode(), digest_size=8).hexdigest()
+def _fraction(fact: Fact) -> float:
+    """The digest of the fact's id as a number in [0, 1)."""
+    return int.from_bytes(hashlib.blake2b(fact.id.encode(), digest_size=8).digest()) / 2**64
 
 
 def split(name: str, facts: Sequence[Fact] = FACTS) -> tuple[Fact, ...]:
@@ -86,9 +88,7 @@ def split(name: str, facts: Sequence[Fact] = FACTS) -> tuple[Fact, ...]:
         return tuple(facts)
     if name not in ("dev", "final"):
         raise ValueError(f"unknown split {name!r}; valid: dev, final, all")
-    ranked = sorted(facts, key=_rank)
-    dev = {f.id for f in ranked[:round(len(ranked) * DEV_SHARE)]}
-    return tuple(f for f in facts if (f.id in dev) == (name == "dev"))
+    return tuple(f for f in facts if (_fraction(f) < DEV_SHARE) == (name == "dev"))
 
 
 def split_of(fact: Fact, facts: Sequence[Fact] = FACTS) -> str:
