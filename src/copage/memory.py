@@ -437,11 +437,13 @@ class PagedMemory:
         return self.pager.context(question, meter=meter)
 
     def meter_request(self, messages: Sequence[Mapping[str, Any]],
-                      tools: Sequence[Mapping[str, Any]], question: str | None = None) -> None:
+                      tools: Sequence[Mapping[str, Any]], question: str | None = None,
+                      *, follow_up: bool = False) -> None:
         """Count the request as it is sent in ``stats().prompt_cache`` (after a prompt
-        style or a speculative fill changed it): see :meth:`Pager.meter_request`."""
+        style or a speculative fill changed it; ``follow_up``: a later request of the
+        same turn, after a recall): see :meth:`Pager.meter_request`."""
         self._live()
-        self.pager.meter_request(messages, tools, question)
+        self.pager.meter_request(messages, tools, question, follow_up=follow_up)
 
     def recall(self, page: object = None, *, query: object = None) -> str:
         """The recall tool: returns the text for the model (errors as text, never raised)."""

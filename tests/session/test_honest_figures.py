@@ -26,10 +26,11 @@ def _metered(messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str,
     return meter.prompt_tokens
 
 
-def _chat(mem: PagedMemory, turns: int) -> tuple[PagedChat, ScriptedModel]:
-    """A chat at the defaults: the fact, then ``turns`` turns of other talk."""
+def _chat(mem: PagedMemory, turns: int, **options: Any) -> tuple[PagedChat, ScriptedModel]:
+    """A chat (at the defaults, or with ``options``): the fact, then ``turns`` turns of
+    other talk."""
     model = ScriptedModel()
-    chat = PagedChat(mem, model)
+    chat = PagedChat(mem, model, **options)
     model.reply("Good to know.")
     chat.send_sync(FACT)
     lines = synthetic_lines(turns, seed=4)
@@ -97,3 +98,30 @@ def test_an_unpaged_chat_saves_nothing() -> None:
     assert not mem.evicted
     for s in mem.stats().savings.values():  # the request is the conversation itself
         assert s.paged_usd == pytest.approx(s.full_usd) and not s.saved
+
+
+def test_a_recall_turns_later_request_is_metered_and_priced_but_not_for_full_context() -> None:
+    ends = []
+    for recall in (True, False):  # the same chat; the last turn with and without a recall
+        mem = PagedMemory()
+        chat, model = _chat(mem, 200, recall_mode="tool")
+        before = dict(mem.stats().prompt_cache or {})
+        if recall:
+            model.tool_call("recall", {"page": mem.evicted[0]})
+        model.reply("Porto.")
+        report = chat.send_sync(QUESTION)
+        assert len(report.recalls) == int(recall)
+        ends.append((before, mem.stats(), model.requests[-1 - int(recall):]))
+    (before, after, sent), (before_1, after_1, _) = ends
+    got = after.prompt_cache or {}
+    assert got["requests"] - before["requests"] == 2  # the call after the recall too
+    assert got["prompt_tokens"] - before["prompt_tokens"] == sum(
+        _metered(r.messages, r.tools or []) for r in sent)
+    assert after.prompt_tokens == _metered(sent[-1].messages, sent[-1].tools or [])
+    # full context would have sent one request, recall or not: its figures are the same
+    got_1 = after_1.prompt_cache or {}
+    assert got["full_tokens"] - before["full_tokens"] == got_1["full_tokens"] - before_1[
+        "full_tokens"] > 0
+    for name, s in after.savings.items():
+        assert s.full_usd == pytest.approx(after_1.savings[name].full_usd)
+        assert s.paged_usd > after_1.savings[name].paged_usd  # the recall's call is paid

@@ -774,10 +774,16 @@ class Pager:
         return Context(messages, tools, self.stats(question))
 
     def meter_request(self, messages: Sequence[Mapping[str, Any]],
-                      tools: Sequence[Mapping[str, Any]], question: str | None = None) -> None:
+                      tools: Sequence[Mapping[str, Any]], question: str | None = None,
+                      *, follow_up: bool = False) -> None:
         """Count one request as sent (``stats().prompt_cache``): its repeated prefix and
         cost, beside full context's with ``question`` (None: the conversation's latest
-        turn is the question)."""
+        turn is the question). ``follow_up``: a later request of the turn (after a
+        recall), which full context would not send (:meth:`PromptMeter.record`)."""
+        if follow_up:
+            self.prompt_meter.record(messages, tools, 0, 0, follow_up=True)
+            self._state_dirty = True
+            return
         asked = self.prompt_meter.part_tokens({"role": "user", "content": question}) if question else 0
         self.prompt_meter.record(messages, tools, self.full_request_tokens() + asked, asked)
         self._state_dirty = True  # the meter is in the snapshot

@@ -233,9 +233,13 @@ class PromptMeter:
         return self.tokenizer.count(request_parts([message], [])[0])
 
     def record(self, messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]],
-               full: int, question: int) -> None:
+               full: int, question: int, *, follow_up: bool = False) -> None:
         """Count one request: the paged prompt as sent, and a full-context prompt of
-        ``full`` tokens whose last ``question`` tokens are not history."""
+        ``full`` tokens whose last ``question`` tokens are not history.
+
+        ``follow_up``: a later request of the same turn (after a recall): it is paid
+        like any other, but full context, which has nothing to recall, would not have
+        sent it, so it adds nothing to the full-context figures (``full`` is ignored)."""
         parts = request_parts(messages, tools)
         known = {p: self._known.get(p) or (self.tokenizer.count(p), _digest(p)) for p in parts}
         counts = {p: c for p, (c, _) in known.items()}
@@ -259,8 +263,11 @@ class PromptMeter:
         if last >= 0:
             self._entries.append((last + 1, _digest("".join(keys[:last + 1])), stable))
         self._last, self._known, self._last_digests = parts, known, keys
+        if follow_up:
+            full = question = 0
         full_prefix = min(self._last_history, full)
-        self._last_history = full - question
+        if not follow_up:
+            self._last_history = full - question
         self.requests += 1
         micro = round(prefix * 1_000_000 / tokens) if tokens else 1_000_000
         self._micro.append(micro)
@@ -280,6 +287,8 @@ class PromptMeter:
                 c["paged_cached"] += request_cost(model, tokens, read, stable)
             else:
                 c["paged_cached"] += request_cost(model, tokens, prefix)
+            if follow_up:
+                continue
             c["full"] += full * price.input / 1e6
             # full context: the breakpoint after its history (all but the question); its
             # history only grows, so the previous request's history is its cache entry
