@@ -150,7 +150,7 @@ def run_fact(
     messages = [text_of(m.get("content")) for m in request.messages]
     status = classify(fact, messages, filled=bool(report.speculative),
                       bookmark=_bookmark_of(mem, fact.statement))
-    return Reach(fact.id, split_name, status, len(mem.pager.turns),
+    return Reach(fact.id, split_name, status, len(mem.turns),
                  _metered(mem) - metered, len(mem.evicted))
 
 
