@@ -69,7 +69,8 @@ def run(lines: Sequence[Line], splits: Sequence[str], conditions: Sequence[str])
 
 def _row(r: Reach) -> dict[str, object]:
     return {"fact": r.fact, "split": r.split, "status": r.status, "turns": r.turns,
-            "prompt_tokens": r.prompt_tokens, "evicted_pages": r.evicted_pages}
+            "prompt_tokens": r.prompt_tokens, "evicted_pages": r.evicted_pages,
+            "cost_usd": r.cost_usd}
 
 
 def table(results: Sequence[Reach], conditions: Sequence[str], splits: Sequence[str]) -> str:
@@ -88,6 +89,18 @@ def table(results: Sequence[Reach], conditions: Sequence[str], splits: Sequence[
             mean = sum(r.prompt_tokens for r in rs) / len(rs)
             rows.append(f"| {s} | {c} | {hit}/{len(rs)} ({hit / len(rs):.0%}) | {counts} "
                         f"| {mean:.0f} |")
+    rows += ["", ("Input cost of the chats as sent vs sending the whole conversation each "
+                  "request, caching priced (USD, summed over the chats; `stats().savings`):"),
+             "",
+             "| condition | model | paged | full context | chats where paging saved |",
+             "|---|---|---|---|---|"]
+    for c in conditions:
+        rs = by_cond[c]
+        for model in rs[0].cost_usd if rs else ():
+            paged = sum(r.cost_usd[model][0] for r in rs)
+            full = sum(r.cost_usd[model][1] for r in rs)
+            won = sum(r.cost_usd[model][0] < r.cost_usd[model][1] for r in rs)
+            rows.append(f"| {c} | {model} | {paged:.4f} | {full:.4f} | {won}/{len(rs)} |")
     rows += ["", "| fact | split | " + " | ".join(conditions) + " |",
              "|" + "---|" * (2 + len(conditions))]
     for k, r in enumerate(by_cond[conditions[0]]):

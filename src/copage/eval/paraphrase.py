@@ -31,7 +31,7 @@ import hashlib
 import random
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from copage.llm.messages import text_of
@@ -70,6 +70,9 @@ class Reach:
     turns: int
     prompt_tokens: int
     evicted_pages: int
+    #: per priced model, the whole chat's input cost as sent and as full context would
+    #: have cost, caching priced (``stats().savings``)
+    cost_usd: dict[str, tuple[float, float]] = field(default_factory=dict)
 
     @property
     def reached(self) -> bool:
@@ -150,8 +153,9 @@ def run_fact(
     messages = [text_of(m.get("content")) for m in request.messages]
     status = classify(fact, messages, filled=bool(report.speculative),
                       bookmark=_bookmark_of(mem, fact.statement))
+    cost = {m: (s.paged_usd, s.full_usd) for m, s in mem.stats().savings.items()}
     return Reach(fact.id, split_name, status, len(mem.turns),
-                 _metered(mem) - metered, len(mem.evicted))
+                 _metered(mem) - metered, len(mem.evicted), cost)
 
 
 def _metered(mem: PagedMemory) -> int:
