@@ -73,6 +73,9 @@ def test_a_short_chat_keeps_the_fact_resident() -> None:
         assert reach.status == "resident" and reach.reached, reach
         assert reach.evicted_pages == 0 and reach.turns == 4 + 2 + 34 + 2
         assert reach.prompt_tokens > 0
+        # nothing paged: the chat cost what the whole conversation costs (below caching)
+        assert reach.cost_usd and all(full > 0 and paged == pytest.approx(full)
+                                      for paged, full in reach.cost_usd.values())
 
 
 def test_a_long_chat_evicts_the_fact_and_the_harness_tells_fill_from_missing() -> None:

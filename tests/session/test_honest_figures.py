@@ -92,12 +92,14 @@ def test_savings_price_what_was_sent_against_the_whole_conversation() -> None:
         assert stats.to_dict()["savings"][name]["saved"] == s.saved
 
 
-def test_an_unpaged_chat_saves_nothing() -> None:
+@pytest.mark.parametrize("turns", [12, 44])  # below and above 1,024 tokens (cached)
+def test_an_unpaged_chat_saves_nothing(turns: int) -> None:
     mem = PagedMemory()
-    _chat(mem, 12)
+    _chat(mem, turns)
     assert not mem.evicted
-    for s in mem.stats().savings.values():  # the request is the conversation itself
-        assert s.paged_usd == pytest.approx(s.full_usd) and not s.saved
+    assert (mem.stats().prompt_cache or {})["prompt_tokens"] > (2000 if turns > 40 else 0)
+    for s in mem.stats().savings.values():  # each request is the conversation itself
+        assert s.paged_usd == pytest.approx(s.full_usd, rel=1e-9) and not s.saved
 
 
 def test_a_recall_turns_later_request_is_metered_and_priced_but_not_for_full_context() -> None:

@@ -785,7 +785,15 @@ class Pager:
             self._state_dirty = True
             return
         asked = self.prompt_meter.part_tokens({"role": "user", "content": question}) if question else 0
-        self.prompt_meter.record(messages, tools, self.full_request_tokens() + asked, asked)
+        full = self.full_request_tokens()
+        # full context's tokens after its cache breakpoint, the latest assistant turn (none:
+        # no breakpoint, all of it), as the meter places a paged request's
+        tail = full
+        for i in range(len(self.turns) - 1, -1, -1):
+            if self.turns[i].role == "assistant":
+                tail = sum(self._full_parts[i + 1:])
+                break
+        self.prompt_meter.record(messages, tools, full + asked, asked, tail=tail)
         self._state_dirty = True  # the meter is in the snapshot
 
     def full_request_tokens(self) -> int:

@@ -227,15 +227,19 @@ class PromptMeter:
         # its tokens reach the model's minimum.
         self._entries: deque[tuple[int, str, int]] = deque(maxlen=ENTRIES)
         self._last_history = 0  # full context: tokens of the previous request's history
+        self._last_stable = 0  # ... and up to its cache breakpoint
 
     def part_tokens(self, message: Mapping[str, Any]) -> int:
         """Tokens of one message as the meter renders it (its part of a request)."""
         return self.tokenizer.count(request_parts([message], [])[0])
 
     def record(self, messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]],
-               full: int, question: int, *, follow_up: bool = False) -> None:
+               full: int, question: int, *, tail: int = 0, follow_up: bool = False) -> None:
         """Count one request: the paged prompt as sent, and a full-context prompt of
-        ``full`` tokens whose last ``question`` tokens are not history.
+        ``full`` tokens whose last ``question`` tokens are not history; before those,
+        ``tail`` tokens of history come after its cache breakpoint (the turns after the
+        latest assistant message, as in a paged request), so Anthropic's cache neither
+        writes nor reads them (OpenAI's caches them with the rest).
 
         ``follow_up``: a later request of the same turn (after a recall): it is paid
         like any other, but full context, which has nothing to recall, would not have
@@ -264,10 +268,12 @@ class PromptMeter:
             self._entries.append((last + 1, _digest("".join(keys[:last + 1])), stable))
         self._last, self._known, self._last_digests = parts, known, keys
         if follow_up:
-            full = question = 0
-        full_prefix = min(self._last_history, full)
+            full = question = tail = 0
+        full_prefix = min(self._last_history, full)  # OpenAI: the previous request's history
+        full_entry = min(self._last_stable, full)  # Anthropic: up to its breakpoint
+        full_stable = max(0, full - question - tail)
         if not follow_up:
-            self._last_history = full - question
+            self._last_history, self._last_stable = full - question, full_stable
         self.requests += 1
         micro = round(prefix * 1_000_000 / tokens) if tokens else 1_000_000
         self._micro.append(micro)
@@ -290,9 +296,13 @@ class PromptMeter:
             if follow_up:
                 continue
             c["full"] += full * price.input / 1e6
-            # full context: the breakpoint after its history (all but the question); its
-            # history only grows, so the previous request's history is its cache entry
-            c["full_cached"] += request_cost(model, full, full_prefix, full - question)
+            # full context: its breakpoint after the latest assistant message, like the
+            # paged request's; its history only grows, so the previous request's history
+            # (OpenAI) or breakpoint prefix (Anthropic) is what it repeats
+            if price.provider == "anthropic":
+                c["full_cached"] += request_cost(model, full, full_entry, full_stable)
+            else:
+                c["full_cached"] += request_cost(model, full, full_prefix)
 
     def _matching_entries(self, keys: Sequence[str], end: int) -> list[tuple[int, int]]:
         """(parts, tokens) of the kept cache entries that the request (its parts'
@@ -324,6 +334,7 @@ class PromptMeter:
             "last": list(self._last_digests),
             "entries": [list(e) for e in self._entries],
             "last_history": self._last_history,
+            "last_stable": self._last_stable,
         }
 
     @classmethod
@@ -347,6 +358,7 @@ class PromptMeter:
         meter._last_digests = [str(d) for d in data.get("last") or ()]
         meter._entries.extend((int(n), str(d), int(t)) for n, d, t in data.get("entries") or ())
         meter._last_history = int(data.get("last_history", 0))
+        meter._last_stable = int(data.get("last_stable", meter._last_history))
         return meter
 
     def summary(self) -> dict[str, Any]:
