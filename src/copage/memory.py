@@ -439,11 +439,13 @@ class PagedMemory:
         return self.pager.context(question, meter=meter)
 
     def meter_request(self, messages: Sequence[Mapping[str, Any]],
-                      tools: Sequence[Mapping[str, Any]], question: str | None = None) -> None:
+                      tools: Sequence[Mapping[str, Any]], question: str | None = None,
+                      *, follow_up: bool = False) -> None:
         """Count the request as it is sent in ``stats().prompt_cache`` (after a prompt
-        style or a speculative fill changed it): see :meth:`Pager.meter_request`."""
+        style or a speculative fill changed it; ``follow_up``: a later request of the
+        same turn, after a recall): see :meth:`Pager.meter_request`."""
         self._live()
-        self.pager.meter_request(messages, tools, question)
+        self.pager.meter_request(messages, tools, question, follow_up=follow_up)
 
     def recall(self, page: object = None, *, query: object = None) -> str:
         """The recall tool: returns the text for the model (errors as text, never raised)."""
@@ -661,12 +663,19 @@ class PagedMemory:
         JSON). ``faults``/``hits`` count uses through :meth:`access`; recall and
         speculative page-ins are counted apart (``recall_page_ins``,
         ``speculative_page_ins``; ``page_ins`` sums all three). Token figures are for
-        the prompt :meth:`context` would build for ``question``. With a model-backed
-        keyword generator, ``keyword_generator`` counts its calls, failed calls and
-        pages that fell back to offline keywords.
+        the prompt :meth:`context` would build for ``question``, except ``prompt_tokens``
+        without a question once a request has been sent: then it counts the latest
+        request as it was sent (:meth:`meter_request`: the speculative fill, bookmarks,
+        tool schemas and message framing included), as the prompt meter renders it.
+        ``savings`` says, per priced model, whether paging has saved money so far
+        (caching priced). With a model-backed keyword generator, ``keyword_generator``
+        counts its calls, failed calls and pages that fell back to offline keywords.
         """
         self._live()
         stats = self.pager.stats(question)
+        meter = self.pager.prompt_meter
+        if question is None and meter.last_tokens:  # what was sent, not what context() builds
+            stats = dataclasses.replace(stats, prompt_tokens=meter.last_tokens)
         counts = getattr(getattr(self.pager.extractor, "stats", None), "as_dict", None)
         if callable(counts):
             stats = dataclasses.replace(stats, keyword_generator=counts())

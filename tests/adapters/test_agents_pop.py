@@ -27,6 +27,9 @@ async def _view(session: CopageSession) -> Any:
     assert mem is not None
     stats = mem.stats().to_dict()
     del stats["prompt_cache"]  # the requests this object built
+    del stats["savings"]  # read from prompt_cache
+    # the latest request this object sent; the conversation's own figure is context()'s
+    stats["prompt_tokens"] = mem.pager.stats().prompt_tokens
     events = [(e.seq, e.turn_seq, e.kind, e.page_index, dict(e.detail))
               for e in mem.store.events(mem.conversation_id)]
     return (await session.get_items(), [(t.id, t.role, t.text) for t in mem.turns],

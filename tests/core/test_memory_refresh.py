@@ -29,6 +29,7 @@ def _view(mem: PagedMemory) -> Any:
     # prompt_cache describes the requests this object built (its own context() calls),
     # not the stored conversation: a fresh object has built one.
     del stats["prompt_cache"]
+    del stats["savings"]  # read from prompt_cache
     return (ctx.messages, ctx.tools, mem.resident, mem.evicted,
             {k: v.text for k, v in mem.bookmarks().items()}, stats,
             [(h.bookmark.page_id, round(h.score, 6)) for h in mem.search("Lisbon dentist 4471")],

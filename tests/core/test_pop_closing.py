@@ -37,6 +37,7 @@ def _view(mem: PagedMemory) -> Any:
     ctx = mem.context()
     stats = mem.stats().to_dict()
     del stats["prompt_cache"]  # the requests this object built, not the conversation
+    del stats["savings"]  # read from prompt_cache
     events = [(e.seq, e.turn_seq, e.kind, e.page_index, dict(e.detail))
               for e in mem.store.events(mem.conversation_id, tenant=mem.tenant)]
     return (ctx.messages, ctx.tools, mem.resident, mem.evicted, [t.id for t in mem.turns],

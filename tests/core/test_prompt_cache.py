@@ -109,7 +109,7 @@ def test_prefix_share_and_costs_in_stats() -> None:
     first = 5 * (mem.config.resident_pages + 1)  # type: ignore[operator]
     assert mem.stats().prompt_cache == {
         "requests": 0, "prefix_share_median": None, "prefix_share_last": None,
-        "prompt_tokens": 0, "prefix_tokens": 0, "full_tokens": 0,
+        "prompt_tokens": 0, "prefix_tokens": 0, "full_tokens": 0, "last_prompt_tokens": 0,
         "cost_usd": {m: {"paged": 0.0, "paged_cached": 0.0, "full": 0.0, "full_cached": 0.0}
                      for m in PRICES}}
     shares = chat(mem, 300)

@@ -96,6 +96,12 @@ def test_inspector_shows_pages_bookmarks_and_recalls(make_proxy: Any, browser: A
     cache = browser.find_element(By.ID, "conv-cache").text
     assert cache.startswith(f"Prompt cache: {metered['requests']} requests, median "), cache
     assert f"${metered['cost_usd']['gpt-4o-mini']['paged_cached']:.6f}" in cache
+    # whether paging has saved money so far, caching priced, per model
+    saved = browser.find_element(By.ID, "conv-savings").text
+    mini = mem.stats().to_dict()["savings"]["gpt-4o-mini"]
+    assert saved.startswith("Paging so far, caching priced: gpt-4o-mini "), saved
+    assert (f"(sent ${mini['paged_usd']:.6f}, whole conversation "
+            f"${mini['full_usd']:.6f})") in saved
     recalls = [li.text for li in browser.find_elements(By.CSS_SELECTOR, "#recalls li")]
     assert len(recalls) == 1 and "p1 paged_in" in recalls[0] and recalls[0].startswith("turn 9")
     events = [e.text for e in browser.find_elements(By.CSS_SELECTOR, "#timeline .event")]

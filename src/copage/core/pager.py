@@ -40,7 +40,7 @@ from copage.core.keywords.calls import call_labels
 from copage.core.paginate import Paginator, ReplayPaginator, Span
 from copage.core.passages import PassageIndex
 from copage.core.policies import EvictionPolicy, get_policy
-from copage.core.promptcache import PromptMeter
+from copage.core.promptcache import PromptMeter, Savings, savings
 from copage.core.retrieval import BM25Index, bm25_scores
 from copage.core.text import content_words, index_terms, query_terms
 from copage.core.tokens import get_tokenizer
@@ -143,7 +143,9 @@ class PagerStats:
         speculative_page_ins: pages paged in before the model call by speculation.
         evictions: pages evicted so far.
         bookmark_tokens: tokens of the bookmarks of the evicted pages.
-        prompt_tokens: content tokens of :meth:`Pager.context` for ``question``.
+        prompt_tokens: content tokens of :meth:`Pager.context` for ``question``
+            (``PagedMemory.stats()`` without a question, once a request was sent: that
+            request as it was sent, the fill included).
         full_tokens: tokens of the whole conversation's turns plus ``question``.
         tokenizer: the tokenizer that counted them.
         keyword_generator: with a model-backed keyword generator, its ``calls``,
@@ -156,8 +158,9 @@ class PagerStats:
             made or opened: ``requests``, ``prefix_share_median`` and
             ``prefix_share_last`` (share of a request's prompt tokens that repeat the
             previous request's prefix), token sums, and ``cost_usd`` per priced model
-            (``paged``, ``paged_cached``, ``full``, ``full_cached``); see
-            :mod:`copage.core.promptcache`.
+            (``paged``, ``paged_cached``, ``full``, ``full_cached``), and
+            ``last_prompt_tokens`` (the latest request); see :mod:`copage.core.promptcache`.
+            :attr:`savings` reads whether paging has saved money from it.
     """
 
     turns: int
@@ -186,6 +189,13 @@ class PagerStats:
         """Every page-in, whatever caused it (faults, recalls, speculation)."""
         return self.faults + self.recall_page_ins + self.speculative_page_ins
 
+    @property
+    def savings(self) -> dict[str, Savings]:
+        """Per priced model, whether paging has saved money so far: the requests'
+        cost as sent against sending the whole conversation each time, caching priced
+        (:class:`~copage.core.promptcache.Savings`; empty before any request)."""
+        return savings(self.prompt_cache)
+
     def to_dict(self) -> dict[str, Any]:
         """JSON-able form (``resident`` as a list; ``page_ins`` included)."""
         d = {f: getattr(self, f) for f in self.__slots__}
@@ -199,6 +209,7 @@ class PagerStats:
             del d["prompt_cache"]
         else:
             d["prompt_cache"] = dict(self.prompt_cache)
+        d["savings"] = {m: s.to_dict() for m, s in self.savings.items()}
         return d
 
 
@@ -774,12 +785,26 @@ class Pager:
         return Context(messages, tools, self.stats(question))
 
     def meter_request(self, messages: Sequence[Mapping[str, Any]],
-                      tools: Sequence[Mapping[str, Any]], question: str | None = None) -> None:
+                      tools: Sequence[Mapping[str, Any]], question: str | None = None,
+                      *, follow_up: bool = False) -> None:
         """Count one request as sent (``stats().prompt_cache``): its repeated prefix and
         cost, beside full context's with ``question`` (None: the conversation's latest
-        turn is the question)."""
+        turn is the question). ``follow_up``: a later request of the turn (after a
+        recall), which full context would not send (:meth:`PromptMeter.record`)."""
+        if follow_up:
+            self.prompt_meter.record(messages, tools, 0, 0, follow_up=True)
+            self._state_dirty = True
+            return
         asked = self.prompt_meter.part_tokens({"role": "user", "content": question}) if question else 0
-        self.prompt_meter.record(messages, tools, self.full_request_tokens() + asked, asked)
+        full = self.full_request_tokens()
+        # full context's tokens after its cache breakpoint, the latest assistant turn (none:
+        # no breakpoint, all of it), as the meter places a paged request's
+        tail = full
+        for i in range(len(self.turns) - 1, -1, -1):
+            if self.turns[i].role == "assistant":
+                tail = sum(self._full_parts[i + 1:])
+                break
+        self.prompt_meter.record(messages, tools, full + asked, asked, tail=tail)
         self._state_dirty = True  # the meter is in the snapshot
 
     def full_request_tokens(self) -> int:

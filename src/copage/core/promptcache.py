@@ -92,6 +92,49 @@ PRICES: dict[str, CachePrice] = {
 }
 
 
+@dataclass(frozen=True, slots=True)
+class Savings:
+    """Whether paging has saved money so far at one model's prices, prompt caching priced.
+
+    ``paged_usd``: the input cost of the requests as they were sent (fills, bookmarks
+    and tool schemas included); ``full_usd``: sending the whole conversation with each
+    of those requests instead; both with the model's caching rules (module docstring).
+    Output tokens are left out: they do not depend on how the prompt is built.
+    """
+
+    model: str
+    requests: int
+    paged_usd: float
+    full_usd: float
+
+    @property
+    def saved_usd(self) -> float:
+        """USD saved so far (negative: paging has cost more than the whole conversation)."""
+        return self.full_usd - self.paged_usd
+
+    @property
+    def saved(self) -> bool:
+        """Paging has cost less than sending the whole conversation each request."""
+        return self.saved_usd > 0
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-able form, with ``saved_usd`` and ``saved``."""
+        return {"model": self.model, "requests": self.requests,
+                "paged_usd": round(self.paged_usd, 8), "full_usd": round(self.full_usd, 8),
+                "saved_usd": round(self.saved_usd, 8), "saved": self.saved}
+
+
+def savings(summary: Mapping[str, Any] | None) -> dict[str, Savings]:
+    """Per priced model, what paging has saved so far, from a meter's :meth:`~PromptMeter.summary`
+    (``stats().prompt_cache``; None or no request: no entry)."""
+    if not summary or not summary.get("requests"):
+        return {}
+    n = int(summary["requests"])
+    return {model: Savings(model, n, float(c.get("paged_cached", 0.0)),
+                           float(c.get("full_cached", 0.0)))
+            for model, c in (summary.get("cost_usd") or {}).items()}
+
+
 def cached_tokens(model: str, prompt: int, prefix: int) -> int:
     """Tokens of a ``prompt``-token request that ``model``'s provider bills as read from
     the cache, when its first ``prefix`` tokens repeat a cached prompt (OpenAI: any
@@ -171,6 +214,7 @@ class PromptMeter:
         self.prompt_tokens = 0
         self.prefix_tokens = 0
         self.full_tokens = 0
+        self.last_tokens = 0  # the latest request's tokens, as sent
         self.cost: dict[str, dict[str, float]] = {
             model: {"paged": 0.0, "paged_cached": 0.0, "full": 0.0, "full_cached": 0.0}
             for model in PRICES
@@ -183,15 +227,23 @@ class PromptMeter:
         # its tokens reach the model's minimum.
         self._entries: deque[tuple[int, str, int]] = deque(maxlen=ENTRIES)
         self._last_history = 0  # full context: tokens of the previous request's history
+        self._last_stable = 0  # ... and up to its cache breakpoint
 
     def part_tokens(self, message: Mapping[str, Any]) -> int:
         """Tokens of one message as the meter renders it (its part of a request)."""
         return self.tokenizer.count(request_parts([message], [])[0])
 
     def record(self, messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]],
-               full: int, question: int) -> None:
+               full: int, question: int, *, tail: int = 0, follow_up: bool = False) -> None:
         """Count one request: the paged prompt as sent, and a full-context prompt of
-        ``full`` tokens whose last ``question`` tokens are not history."""
+        ``full`` tokens whose last ``question`` tokens are not history; before those,
+        ``tail`` tokens of history come after its cache breakpoint (the turns after the
+        latest assistant message, as in a paged request), so Anthropic's cache neither
+        writes nor reads them (OpenAI's caches them with the rest).
+
+        ``follow_up``: a later request of the same turn (after a recall): it is paid
+        like any other, but full context, which has nothing to recall, would not have
+        sent it, so it adds nothing to the full-context figures (``full`` is ignored)."""
         parts = request_parts(messages, tools)
         known = {p: self._known.get(p) or (self.tokenizer.count(p), _digest(p)) for p in parts}
         counts = {p: c for p, (c, _) in known.items()}
@@ -215,8 +267,13 @@ class PromptMeter:
         if last >= 0:
             self._entries.append((last + 1, _digest("".join(keys[:last + 1])), stable))
         self._last, self._known, self._last_digests = parts, known, keys
-        full_prefix = min(self._last_history, full)
-        self._last_history = full - question
+        if follow_up:
+            full = question = tail = 0
+        full_prefix = min(self._last_history, full)  # OpenAI: the previous request's history
+        full_entry = min(self._last_stable, full)  # Anthropic: up to its breakpoint
+        full_stable = max(0, full - question - tail)
+        if not follow_up:
+            self._last_history, self._last_stable = full - question, full_stable
         self.requests += 1
         micro = round(prefix * 1_000_000 / tokens) if tokens else 1_000_000
         self._micro.append(micro)
@@ -225,6 +282,7 @@ class PromptMeter:
             old = self._micro.pop(0) / 1_000_000
             del self._ordered[bisect.bisect_left(self._ordered, old)]
         self.prompt_tokens += tokens
+        self.last_tokens = tokens
         self.prefix_tokens += prefix
         self.full_tokens += full
         for model, price in PRICES.items():
@@ -235,10 +293,16 @@ class PromptMeter:
                 c["paged_cached"] += request_cost(model, tokens, read, stable)
             else:
                 c["paged_cached"] += request_cost(model, tokens, prefix)
+            if follow_up:
+                continue
             c["full"] += full * price.input / 1e6
-            # full context: the breakpoint after its history (all but the question); its
-            # history only grows, so the previous request's history is its cache entry
-            c["full_cached"] += request_cost(model, full, full_prefix, full - question)
+            # full context: its breakpoint after the latest assistant message, like the
+            # paged request's; its history only grows, so the previous request's history
+            # (OpenAI) or breakpoint prefix (Anthropic) is what it repeats
+            if price.provider == "anthropic":
+                c["full_cached"] += request_cost(model, full, full_entry, full_stable)
+            else:
+                c["full_cached"] += request_cost(model, full, full_prefix)
 
     def _matching_entries(self, keys: Sequence[str], end: int) -> list[tuple[int, int]]:
         """(parts, tokens) of the kept cache entries that the request (its parts'
@@ -265,10 +329,12 @@ class PromptMeter:
             "prompt_tokens": self.prompt_tokens,
             "prefix_tokens": self.prefix_tokens,
             "full_tokens": self.full_tokens,
+            "last_tokens": self.last_tokens,
             "cost": {m: dict(c) for m, c in self.cost.items()},
             "last": list(self._last_digests),
             "entries": [list(e) for e in self._entries],
             "last_history": self._last_history,
+            "last_stable": self._last_stable,
         }
 
     @classmethod
@@ -284,6 +350,7 @@ class PromptMeter:
         meter.prompt_tokens = int(data.get("prompt_tokens", 0))
         meter.prefix_tokens = int(data.get("prefix_tokens", 0))
         meter.full_tokens = int(data.get("full_tokens", 0))
+        meter.last_tokens = int(data.get("last_tokens", 0))
         for model, stored in (data.get("cost") or {}).items():
             if model in meter.cost and isinstance(stored, Mapping):
                 meter.cost[model].update({k: float(v) for k, v in stored.items()
@@ -291,6 +358,7 @@ class PromptMeter:
         meter._last_digests = [str(d) for d in data.get("last") or ()]
         meter._entries.extend((int(n), str(d), int(t)) for n, d, t in data.get("entries") or ())
         meter._last_history = int(data.get("last_history", 0))
+        meter._last_stable = int(data.get("last_stable", meter._last_history))
         return meter
 
     def summary(self) -> dict[str, Any]:
@@ -302,6 +370,7 @@ class PromptMeter:
             "prompt_tokens": self.prompt_tokens,
             "prefix_tokens": self.prefix_tokens,
             "full_tokens": self.full_tokens,
+            "last_prompt_tokens": self.last_tokens,
             "cost_usd": {m: {k: round(v, 8) for k, v in c.items()} for m, c in self.cost.items()},
         }
 

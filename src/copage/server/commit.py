@@ -147,12 +147,19 @@ class Committer:
         inc("copage_recalls_total", len(out.recalls))
         inc("copage_fills_total", int(bool(out.filled)))
         inc("copage_fill_pages_total", len(out.filled))
-        inc("copage_prompt_tokens_sent_total", int(m["prompt_tokens"]))
-        inc("copage_prompt_tokens_full_total", int(m["full_tokens"]))
+        # What was sent this turn, as the prompt meter counted it (the fill, bookmarks and
+        # tool schemas included), beside the whole conversation rendered the same way;
+        # the pager's own figures (mid) leave the fill out.
+        pa, pb = after.get("prompt_cache") or {}, b.get("prompt_cache") or {}
+        sent = int(pa.get("prompt_tokens", 0)) - int(pb.get("prompt_tokens", 0))
+        full = int(pa.get("full_tokens", 0)) - int(pb.get("full_tokens", 0))
+        if sent <= 0:  # nothing metered: the pager's figures
+            sent, full = int(m["prompt_tokens"]), int(m["full_tokens"])
+        inc("copage_prompt_tokens_sent_total", sent)
+        inc("copage_prompt_tokens_full_total", full)
         inc("copage_upstream_prompt_tokens_total", out.prompt_tokens)
         inc("copage_upstream_completion_tokens_total", out.completion_tokens)
         # Prompt tokens repeating the previous request's prefix (divide by the next one).
-        pa, pb = after.get("prompt_cache") or {}, b.get("prompt_cache") or {}
         for key in ("prefix_tokens", "prompt_tokens"):
             inc(f"copage_prompt_cache_{key}_total",
                 max(0, int(pa.get(key, 0)) - int(pb.get(key, 0))))
@@ -168,6 +175,6 @@ class Committer:
             "recalled": [r.page for r in out.recalls if r.page],
             "filled": list(out.filled),
             "faults": delta["page_ins"], "upstream_calls": out.calls,
-            "prompt_tokens": m["prompt_tokens"], "full_tokens": m["full_tokens"],
+            "prompt_tokens": sent, "full_tokens": full,
             "upstream_prompt_tokens": out.prompt_tokens,
         }

@@ -20,8 +20,8 @@ COUNTERS = {
     "copage_fills_total": "Turns whose prompt showed evicted pages in a speculative fill",
     "copage_fill_pages_total": "Evicted pages shown by those fills",
     "copage_evictions_total": "Pages evicted",
-    "copage_prompt_tokens_sent_total": "Prompt tokens of the paged context (pager count)",
-    "copage_prompt_tokens_full_total": "Tokens of the whole conversation at each turn",
+    "copage_prompt_tokens_sent_total": "Prompt tokens sent upstream, fill included (copage's count)",
+    "copage_prompt_tokens_full_total": "Tokens of the whole conversation at each turn (counted as sent)",
     "copage_prompt_cache_prompt_tokens_total": "Prompt tokens of the requests stats() metered",
     "copage_prompt_cache_prefix_tokens_total": "Of those, tokens repeating the previous "
                                                "request's prefix",

@@ -155,6 +155,7 @@ class _Loop:
                              records=self.records, provider=settings.provider)
         self.usage = usage if usage is not None else UsageSum()
         self.answer: list[str] = []
+        self.sent = 0  # requests made by this loop
         self.seen: set[str] = set()
         self.client_index: dict[int, int] = {}
         self.pending: dict[int, list[ToolCallDelta]] = {}
@@ -239,6 +240,9 @@ class _Loop:
             offered = [*self.recall_tools, *self.client_tools] if rnd.offer else self.client_tools
             first = self.usage.calls == 0
             request = self._request(offered, self._choice(offered, rnd.capped, first))
+            if self.sent:  # the caller metered the first request; the later ones cost too
+                self.mem.meter_request(request.messages, request.tools, follow_up=True)
+            self.sent += 1
             reply: _Reply | None = None
             try:
                 async for ev in self._reply(request):
@@ -343,6 +347,10 @@ def run_recall_loop(
     usage: UsageSum | None = None,
 ) -> AsyncIterator[LoopEvent]:
     """Run one turn's recall loop; yields :data:`LoopEvent` s, :class:`LoopEnd` last.
+
+    The caller meters the first request as it sends it (``mem.meter_request``); every
+    later request of the turn (after a recall, or an empty reply) is metered here as a
+    follow-up, so ``stats().prompt_cache`` and ``stats().savings`` count them too.
 
     Args:
         mem: the paged memory recalls are served from (page-ins go through its pager).

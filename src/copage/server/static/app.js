@@ -58,7 +58,8 @@ async function openConversation(id) {
   const s = c.stats;
   $("conv-summary").textContent = `${s.turns} turns, ${s.pages} pages (${s.resident.length} ` +
     `resident, ${s.evicted} evicted), ${s.faults} faults, ${s.hits} hits, ${s.recalls} recalls; ` +
-    `prompt ${s.prompt_tokens} of ${s.full_tokens} tokens; ${c.config.boundary} / ` +
+    `latest request ${s.prompt_tokens} tokens as sent (whole conversation ${s.full_tokens}); ` +
+    `${c.config.boundary} / ` +
     `${c.config.policy} / k=${c.config.resident_pages ?? "tokens"}`;
   const pc = s.prompt_cache;
   const cost = pc && pc.cost_usd && pc.cost_usd["gpt-4o-mini"];
@@ -67,6 +68,15 @@ async function openConversation(id) {
       `of a prompt repeats the previous one; input with caching (gpt-4o-mini) ` +
       `$${cost.paged_cached.toFixed(6)}, full context $${cost.full_cached.toFixed(6)}`
     : "Prompt cache: no request metered";
+  // Has paging paid for itself? Each model's input cost of the requests as sent against
+  // the whole conversation sent each time, both with prompt caching priced.
+  const saved = Object.values(s.savings || {});
+  $("conv-savings").textContent = saved.length
+    ? "Paging so far, caching priced: " + saved.map((v) =>
+      `${v.model} ${v.saved ? "saved" : "cost"} $${Math.abs(v.saved_usd).toFixed(6)}` +
+      `${v.saved ? "" : " more"} (sent $${v.paged_usd.toFixed(6)}, ` +
+      `whole conversation $${v.full_usd.toFixed(6)})`).join("; ")
+    : "Paging so far: no request sent";
   const body = document.querySelector("#pages tbody");
   body.replaceChildren();
   for (const p of c.pages) {
