@@ -46,6 +46,7 @@ class Prep:
     new: tuple[Message, ...] = ()
     raw: Sequence[Any] = ()
     replay: Outcome | None = None
+    evicted: tuple[str, ...] | None = None  # before the new messages (when traced)
 
 
 class Committer:

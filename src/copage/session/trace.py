@@ -119,12 +119,13 @@ def setup(endpoint: str | None = None, *, service_name: str = "copage",
 
 
 def setup_from_env(environ: Mapping[str, str] | None = None) -> bool:
-    """:func:`setup` when a standard OTLP endpoint variable is set (and no provider is yet);
-    returns whether traces are on."""
+    """:func:`setup` when a standard OTLP endpoint variable or ``COPAGE_OTEL=1`` is set (and
+    no provider is yet); returns whether traces are on."""
     env = os.environ if environ is None else environ
     if active():
         return True
-    if not any(env.get(name) for name in ENV_ENDPOINTS):
+    if not any(env.get(name) for name in ENV_ENDPOINTS) and \
+            env.get("COPAGE_OTEL", "") not in ("1", "true"):
         return False
     setup()  # the exporter reads the variables itself
     return True
@@ -153,7 +154,8 @@ class TurnTrace:
         api = _api()
         self._api = api
         self._tracer = api.get_tracer(TRACER_NAME)
-        self._span = self._tracer.start_span("copage.turn", start_time=start_ns or _now(),
+        self.start_ns = start_ns or _now()
+        self._span = self._tracer.start_span("copage.turn", start_time=self.start_ns,
                                              attributes={
                                                  "copage.conversation_id": conversation_id,
                                                  "copage.tenant": tenant,

@@ -1,0 +1,80 @@
+"""OpenTelemetry traces of the proxy's turns (the SDK's in-memory exporter, the proxy on a
+loopback port, the official openai SDK as client)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from proxy_helpers import KEY_A, UPSTREAM_KEY, Proxy, stats
+
+FACTS = ["My sister Marta lives in Lisbon.", "I am allergic to peanuts.",
+         "My budget is 450 dollars.", "The meeting moved to Thursday."]
+
+
+def chat(proxy: Proxy, history: list[dict[str, Any]], text: str, **kw: Any) -> Any:
+    history.append({"role": "user", "content": text})
+    raw = proxy.client().chat.completions.with_raw_response.create(
+        model="fake-model", messages=history, **kw)
+    comp = raw.parse()
+    history.append({"role": "assistant", "content": comp.choices[0].message.content})
+    return raw
+
+
+def named(spans: Any, name: str) -> list[Any]:
+    return [s for s in spans if s.name == name]
+
+
+def test_each_turn_is_a_trace_with_its_steps(proxy: Proxy, otel_spans: Any) -> None:
+    history: list[dict[str, Any]] = []
+    raws = [chat(proxy, history, fact) for fact in FACTS]
+    raw = chat(proxy, history, "Where does my sister live? RECALL p1")
+    spans = otel_spans.get_finished_spans()
+    turns = named(spans, "copage.turn")
+    assert len(turns) == 5
+    cid = raw.headers["x-copage-conversation"]
+    assert {t.attributes["copage.conversation_id"] for t in turns} == {cid}
+    assert {t.attributes["copage.tenant"] for t in turns} == {"alice"}
+    assert {t.attributes["copage.front_end"] for t in turns} == {"proxy"}
+    assert all(t.attributes["copage.turn.stored"] is True for t in turns)
+    # the trace id of each turn is in its X-Copage-Stats
+    ids = [stats(r.headers)["trace_id"] for r in [*raws, raw]]
+    assert ids == [f"{t.context.trace_id:032x}" for t in turns]
+    last = turns[-1]
+    kids = [s for s in spans if s.parent is not None and s.parent.span_id == last.context.span_id]
+    assert sorted(s.name for s in kids if s.name != "copage.evict") == [
+        "copage.recall", "copage.upstream", "copage.upstream"]
+    (recall,) = named(kids, "copage.recall")
+    assert recall.attributes["copage.recall.page"] == "p1"
+    assert recall.attributes["copage.recall.status"] == "paged_in"
+    ups = named(kids, "copage.upstream")
+    assert [u.attributes["gen_ai.usage.input_tokens"] for u in ups] == [10, 10]
+    # pages evicted by the turns' messages, by id
+    evicted = [p for s in named(spans, "copage.evict") for p in s.attributes["copage.evict.pages"]]
+    assert "p1" in evicted and "p2" in evicted
+    # never message text, never a key
+    wire = json.dumps([dict(s.attributes) for s in spans])
+    assert not any(f in wire for f in FACTS) and "Marta" not in wire
+    assert KEY_A not in wire and UPSTREAM_KEY not in wire
+
+
+def test_the_speculative_fill_is_a_span(make_proxy: Any, otel_spans: Any) -> None:
+    proxy = make_proxy(recall_mode="speculative")
+    history: list[dict[str, Any]] = []
+    for fact in FACTS:
+        chat(proxy, history, fact)
+    otel_spans.clear()
+    chat(proxy, history, "Where does my sister Marta live? Remind me.")
+    spans = otel_spans.get_finished_spans()
+    (turn,) = named(spans, "copage.turn")
+    assert turn.attributes["copage.recall_mode"] == "speculative"
+    (fill,) = named(spans, "copage.page_in")
+    assert fill.parent.span_id == turn.context.span_id
+    assert "p1" in fill.attributes["copage.fill.pages"]
+    assert fill.attributes["copage.fill.best"] == "p1"
+    assert "Marta" in json.dumps(proxy.upstream.received[-1]["messages"])  # the fill was sent
+
+
+def test_no_trace_id_when_off(proxy: Proxy) -> None:
+    raw = chat(proxy, [], "Hello there.")
+    assert "trace_id" not in stats(raw.headers)
