@@ -3,9 +3,9 @@
 
 pytest_plugins = ["copage.llm.testing"]
 
-from typing import Any  # noqa: E402
+from typing import Any
 
-import pytest  # noqa: E402
+import pytest
 
 
 @pytest.fixture

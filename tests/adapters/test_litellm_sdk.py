@@ -14,9 +14,9 @@ import pytest
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 litellm = pytest.importorskip("litellm")
 
-from copage.adapters.litellm import CopageHook  # noqa: E402
-from copage.llm.fake_server import FakeServer, Reply  # noqa: E402
-from copage.session.speculate import FILL_HEADER  # noqa: E402
+from copage.adapters.litellm import CopageHook
+from copage.llm.fake_server import FakeServer, Reply
+from copage.session.speculate import FILL_HEADER
 
 FACT = "My gym locker code is 4812, keep it in mind."
 QUESTION = "What is my gym locker code again?"

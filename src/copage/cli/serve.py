@@ -104,7 +104,7 @@ def run(args: argparse.Namespace) -> int:
     otel = getattr(args, "otel", None)
     if otel is not None:  # read by every worker's app at start (copage.session.trace)
         try:
-            import opentelemetry.exporter.otlp.proto.http  # noqa: F401
+            import opentelemetry.exporter.otlp.proto.http
             import opentelemetry.sdk  # noqa: F401
         except ImportError:
             print("copage serve: --otel needs the 'otel' extra: pip install 'copage[otel]'",
