@@ -4,9 +4,16 @@ loopback port, the official openai SDK as client)."""
 from __future__ import annotations
 
 import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from proxy_helpers import KEY_A, UPSTREAM_KEY, Proxy, stats
+import openai
+import pytest
+from proxy_helpers import KEY_A, UPSTREAM_KEY, Proxy, free_port, script, spawn_worker, stats
+
+from copage.llm.fake_server import FakeServer
 
 FACTS = ["My sister Marta lives in Lisbon.", "I am allergic to peanuts.",
          "My budget is 450 dollars.", "The meeting moved to Thursday."]
@@ -78,3 +85,66 @@ def test_the_speculative_fill_is_a_span(make_proxy: Any, otel_spans: Any) -> Non
 def test_no_trace_id_when_off(proxy: Proxy) -> None:
     raw = chat(proxy, [], "Hello there.")
     assert "trace_id" not in stats(raw.headers)
+
+
+class Collector:
+    """A loopback OTLP/HTTP receiver: keeps the spans of every ``POST /v1/traces``."""
+
+    def __init__(self) -> None:
+        from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+            ExportTraceServiceRequest,
+        )
+
+        self.spans: list[Any] = []
+        spans = self.spans
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, format: str, *args: Any) -> None:
+                return
+
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers.get("content-length") or 0))
+                req = ExportTraceServiceRequest()
+                req.ParseFromString(body)
+                for rs in req.resource_spans:
+                    for ss in rs.scope_spans:
+                        spans.extend(ss.spans)
+                self.send_response(200)
+                self.send_header("content-type", "application/x-protobuf")
+                self.send_header("content-length", "0")
+                self.end_headers()
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.httpd.server_address[1]}"
+
+
+def test_serve_otel_exports_over_otlp(tmp_path: Any) -> None:
+    pytest.importorskip("opentelemetry.exporter.otlp.proto.http")
+    collector = Collector()
+    port = free_port()
+    with FakeServer(script) as up:
+        proc = spawn_worker(port, up.url, f"sqlite://{tmp_path / 's.db'}", "--otel",
+                            collector.url, env={"OTEL_BSP_SCHEDULE_DELAY": "50"})
+        try:
+            client = openai.OpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key=KEY_A,
+                                   max_retries=0)
+            raw = client.chat.completions.with_raw_response.create(
+                model="fake-model", messages=[{"role": "user", "content": "Hi there."}])
+            trace_id = stats(raw.headers)["trace_id"]
+            deadline = time.monotonic() + 15
+            while time.monotonic() < deadline and not any(
+                    s.name == "copage.turn" for s in collector.spans):
+                time.sleep(0.05)
+        finally:
+            proc.terminate()
+            proc.wait(timeout=15)
+            collector.httpd.shutdown()
+    turns = [s for s in collector.spans if s.name == "copage.turn"]
+    assert len(turns) == 1 and turns[0].trace_id.hex() == trace_id
+    attrs = {a.key: a.value for a in turns[0].attributes}
+    assert attrs["copage.tenant"].string_value == "alice"
+    assert any(s.name == "copage.upstream" for s in collector.spans)
