@@ -103,7 +103,7 @@ class CopageHook(CustomLogger):
     """Pages LiteLLM chat requests through copage (see module docstring).
 
     Args:
-        store: a :class:`PageStore` or store URL (``sqlite:///copage.db``,
+        store: a :class:`PageStore` or store URL (``sqlite://copage.db``,
             ``postgresql://...``); in memory when None. Opened at the first request.
         tenant: the owner of the conversations in the store, or a function of LiteLLM's
             ``UserAPIKeyAuth`` (e.g. ``lambda key: key.team_id or "default"``).

@@ -3,7 +3,7 @@
 Configured from the environment (LiteLLM's ``environment_variables:`` section sets
 these before it loads callbacks):
 
-* ``COPAGE_STORE``: the store URL (default ``sqlite:///copage.db``);
+* ``COPAGE_STORE``: the store URL (default ``sqlite://copage.db``);
 * ``COPAGE_RECALL_MODE``: ``speculative`` (default) or ``none``;
 * ``COPAGE_TENANT``: the tenant of the conversations (default ``default``);
 * ``COPAGE_RESIDENT_PAGES``, ``COPAGE_BOUNDARY``: paging settings of new conversations
@@ -53,7 +53,7 @@ def from_env(environ: Mapping[str, str] | None = None) -> CopageHook:
             trace.setup()
     else:
         trace.setup_from_env(env)
-    return CopageHook(env.get("COPAGE_STORE") or "sqlite:///copage.db",
+    return CopageHook(env.get("COPAGE_STORE") or "sqlite://copage.db",
                       tenant=env.get("COPAGE_TENANT") or "default",
                       recall_mode=env.get("COPAGE_RECALL_MODE") or "speculative",
                       speculative_tokens=_int(env, "COPAGE_SPECULATIVE_TOKENS",
