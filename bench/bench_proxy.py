@@ -23,9 +23,9 @@ SQLite store, the conversation named by the header), so the hook's own cost is t
 difference between those two rows.
 Every system runs once per round, ``--repeat`` rounds; each reported figure is
 the median over the rounds (the machine is shared: load changes hit all systems).
-With ``--shape full`` each copage row also reports the proxy process's own CPU time
-per turn in each window (``cpu_ms``: the sum over its threads of the time on a CPU,
-from Linux's ``/proc/PID/task/*/schedstat``, so it counts the proxy's work and not
+With ``--shape full`` each row also reports the proxy process's own CPU time
+per turn in each window (``cpu_ms``: the sum over its threads of the time on a CPU;
+LiteLLM's too, whose threads run copage's hook), from Linux's ``/proc/PID/task/*/schedstat``, so it counts the proxy's work and not
 its waiting; far less sensitive to a loaded machine than the latencies).
 ``--interleave`` drives instead one conversation per point of ``--at`` in the same
 proxy, each grown to its point first, then their measured turns alternating (turn
@@ -484,7 +484,7 @@ def run_full(args: argparse.Namespace, upstream: str, tmp: str) -> list[dict[str
                                f"http://127.0.0.1:{port}", upstream, header=mode == "header",
                                at=at, window=args.window,
                                auth=LITELLM_KEY if system.startswith("litellm") else None,
-                               pid=proc.pid if system == "copage" else None)
+                               pid=proc.pid)  # LiteLLM's too: the hook runs in its threads
         finally:
             stop_proxy(proc, args.postgres if store_kind == "postgres" else None, schema)
         row = {"system": system, "store": store_kind, "mode": mode, "round": rep,
