@@ -9,6 +9,7 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+import httpx
 import openai
 import pytest
 from proxy_helpers import KEY_A, UPSTREAM_KEY, Proxy, free_port, script, spawn_worker, stats
@@ -47,6 +48,11 @@ def test_each_turn_is_a_trace_with_its_steps(proxy: Proxy, otel_spans: Any) -> N
     # the trace id of each turn is in its X-Copage-Stats
     ids = [stats(r.headers)["trace_id"] for r in [*raws, raw]]
     assert ids == [f"{t.context.trace_id:032x}" for t in turns]
+    # ... and the inspector shows it with the turn's answer
+    ui = httpx.get(f"{proxy.url}/ui/api/conversations/{cid}",
+                   headers={"Authorization": f"Bearer {KEY_A}"}).json()
+    answers = [t for p in ui["pages"] for t in p["turns"]] + ui["open_turns"]
+    assert [t.get("trace_id") for t in answers if t["role"] == "assistant"] == ids
     last = turns[-1]
     kids = [s for s in spans if s.parent is not None and s.parent.span_id == last.context.span_id]
     assert sorted(s.name for s in kids if s.name != "copage.evict") == [

@@ -299,6 +299,7 @@ class ProxyService:
         if out is None:
             raise BadResponse(UPSTREAM, "the recall loop ended without an outcome")
         before, t1 = (turn.mem.evicted, trace.now_ns()) if tr.enabled else ([], 0)
+        turn.prep.trace_id = tr.trace_id
         result = await turn.commit(out)
         if tr.enabled:
             tr.evictions(before, turn.mem.evicted, t1, cause="answer")

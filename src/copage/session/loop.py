@@ -242,7 +242,8 @@ class PagedChat:
                         else:
                             yield event
                     assert end is not None
-                    answer_id = _traced_add(tr, mem, "assistant", end.outcome.text, {})
+                    answer_id = _traced_add(tr, mem, "assistant", end.outcome.text,
+                                            {"trace_id": tr.trace_id} if tr.enabled else {})
             except BaseException as e:
                 tr.end(stored=False, error=e if isinstance(e, Exception) else None)
                 raise

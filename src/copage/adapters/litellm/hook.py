@@ -11,14 +11,19 @@ of the evicted pages that best match the latest user message
 (:func:`copage.session.speculate.speculate`), the request metered as sent
 (``stats().prompt_cache``). LiteLLM then routes it (its models, fallbacks, budgets).
 
-The answer is stored by the success hook (:meth:`async_log_success_event`, called for
-whole and streamed answers alike, with the assembled response): it is added and the
-turn committed as one change, then the lock is released. A failed call
-(:meth:`async_log_failure_event`, or :meth:`async_post_call_failure_hook` for a
-request the proxy refused after paging) rolls the turn back: nothing is stored. A
-request asking again what is already answered (a client's retry) is paged the same
-way and stores nothing; LiteLLM's own retries and fallbacks run after the hook and
-succeed once, so they store once.
+The answer is stored before the client gets it: a whole one by
+:meth:`async_post_call_success_hook`, a streamed one by
+:meth:`async_post_call_streaming_iterator_hook` when its stream ends, through one
+path (:meth:`_store`): it is added and the turn committed as one change, then the
+lock is released. When the proxy answers with an error
+(:meth:`async_post_call_failure_hook`) the turn is rolled back: nothing is stored, and
+a conversation the request created goes again. LiteLLM's own retries and fallbacks run
+after the hook (a failed attempt, :meth:`async_log_failure_event`, leaves the turn
+open) and succeed once, so they store once; a request asking again what is already
+answered (a client's retry) is paged the same way and stores nothing. In the Python
+SDK (``litellm.callbacks``) the request is paged by
+:meth:`async_pre_call_deployment_hook` and the answer stored by
+:meth:`async_log_success_event`.
 
 The recall tool is not offered (``recall_mode`` ``speculative`` or ``none``): LiteLLM
 makes the model call after this hook, so the hook cannot serve a recall and call the
@@ -47,6 +52,7 @@ except ImportError as e:  # pragma: no cover - the extra's message
     raise ImportError("copage's LiteLLM hook needs LiteLLM: pip install 'copage[litellm]'") from e
 
 from copage.adapters.litellm.align import SYSTEM_ROLES, Alignment, align, conversation_of
+from copage.adapters.litellm.answer import Assembled, answer_of, last_user, usage_of
 from copage.core.config import PagerConfig
 from copage.llm.messages import text_of
 from copage.memory import PagedMemory
@@ -190,8 +196,8 @@ class CopageHook(CustomLogger):
         """The proxy's whole answer, before it goes to the client: store it."""
         turn = self._take(data)
         if turn is not None:
-            text, calls = _answer(response)
-            await self._store(turn, text, calls, _usage(response))
+            text, calls = answer_of(response)
+            await self._store(turn, text, calls, usage_of(response))
         return response
 
     async def async_post_call_streaming_iterator_hook(self, user_api_key_dict: Any,
@@ -206,7 +212,7 @@ class CopageHook(CustomLogger):
             async for chunk in response:
                 yield chunk
             return
-        answer = _Assembled()
+        answer = Assembled()
         try:
             async for chunk in response:
                 answer.feed(chunk)
@@ -226,8 +232,8 @@ class CopageHook(CustomLogger):
             turn = self._pending.get(str(kwargs.get("litellm_call_id") or ""))
         if turn is None or turn.via != "sdk" or self._take(kwargs) is None:
             return
-        text, calls = _answer(response_obj)
-        await self._store(turn, text, calls, _usage(response_obj))
+        text, calls = answer_of(response_obj)
+        await self._store(turn, text, calls, usage_of(response_obj))
 
     async def async_log_failure_event(self, kwargs: dict[str, Any], response_obj: Any,
                                       start_time: Any, end_time: Any) -> None:
@@ -303,13 +309,14 @@ class CopageHook(CustomLogger):
         convs = self.conversations
         lock = convs.store.lock(cid, tenant=tenant)
         lock.__enter__()
+        created = False
         try:
             opened = convs.open(tenant, cid, lambda: self.config)
-            mem = opened.mem
+            mem, created = opened.mem, opened.created
             how = align(mem.turns, messages) if not opened.created else \
                 Alignment("continue", tuple(m for m in messages
                                             if m.get("role") not in SYSTEM_ROLES))
-            question = _last_user(messages)
+            question = last_user(messages)
             if how.kind == "mismatch":
                 if named:
                     raise ValueError(f"conversation_mismatch: the messages do not continue "
@@ -342,7 +349,11 @@ class CopageHook(CustomLogger):
             return _Turn(tenant, cid, tr, question, view, mem, tx, lock, opened.created)
         except BaseException:
             convs.discard(tenant, cid)
-            lock.__exit__(None, None, None)
+            try:
+                if created:  # a refused first request leaves no conversation behind
+                    convs.store.delete_conversation(cid, tenant=tenant)
+            finally:
+                lock.__exit__(None, None, None)
             raise
 
     def _add(self, mem: PagedMemory, messages: list[Any], how: Alignment,
@@ -401,6 +412,8 @@ class CopageHook(CustomLogger):
         convs = self.conversations
         try:
             meta: dict[str, Any] = {"tool_calls": calls} if calls else {}
+            if turn.trace.enabled:  # the inspector links the turn to its trace
+                meta["trace_id"] = turn.trace.trace_id
             before, t0 = (mem.evicted, trace.now_ns()) if turn.trace.enabled else ([], 0)
             mem.add("assistant", text, **meta)
             if turn.trace.enabled:
@@ -447,67 +460,3 @@ class CopageHook(CustomLogger):
             log.warning("copage: a turn of %s got no answer in %.0f s; rolled back",
                         turn.conversation_id, self.hold_timeout)
             await in_thread(self._abort, turn, "no answer in time")
-
-
-def _last_user(messages: list[Any]) -> str:
-    return next((text_of(m.get("content")) for m in reversed(messages)
-                 if isinstance(m, Mapping) and m.get("role") == "user"), "")
-
-
-def _answer(response: Any) -> tuple[str, list[dict[str, Any]]]:
-    """The text and tool calls of a LiteLLM ``ModelResponse`` (first choice)."""
-    choices = getattr(response, "choices", None) or []
-    if not choices:
-        raise ValueError("the response has no choices")
-    message = getattr(choices[0], "message", None)
-    text = getattr(message, "content", None) or ""
-    calls = []
-    for c in getattr(message, "tool_calls", None) or ():
-        fn = getattr(c, "function", None)
-        calls.append({"id": str(getattr(c, "id", "") or ""), "type": "function",
-                      "function": {"name": str(getattr(fn, "name", "") or ""),
-                                   "arguments": str(getattr(fn, "arguments", "") or "")}})
-    return str(text), calls
-
-
-def _usage(response: Any) -> tuple[int | None, int | None, str | None]:
-    """Input and output tokens of a response (as the provider counted them) and its model."""
-    usage = getattr(response, "usage", None)
-    return (getattr(usage, "prompt_tokens", None), getattr(usage, "completion_tokens", None),
-            getattr(response, "model", None))
-
-
-class _Assembled:
-    """A streamed answer put together from LiteLLM's chunks (text and tool-call deltas)."""
-
-    def __init__(self) -> None:
-        self.parts: list[str] = []
-        self.tools: dict[int, dict[str, str]] = {}
-        self.usage: tuple[int | None, int | None, str | None] = (None, None, None)
-
-    def feed(self, chunk: Any) -> None:
-        if getattr(chunk, "usage", None) is not None:
-            self.usage = _usage(chunk)
-        for choice in getattr(chunk, "choices", None) or ():
-            if getattr(choice, "index", 0):
-                continue  # the first choice is the answer (n > 1 is not paged)
-            delta = getattr(choice, "delta", None)
-            content = getattr(delta, "content", None)
-            if content:
-                self.parts.append(str(content))
-            for c in getattr(delta, "tool_calls", None) or ():
-                slot = self.tools.setdefault(int(getattr(c, "index", 0) or 0),
-                                             {"id": "", "name": "", "arguments": ""})
-                fn = getattr(c, "function", None)
-                slot["id"] = slot["id"] or str(getattr(c, "id", "") or "")
-                slot["name"] += str(getattr(fn, "name", "") or "")
-                slot["arguments"] += str(getattr(fn, "arguments", "") or "")
-
-    @property
-    def text(self) -> str:
-        return "".join(self.parts)
-
-    def calls(self) -> list[dict[str, Any]]:
-        return [{"id": c["id"], "type": "function",
-                 "function": {"name": c["name"], "arguments": c["arguments"]}}
-                for _, c in sorted(self.tools.items())]
