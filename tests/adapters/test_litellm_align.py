@@ -9,10 +9,10 @@ import pytest
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # offline (the package imports it)
 pytest.importorskip("litellm")
 
-from copage.adapters.litellm.align import align, conversation_of, transparent_id  # noqa: E402
-from copage.adapters.litellm.hook import hook_mode  # noqa: E402
-from copage.ids import InvalidConversationId  # noqa: E402
-from copage.memory import PagedMemory  # noqa: E402
+from copage.adapters.litellm.align import align, conversation_of, transparent_id
+from copage.adapters.litellm.hook import hook_mode
+from copage.ids import InvalidConversationId
+from copage.memory import PagedMemory
 
 HISTORY = [("user", "hi"), ("assistant", "hello"), ("user", "plan Lisbon"),
            ("assistant", "sure")]
