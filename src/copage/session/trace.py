@@ -65,11 +65,17 @@ def _content() -> bool:
     return _settings["content"] or os.environ.get("COPAGE_OTEL_CONTENT", "") in ("1", "true")
 
 
+_missing: list[bool] = []  # the API's import failed once: not tried on every turn again
+
+
 def _api() -> Any:
     """The ``opentelemetry.trace`` module, or None when the API is not installed."""
+    if _missing:
+        return None
     try:
         from opentelemetry import trace as api
     except ImportError:
+        _missing.append(True)
         return None
     return api
 
