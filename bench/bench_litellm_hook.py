@@ -25,9 +25,9 @@ from typing import Any
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # offline: its own price map
 
-from litellm import ModelResponse  # noqa: E402
+from litellm import ModelResponse
 
-from copage.adapters.litellm import CopageHook  # noqa: E402
+from copage.adapters.litellm import CopageHook
 
 
 async def run(at: list[int], window: int, store: str) -> dict[int, dict[str, float]]:
