@@ -33,7 +33,8 @@ QUESTION = "What is my gym locker code again?"
 
 class Upstream:
     """The fake upstream's answers: ``FAIL-ALWAYS`` fails every attempt, ``FAIL-ONCE`` its
-    first; anything else is answered ``noted: <the question's first words>``."""
+    first, ``FAIL-MIDSTREAM`` breaks its stream after two words; anything else is answered
+    ``noted: <the question's first words>``."""
 
     def __init__(self) -> None:
         self.failed: set[str] = set()
@@ -45,6 +46,8 @@ class Upstream:
         with self.lock:
             if "FAIL-ALWAYS" in text:
                 return Reply(status=500, error="upstream down")
+            if "FAIL-MIDSTREAM" in text:  # two words, then an error event
+                return Reply(text="partial answer that breaks", fail_after=2)
             if "FAIL-ONCE" in text and text not in self.failed:
                 self.failed.add(text)
                 return Reply(status=500, error="upstream hiccup")
@@ -121,6 +124,17 @@ def test_a_failed_upstream_stores_nothing(env: dict[str, Any]) -> None:
                                            "noted: Hello, a first message."]
     ask(env, history, "And a third message.", cid)  # the conversation goes on
     assert len(stored(env, cid).turns) == 4
+
+
+def test_a_stream_that_breaks_stores_nothing(env: dict[str, Any]) -> None:
+    cid = "lt-midstream"
+    history: list[dict[str, Any]] = []
+    ask(env, history, "Hello before the broken stream.", cid)
+    with pytest.raises(openai.APIError):
+        ask(env, list(history), "FAIL-MIDSTREAM: this stream breaks.", cid, stream=True)
+    assert len(stored(env, cid).turns) == 2
+    ask(env, history, "After the broken stream.", cid, stream=True)
+    assert [t.text for t in stored(env, cid).turns] == [m["content"] for m in history]
 
 
 def test_a_first_failed_turn_leaves_no_conversation(env: dict[str, Any]) -> None:
