@@ -16,13 +16,16 @@ turn pair) is reported for the turns ``T .. T+window-1`` for each T of
 ``--at`` (10, 200, 800), in header mode (``X-Copage-Conversation``) and in
 transparent mode (no header), for each store (``sqlite-full``: SQLite with
 ``synchronous=FULL``, an fsync per commit as PostgreSQL does); ``--litellm PATH`` runs LiteLLM's
-proxy (``PATH`` is its ``litellm`` executable, installed in its own venv; no
-database, no callbacks) in front of the same upstream with the same client.
+proxy (``PATH`` is its ``litellm`` executable; no database, no callbacks) in front of
+the same upstream with the same client, and ``--litellm-hook`` adds LiteLLM with
+copage's hook (``copage.adapters.litellm``: LiteLLM's proxy paging each request into a
+SQLite store, the conversation named by the header), so the hook's own cost is the
+difference between those two rows.
 Every system runs once per round, ``--repeat`` rounds; each reported figure is
 the median over the rounds (the machine is shared: load changes hit all systems).
-With ``--shape full`` each copage row also reports the proxy process's own CPU time
-per turn in each window (``cpu_ms``: the sum over its threads of the time on a CPU,
-from Linux's ``/proc/PID/task/*/schedstat``, so it counts the proxy's work and not
+With ``--shape full`` each row also reports the proxy process's own CPU time
+per turn in each window (``cpu_ms``: the sum over its threads of the time on a CPU;
+LiteLLM's too, whose threads run copage's hook), from Linux's ``/proc/PID/task/*/schedstat``, so it counts the proxy's work and not
 its waiting; far less sensitive to a loaded machine than the latencies).
 ``--interleave`` drives instead one conversation per point of ``--at`` in the same
 proxy, each grown to its point first, then their measured turns alternating (turn
@@ -41,7 +44,8 @@ does not stream from its upstream shows its first token at the whole answer's ti
         [--postgres postgresql://postgres@127.0.0.1:5432/test] [--json out.json]
     python bench/bench_proxy.py --shape full [--at 10,200,800] [--window 20]
         [--modes header,transparent] [--stores sqlite,postgres]
-        [--litellm /opt/litellm-venv/bin/litellm] [--server-impl auto|asyncio] [--repeat 3]
+        [--litellm /opt/litellm-venv/bin/litellm] [--litellm-hook]
+        [--server-impl auto|asyncio] [--repeat 3]
         [--interleave]
     python bench/bench_proxy.py --stream [--sequential 200] [--chunk-delay 0.01] [--words 16]
 """
@@ -413,17 +417,28 @@ def full_interleaved(proxy: str, upstream: str, *, header: bool, at: list[int],
     return out
 
 
-def start_litellm(exe: str, upstream: str, port: int, tmp: str) -> subprocess.Popen[bytes]:
-    """LiteLLM's proxy in front of ``upstream`` (no database, no callbacks)."""
-    cfg = os.path.join(tmp, "litellm.yaml")
+def start_litellm(exe: str, upstream: str, port: int, tmp: str,
+                  hook: bool = False) -> subprocess.Popen[bytes]:
+    """LiteLLM's proxy in front of ``upstream`` (no database); with ``hook``, copage's
+    LiteLLM hook as its callback (``copage.adapters.litellm.proxy.hook``: a SQLite store in
+    ``tmp``, the paging of ``PAGING``), else no callbacks."""
+    cfg = os.path.join(tmp, "litellm-copage.yaml" if hook else "litellm.yaml")
     with open(cfg, "w") as f:
         f.write("model_list:\n  - model_name: fake\n    litellm_params:\n"
                 f"      model: openai/fake-model\n      api_base: {upstream}\n"
                 "      api_key: sk-none\n"
                 "litellm_settings:\n  telemetry: false\n  drop_params: true\n"
-                f"general_settings:\n  master_key: {LITELLM_KEY}\n")
+                + ("  callbacks: copage.adapters.litellm.proxy.hook\n" if hook else "")
+                + f"general_settings:\n  master_key: {LITELLM_KEY}\n")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("DATABASE_URL", "LITELLM"))}
     env["LITELLM_LOG"] = "ERROR"
+    env["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"  # offline: the price map it ships
+    if hook:
+        src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src")
+        env["PYTHONPATH"] = os.pathsep.join(x for x in (os.path.abspath(src),
+                                                        env.get("PYTHONPATH", "")) if x)
+        env.update(COPAGE_STORE=f"sqlite:///{tmp}/litellm-copage.db",
+                   COPAGE_BOUNDARY=PAGING[1], COPAGE_RESIDENT_PAGES=PAGING[3])
     return subprocess.Popen([exe, "--config", cfg, "--port", str(port), "--host", "127.0.0.1",
                              "--num_workers", "1"], env=env, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL)
@@ -435,16 +450,21 @@ def run_full(args: argparse.Namespace, upstream: str, tmp: str) -> list[dict[str
     systems: list[tuple[str, str, str]] = [
         ("copage", store, mode) for store in args.stores.split(",")
         for mode in args.modes.split(",")]
+    if args.litellm_hook and not args.litellm:  # the one installed beside this Python
+        args.litellm = os.path.join(os.path.dirname(sys.executable), "litellm")
     if args.litellm:
         systems.append(("litellm", "-", "-"))
+    if args.litellm_hook:  # LiteLLM with copage's hook, the conversation named by the header
+        systems.append(("litellm+copage", "sqlite", "header"))
     # every system once per round, rounds repeated: a load change on the shared machine
     # then hits every system, and the median over rounds damps it
     runs = [(r, *sys_) for r in range(args.repeat) for sys_ in systems]
     for rep, system, store_kind, mode in runs:
         port = free_port()
         schema = f"copage_bench_{uuid.uuid4().hex[:8]}"
-        if system == "litellm":
-            proc = start_litellm(args.litellm, upstream, port, tmp)
+        if system.startswith("litellm"):
+            proc = start_litellm(args.litellm, upstream, port, tmp,
+                                 hook=system == "litellm+copage")
             health = f"http://127.0.0.1:{port}/health/liveliness"
         else:
             store = (f"sqlite://{tmp}/full-{store_kind}-{mode}.db" if store_kind == "sqlite"
@@ -463,8 +483,8 @@ def run_full(args: argparse.Namespace, upstream: str, tmp: str) -> list[dict[str
                       window=args.window) if run else full_history(
                                f"http://127.0.0.1:{port}", upstream, header=mode == "header",
                                at=at, window=args.window,
-                               auth=LITELLM_KEY if system == "litellm" else None,
-                               pid=proc.pid if system == "copage" else None)
+                               auth=LITELLM_KEY if system.startswith("litellm") else None,
+                               pid=proc.pid)  # LiteLLM's too: the hook runs in its threads
         finally:
             stop_proxy(proc, args.postgres if store_kind == "postgres" else None, schema)
         row = {"system": system, "store": store_kind, "mode": mode, "round": rep,
@@ -523,6 +543,9 @@ def main() -> int:
     ap.add_argument("--window", type=int, default=50, help="--shape full: turns per point")
     ap.add_argument("--modes", default="header,transparent", help="--shape full")
     ap.add_argument("--litellm", help="--shape full: LiteLLM's litellm executable")
+    ap.add_argument("--litellm-hook", action="store_true",
+                    help="--shape full: also LiteLLM with copage's hook (copage[litellm]; the "
+                         "litellm executable of --litellm, else the one beside this Python)")
     ap.add_argument("--repeat", type=int, default=3,
                     help="--shape full: rounds over every system (figures: median of rounds)")
     ap.add_argument("--interleave", action="store_true",

@@ -73,6 +73,10 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
                      help="/metrics needs a proxy key (key, the default), none (open), or is off")
     sec.add_argument("--cors", help="comma-separated browser origins allowed to call the API "
                      "cross-origin, e.g. https://app.example (default: none)")
+    p.add_argument("--otel", nargs="?", const="", default=None, metavar="ENDPOINT",
+                   help="export OpenTelemetry traces (a span per turn) over OTLP/HTTP to "
+                   "ENDPOINT (default: OTEL_EXPORTER_OTLP_ENDPOINT, else localhost:4318); "
+                   "needs pip install 'copage[otel]'; see docs/otel.md")
     p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
 
 
@@ -103,6 +107,18 @@ def run(args: argparse.Namespace) -> int:
 
     flags: dict[str, Any] = {k: getattr(args, k, None) for k in FLAGS}
     settings = build_settings(flags)
+    otel = getattr(args, "otel", None)
+    if otel is not None:  # read by every worker's app at start (copage.session.trace)
+        try:
+            import opentelemetry.exporter.otlp.proto.http
+            import opentelemetry.sdk  # noqa: F401
+        except ImportError:
+            print("copage serve: --otel needs the 'otel' extra: pip install 'copage[otel]'",
+                  file=sys.stderr)
+            return 2
+        os.environ["COPAGE_OTEL"] = "1"
+        if otel:
+            os.environ["OTEL_EXPORTER_OTLP_ENDPOINT"] = otel
     check_paging(PagerConfig(**settings.paging.to_dict()))
     if not settings.client_key:  # with client keys the upstream checks every request
         refuse_open_without_keys(settings.keys, settings.host, "proxy keys")

@@ -277,8 +277,10 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        from copage.session.trace import setup_from_env
         from copage.stores import open_store
 
+        setup_from_env()  # OpenTelemetry traces when configured (--otel, OTEL_EXPORTER_OTLP_*)
         st = store or open_store(settings.store)
         up = upstream or Upstream(
             base_url=settings.upstream, model=settings.model,

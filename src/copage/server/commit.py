@@ -46,6 +46,8 @@ class Prep:
     new: tuple[Message, ...] = ()
     raw: Sequence[Any] = ()
     replay: Outcome | None = None
+    evicted: tuple[str, ...] | None = None  # before the new messages (when traced)
+    trace_id: str = ""  # the turn's OpenTelemetry trace (kept with the answer)
 
 
 class Committer:
@@ -95,7 +97,10 @@ class Committer:
                               out.finish_reason, out.model,
                               (out.prompt_tokens, out.completion_tokens), self.clock())
             rq["kt"] = sum(m.role != "system" for m in prep.new)
-            prep.mem.add("assistant", out.text, tool_calls=calls, h=head, **{RQ: rq})
+            meta: dict[str, Any] = {RQ: rq}
+            if prep.trace_id:  # the inspector links the turn to its trace
+                meta["trace_id"] = prep.trace_id
+            prep.mem.add("assistant", out.text, tool_calls=calls, h=head, **meta)
             after = prep.mem.stats().to_dict()
             prep.tx.__exit__(None, None, None)
         except BaseException:

@@ -93,4 +93,6 @@ def _turn(turn: Turn) -> dict[str, Any]:
                              for c in turn.tool_calls]
     if turn.tool_call_id is not None:
         out["tool_call_id"] = turn.tool_call_id
+    if turn.meta.get("trace_id"):  # the turn's OpenTelemetry trace (docs/otel.md)
+        out["trace_id"] = str(turn.meta["trace_id"])
     return out

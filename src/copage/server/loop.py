@@ -42,6 +42,7 @@ from copage.session.modes import RecallMode
 from copage.session.prompts import styled
 from copage.session.report import RecallRecord
 from copage.session.speculate import Speculator, speculate
+from copage.session.trace import NULL, TurnTrace, now_ns
 
 Complete = Callable[[ChatModel, ChatRequest], Awaitable[tuple[ChatResponse, float]]]
 """One upstream call: the reply and its latency in seconds."""
@@ -95,6 +96,7 @@ def settings_for(call: ChatCall, max_recalls: int, *, offer_recall: bool = True)
 def loop_events(
     mem: PagedMemory, model: ChatModel, call: ChatCall, upstream: Stream, *, max_recalls: int,
     mode: RecallMode | None = None, speculator: Speculator | None = None,
+    trace: TurnTrace = NULL,
 ) -> AsyncIterator[LoopEvent]:
     """The turn as engine events (``LoopEnd`` last), as the client sees them (see module
     docstring). ``upstream`` makes one call; every reply is checked for text that cannot
@@ -104,7 +106,8 @@ def loop_events(
     in that mode: the speculative fill (:func:`copage.session.speculate.speculate`, with
     ``speculator``) before the latest user message, and the recall tool offered or
     not (without it, the answer-only prompt of :func:`copage.session.prompts.styled`).
-    The ``choose`` step is not run by the proxy (its settings refuse it)."""
+    The ``choose`` step is not run by the proxy (its settings refuse it). ``trace`` gets
+    the fill, each upstream call and each recall (:mod:`copage.session.trace`)."""
     mode = mode or RecallMode()
     filled: tuple[str, ...] = ()
     ctx = mem.context(meter=False)
@@ -113,7 +116,9 @@ def loop_events(
         text = next((text_of(m.get("content")) for m in reversed(messages)
                      if m.get("role") == "user"), "")
         if text.strip():
+            t0 = now_ns()
             done = speculate(speculator or Speculator(), mem, messages, text)
+            trace.fill(done.speculation, t0)
             messages, filled = done.messages, tuple(done.speculation.paged_in)
     mem.meter_request(messages, tools)  # what is sent, fill included
 
@@ -126,7 +131,7 @@ def loop_events(
 
     return _with_fill(_as_sent(run_recall_loop(
         mem, messages, tools, settings_for(call, max_recalls, offer_recall=mode.tool),
-        checked)), filled)
+        checked, trace=trace)), filled)
 
 
 @dataclass(frozen=True, slots=True)

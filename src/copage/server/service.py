@@ -80,6 +80,7 @@ from copage.server.recognise import Ask, Guess, Recent
 from copage.server.request import ChatCall, Message
 from copage.server.transcript import TranscriptIndex, chain, legacy_chain, link
 from copage.server.upstream import Upstream
+from copage.session import trace
 from copage.session.conversations import Conversations
 from copage.session.engine import ClientToolDelta, LoopEnd, RecallServed, TextDelta
 from copage.session.memcache import DEFAULT_SIZE
@@ -251,36 +252,65 @@ class ProxyService:
         Closing the generator (or cancelling its task) before :class:`Finished` rolls
         the turn back (see :meth:`open_turn`). Errors are raised (nothing is stored).
         """
+        t0 = trace.now_ns()
         async with self.open_turn(tenant, call, conversation_id, ask, small=small,
                                   via=via) as turn:
-            if turn.replay is not None:
-                last = last_rq(turn.mem) or {}
-                yield Opened(turn.conversation_id, turn.replay.model or call.model or "", True,
-                             str(last.get("prev") or ""))
-                for delta in replay_events(turn.replay):
-                    yield delta
-                yield Finished(await turn.commit(turn.replay))
-                return
-            model = self.upstream.model_for(call.model, upstream_key)
-            yield Opened(turn.conversation_id, model.name, False, turn.prep.head)
-            latencies: list[float] = []
-            out: Outcome | None = None
+            tr = trace.turn(turn.conversation_id, tenant=tenant, front_end="proxy",
+                            recall_mode=self.mode.name, start_ns=t0)
             try:
-                async with closing(loop_events(turn.mem, model, call,
-                                                self._caller(stream, latencies),
-                                                max_recalls=self.max_recalls, mode=self.mode,
-                                                speculator=self.speculator)) as events:
-                    async for event in events:
-                        if isinstance(event, LoopEnd):
-                            out = outcome_of(event, model, latencies)
-                            break
-                        yield event
-            except Exception as e:
-                self.metrics.inc("copage_upstream_errors_total", kind=type(e).__name__)
+                async for event in self._traced_turn(turn, call, stream, tr, upstream_key):
+                    yield event
+            except BaseException as e:
+                tr.end(stored=False, error=e if isinstance(e, Exception) else None)
                 raise
-            if out is None:
-                raise BadResponse(UPSTREAM, "the recall loop ended without an outcome")
-            yield Finished(await turn.commit(out))
+
+    async def _traced_turn(self, turn: OpenTurn, call: ChatCall, stream: bool,
+                           tr: trace.TurnTrace, upstream_key: str | None = None,
+                           ) -> AsyncIterator[TurnEvent]:
+        """The body of :meth:`turn`, reporting its steps to the turn's trace."""
+        if tr.enabled and turn.prep.evicted is not None:
+            tr.evictions(turn.prep.evicted, turn.mem.evicted, tr.start_ns, cause="request")
+        if turn.replay is not None:
+            last = last_rq(turn.mem) or {}
+            yield Opened(turn.conversation_id, turn.replay.model or call.model or "", True,
+                         str(last.get("prev") or ""))
+            for delta in replay_events(turn.replay):
+                yield delta
+            result = await turn.commit(turn.replay)
+            tr.set(replayed=True)
+            tr.end(stored=False)
+            yield Finished(result)
+            return
+        model = self.upstream.model_for(call.model, upstream_key)
+        yield Opened(turn.conversation_id, model.name, False, turn.prep.head)
+        latencies: list[float] = []
+        out: Outcome | None = None
+        try:
+            async with closing(loop_events(turn.mem, model, call,
+                                            self._caller(stream, latencies),
+                                            max_recalls=self.max_recalls, mode=self.mode,
+                                            speculator=self.speculator,
+                                            trace=tr)) as events:
+                async for event in events:
+                    if isinstance(event, LoopEnd):
+                        out = outcome_of(event, model, latencies)
+                        break
+                    yield event
+        except Exception as e:
+            self.metrics.inc("copage_upstream_errors_total", kind=type(e).__name__)
+            raise
+        if out is None:
+            raise BadResponse(UPSTREAM, "the recall loop ended without an outcome")
+        before, t1 = (turn.mem.evicted, trace.now_ns()) if tr.enabled else ([], 0)
+        turn.prep.trace_id = tr.trace_id
+        result = await turn.commit(out)
+        if tr.enabled:
+            tr.evictions(before, turn.mem.evicted, t1, cause="answer")
+            tr.set(**{"turn.evicted_pages": int(result.stats.get("evicted_pages") or 0),
+                      "turn.recalls": len(out.recalls)})
+            result.stats["trace_id"] = tr.trace_id
+        tr.end(stored=True)
+        yield Finished(result)
 
     def _caller(self, stream: bool, latencies: list[float]) -> Stream:
         """One upstream call as stream events: streamed, or one whole reply as one chunk."""
@@ -540,6 +570,7 @@ class ProxyService:
             check_new(new, mem.config.tool_name, call)
             system = system_change(mem, call, new, override)
             before = mem.stats().to_dict()
+            evicted = tuple(mem.evicted) if trace.active() else None  # for the turn's span
             tx = mem.transaction()
             tx.__enter__()
             if system is not None:  # the request's system messages, joined, are pinned
@@ -550,7 +581,7 @@ class ProxyService:
                     mem.add(m.role, m.text, tool_calls=list(m.tool_calls),
                             tool_call_id=m.tool_call_id, h=h)
             return Prep(mem, tx, lock, created, h, before, mem.stats().to_dict(), new,
-                         call.raw if override is None else ())
+                         call.raw if override is None else (), evicted=evicted)
         except BaseException as e:
             keep = isinstance(e, (Stale, Fork, ProxyError)) and tx is None and not created
             try:

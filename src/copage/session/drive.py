@@ -25,7 +25,7 @@ from typing import Any, TypeVar
 
 T = TypeVar("T")
 
-__all__ = ["SuspendedError", "in_worker", "iterate_sync", "run_sync"]
+__all__ = ["SuspendedError", "in_thread", "in_worker", "iterate_sync", "run_sync"]
 
 
 class SuspendedError(RuntimeError):
@@ -100,6 +100,12 @@ def _in_thread(loop: asyncio.AbstractEventLoop, fn: Callable[..., T], *args: Any
 
     threading.Thread(target=run, name="copage-worker", daemon=True).start()
     return fut
+
+
+async def in_thread(fn: Callable[..., T], *args: Any) -> T:
+    """``fn(*args)`` awaited from a thread of its own (not the loop's executor: a caller
+    that waits there for a conversation's lock must not hold a worker its holder needs)."""
+    return await _in_thread(asyncio.get_running_loop(), fn, *args)
 
 
 @asynccontextmanager

@@ -34,6 +34,7 @@ from copage.memory import PagedMemory
 from copage.session.cap import CALLS_AFTER_CAP, RecallCap, RecallLoopError, Verdict
 from copage.session.report import RecallRecord, UsageSum
 from copage.session.textfilter import CallTextFilter, recall_stub, text_calls
+from copage.session.trace import NULL, TurnTrace, now_ns
 
 __all__ = [
     "CALLS_AFTER_CAP", "Caller", "ClientToolDelta", "LoopEnd", "LoopEvent", "LoopOutcome",
@@ -143,9 +144,9 @@ class _Loop:
     def __init__(
         self, mem: PagedMemory, messages: Sequence[Message], recall_tools: Sequence[Mapping[str, Any]],
         settings: LoopSettings, call: Caller, records: list[RecallRecord] | None,
-        usage: UsageSum | None,
+        usage: UsageSum | None, trace: TurnTrace = NULL,
     ) -> None:
-        self.mem, self.s, self.call = mem, settings, call
+        self.mem, self.s, self.call, self.trace = mem, settings, call, trace
         self.tool = mem.config.tool_name
         self.messages: list[Message] = list(messages)
         self.recall_tools = list(recall_tools) if settings.offer_recall else []
@@ -244,6 +245,7 @@ class _Loop:
                 self.mem.meter_request(request.messages, request.tools, follow_up=True)
             self.sent += 1
             reply: _Reply | None = None
+            t0 = now_ns()
             try:
                 async for ev in self._reply(request):
                     if isinstance(ev, _Reply):
@@ -252,7 +254,11 @@ class _Loop:
                         if isinstance(ev, TextDelta):
                             self.answer.append(ev.text)
                         yield ev
-            except EmptyReply as e:  # the client's parser saw nothing: as Verdict.EMPTY
+            except Exception as e:
+                self.trace.upstream(t0, error=e)
+                if not isinstance(e, EmptyReply):
+                    raise
+                # the client's parser saw nothing: as Verdict.EMPTY
                 if e.response is not None:  # the provider billed it: so does the turn
                     self.usage.add(e.response)
                 if empty:
@@ -261,6 +267,10 @@ class _Loop:
                 continue
             assert reply is not None
             response = reply.response
+            self.trace.upstream(t0, model=response.model or None,
+                                input_tokens=response.usage.prompt_tokens,
+                                output_tokens=response.usage.completion_tokens,
+                                finish_reason=response.finish_reason)
             self.usage.add(response)
             native = list(response.tool_calls)
             found = text_calls(reply.held, self.text_tools, self.tool,
@@ -284,7 +294,7 @@ class _Loop:
                                        client=bool(client))
             if verdict is Verdict.CLIENT:
                 for c in recalls:  # mixed reply: page in now, return the client's calls
-                    yield RecallServed(self.cap.serve(self.mem, c, rnd.allowed, self.tool)[1])
+                    yield RecallServed(self._serve(c, rnd.allowed)[1])
                 yield LoopEnd(self._outcome(response, tuple(client), rnd.capped, empty))
                 return
             if verdict is Verdict.ANSWER:
@@ -302,15 +312,22 @@ class _Loop:
                 # Text around a call-shaped line is the answer; the call was held back
                 # and is refused, never kept.
                 for c in calls:
-                    yield RecallServed(self.cap.serve(self.mem, c, False, self.tool)[1])
+                    yield RecallServed(self._serve(c, False)[1])
                 yield LoopEnd(self._outcome(response, (), rnd.capped, empty))
                 return
             unique = [_unique(c, self.seen, self.usage.calls) for c in calls]
             self.messages.append(assistant_message(reply.emitted.strip(), unique))
             for c in unique:
-                text_out, rec = self.cap.serve(self.mem, c, rnd.allowed, self.tool)
+                text_out, rec = self._serve(c, rnd.allowed)
                 self.messages.append(tool_message(c.id, text_out))
                 yield RecallServed(rec)
+
+    def _serve(self, call: ToolCall, allowed: bool) -> tuple[str, RecallRecord]:
+        """One recall call answered through the cap (traced as a ``copage.recall`` span)."""
+        t0 = now_ns()
+        out = self.cap.serve(self.mem, call, allowed, self.tool)
+        self.trace.recall(out[1], t0)
+        return out
 
     def _outcome(
         self, response: ChatResponse, client: tuple[ToolCall, ...], capped: bool, empty: int
@@ -344,7 +361,7 @@ def _unique(call: ToolCall, seen: set[str], n: int) -> ToolCall:
 def run_recall_loop(
     mem: PagedMemory, messages: Sequence[Message], recall_tools: Sequence[Mapping[str, Any]],
     settings: LoopSettings, call: Caller, *, records: list[RecallRecord] | None = None,
-    usage: UsageSum | None = None,
+    usage: UsageSum | None = None, trace: TurnTrace = NULL,
 ) -> AsyncIterator[LoopEvent]:
     """Run one turn's recall loop; yields :data:`LoopEvent` s, :class:`LoopEnd` last.
 
@@ -359,6 +376,8 @@ def run_recall_loop(
         settings: the loop's settings (cap, forcing, client tools, request fields).
         call: sends one request and streams the reply.
         records, usage: lists to extend (a turn's earlier steps, e.g. ``choose``).
+        trace: the turn's trace (:mod:`copage.session.trace`): each model call and each
+            recall is a child span of it.
 
     Raises:
         ModelError: a model call failed (nothing is rolled back here: the caller's
@@ -366,4 +385,4 @@ def run_recall_loop(
         RecallLoopError: the model kept calling tools after the cap.
         BadResponse: an empty reply twice.
     """
-    return _Loop(mem, messages, recall_tools, settings, call, records, usage).run()
+    return _Loop(mem, messages, recall_tools, settings, call, records, usage, trace).run()

@@ -25,6 +25,7 @@ from copage.llm.types import (
     stream,
 )
 from copage.memory import PagedMemory
+from copage.session import trace
 from copage.session.choose import Chooser, page_in
 from copage.session.engine import (
     CALLS_AFTER_CAP,
@@ -48,6 +49,7 @@ from copage.session.speculate import (
     Speculator,
     with_fill,
 )
+from copage.session.trace import TurnTrace
 
 __all__ = ["CALLS_AFTER_CAP", "PagedChat", "RecallLoopError", "TurnDone", "TurnStream"]
 
@@ -226,18 +228,30 @@ class PagedChat:
         self, user_text: str, force_recall: bool, meta: dict[str, Any], *, streaming: bool
     ) -> AsyncIterator[TurnEvent]:
         async with self._lock:
-            with self.memory.transaction() as mem:
-                user_id = mem.add("user", user_text, **meta)
-                end: _End | None = None
-                events = self._turn(mem, user_text, None, force_recall, streaming, self.mode,
-                                    self.prompt)
-                async for event in events:
-                    if isinstance(event, _End):
-                        end = event
-                    else:
-                        yield event
-                assert end is not None
-                answer_id = mem.add("assistant", end.outcome.text)
+            tr = trace.turn(self.memory.conversation_id, tenant=self.memory.tenant,
+                            front_end="library", recall_mode=self.mode.name)
+            try:
+                with self.memory.transaction() as mem:
+                    user_id = _traced_add(tr, mem, "user", user_text, meta)
+                    end: _End | None = None
+                    events = self._turn(mem, user_text, None, force_recall, streaming,
+                                        self.mode, self.prompt, tr)
+                    async for event in events:
+                        if isinstance(event, _End):
+                            end = event
+                        else:
+                            yield event
+                    assert end is not None
+                    answer_id = _traced_add(tr, mem, "assistant", end.outcome.text,
+                                            {"trace_id": tr.trace_id} if tr.enabled else {})
+            except BaseException as e:
+                tr.end(stored=False, error=e if isinstance(e, Exception) else None)
+                raise
+            tr.text(user_text, end.outcome.text)
+            tr.set(**{"turn.resident_pages": len(mem.resident),
+                      "turn.evicted_pages": len(mem.evicted),
+                      "turn.recalls": len(end.outcome.records)})
+            tr.end(stored=True)
         yield TurnDone(self._report(end, user_id, answer_id, self.mode))
 
     async def ask_probe(
@@ -314,12 +328,14 @@ class PagedChat:
     # ------------------------------------------------------------------ one turn
     async def _turn(
         self, mem: PagedMemory, text: str, question: str | None, force_recall: bool,
-        streaming: bool, mode: RecallMode, style: str,
+        streaming: bool, mode: RecallMode, style: str, tr: TurnTrace = trace.NULL,
     ) -> AsyncIterator[TextDelta | RecallServed | _End]:
         """Speculative page-in, choose, then the recall engine; ``_End`` last."""
         # The fill is planned first (on the evicted set the message arrived with) and
         # shown just before the user's message, after the choose step's page-in.
+        t0 = trace.now_ns()
         spec = self._speculator.page_in(mem, text) if mode.speculative else None
+        tr.fill(spec, t0)
         records: list[RecallRecord] = []
         usage = UsageSum()
         if mode.choose:
@@ -344,7 +360,7 @@ class PagedChat:
         )
         call = self._streamer if streaming else self._completer
         async for event in run_recall_loop(mem, messages, tools, settings, call,
-                                           records=records, usage=usage):
+                                           records=records, usage=usage, trace=tr):
             if isinstance(event, LoopEnd):
                 yield _End(event.outcome, spec)
             elif isinstance(event, TextDelta | RecallServed):
@@ -388,6 +404,17 @@ class PagedChat:
             user_turn_id=user_id, answer_turn_id=answer_id,
             logprobs=tuple(r.logprobs) if r.logprobs is not None else None,
         )
+
+
+def _traced_add(tr: TurnTrace, mem: PagedMemory, role: str, text: str,
+                meta: dict[str, Any]) -> str:
+    """``mem.add``, with the pages it evicted as a ``copage.evict`` span when traced."""
+    if not tr.enabled:
+        return mem.add(role, text, **meta)
+    before, t0 = mem.evicted, trace.now_ns()
+    out = mem.add(role, text, **meta)
+    tr.evictions(before, mem.evicted, t0, cause=role)
+    return out
 
 
 def _check_style(prompt: str) -> str:

@@ -81,7 +81,8 @@ async function openConversation(id) {
   body.replaceChildren();
   for (const p of c.pages) {
     const turns = el("details", {}, el("summary", {}, `${p.first_turn}–${p.last_turn} (${p.n_turns})`),
-      ...p.turns.map((t) => el("div", { className: "turn" }, `${t.role}: ${t.text}`)));
+      ...p.turns.map((t) => el("div", { className: "turn" }, `${t.role}: ${t.text}`,
+        t.trace_id ? el("small", { className: "trace" }, ` trace ${t.trace_id}`) : "")));
     const row = el("tr", { className: "page " + p.state },
       el("td", { className: "id" }, p.id), el("td", { className: "turns" }, turns),
       el("td", { className: "bookmark" }, p.bookmark || ""),

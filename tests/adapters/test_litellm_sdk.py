@@ -1,0 +1,83 @@
+"""copage's hook in LiteLLM's Python SDK (``litellm.callbacks``), with OpenTelemetry traces:
+``litellm.acompletion`` against copage's fake OpenAI server on loopback, in process, so the
+SDK's in-memory span exporter sees the hook's spans."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from typing import Any
+
+import pytest
+
+# LiteLLM fetches its price map at import unless told to use the one it ships (offline)
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+litellm = pytest.importorskip("litellm")
+
+from copage.adapters.litellm import CopageHook
+from copage.llm.fake_server import FakeServer, Reply
+from copage.session.speculate import FILL_HEADER
+
+FACT = "My gym locker code is 4812, keep it in mind."
+QUESTION = "What is my gym locker code again?"
+
+
+def answer(body: dict[str, Any]) -> Reply:
+    last = next(m for m in reversed(body["messages"]) if m["role"] == "user")
+    if "FAIL" in last["content"]:
+        return Reply(status=500, error="upstream down")
+    return Reply(text="noted: " + " ".join(str(last["content"]).split()[:5]))
+
+
+async def settled(hook: CopageHook, key: str, n: int) -> None:
+    """Wait (bounded) for the hook's background success logging to reach ``n``."""
+    for _ in range(200):
+        if hook.counts[key] >= n:
+            return
+        await asyncio.sleep(0.025)
+    raise AssertionError(f"{key} stayed at {hook.counts[key]}, expected {n}")
+
+
+async def turn(up: FakeServer, history: list[dict[str, Any]], text: str, **kw: Any) -> str:
+    messages = [*history, {"role": "user", "content": text}]
+    r = await litellm.acompletion(model="openai/fake-model", api_base=up.url, api_key="sk-up",
+                                  messages=messages, num_retries=0,
+                                  metadata={"copage_conversation": "sdk-1"}, **kw)
+    out = str(r.choices[0].message.content)
+    history += [messages[-1], {"role": "assistant", "content": out}]
+    return out
+
+
+async def test_sdk_callbacks_page_store_and_trace(otel_spans: Any,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    hook = CopageHook("memory://", boundary="fixed_4", resident_pages=2, keywords="heuristic")
+    monkeypatch.setattr(litellm, "callbacks", [hook])
+    history: list[dict[str, Any]] = []
+    with FakeServer(answer) as up:
+        await turn(up, history, FACT)
+        for i in range(1, 12):
+            await turn(up, history, f"Message {i} about trains and the weather.")
+            await settled(hook, "stored", i + 1)
+        with pytest.raises(litellm.exceptions.InternalServerError):
+            await turn(up, list(history), "FAIL: nothing of this is stored.")
+        await settled(hook, "rolled_back", 1)
+        otel_spans.clear()
+        sent = len(up.received)
+        await turn(up, history, QUESTION)
+        await settled(hook, "stored", 13)
+        last = up.received[sent]["messages"]
+    mem = hook.memory("sdk-1")
+    assert [t.text for t in mem.turns] == [m["content"] for m in history]
+    assert "p1" in mem.evicted
+    assert FILL_HEADER in last[-2]["content"] and "4812" in last[-2]["content"]
+    assert not any(m["content"] == FACT for m in last)
+    spans = otel_spans.get_finished_spans()
+    (t,) = [s for s in spans if s.name == "copage.turn"]
+    assert t.attributes["copage.front_end"] == "litellm"
+    assert t.attributes["copage.conversation_id"] == "sdk-1"
+    assert t.attributes["copage.turn.stored"] is True
+    kids = {s.name: s for s in spans if s.parent is not None
+            and s.parent.span_id == t.context.span_id}
+    assert {"copage.page_in", "copage.upstream"} <= set(kids)
+    assert kids["copage.page_in"].attributes["copage.fill.pages"][0] == "p1"
+    assert kids["copage.upstream"].attributes["gen_ai.usage.output_tokens"] == 5
