@@ -5,13 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
 from copage import PagedMemory
 from copage.eval.paraphrase import synthetic_lines
 
 
-@pytest.mark.xfail(strict=True, reason="needs stemming (lead's branch)")
 def test_readme_search_finds_the_allergy_page(tmp_path: Path) -> None:
     # the README's settings, on a SQLite file as there
     mem = PagedMemory(boundary="fixed_10", policy="lru", resident_pages=5,
