@@ -552,11 +552,22 @@ class BookmarkConversation:
                 self._states[paged_in] = self._snapshot(pager)
         return self._states[paged_in]
 
+    def fill_allowance(self, question: str) -> int:
+        """The fill's allowance for ``question``: the plan's :attr:`fill`, or, when the
+        answer is the probe's only call (a speculative mode with no choose call and no
+        recall tool), all that the budget leaves after that call's prompt without the
+        fill: the fill spends the whole budget, as a retrieval baseline does."""
+        if self.tool_kind is not None or self.choose_kind is not None:
+            return self.fill
+        first = self._answer_tokens(self.pager) + self.tokenizer.count(question)
+        return max(self.fill, self.settings.budget - first - FILL_FRAME)
+
     def speculation(self, question: str) -> Speculation:
         """The speculative fill of ``question`` within :attr:`fill` (memoised; it does not
         depend on the trigger or the evidence)."""
         if question not in self._speculated:
-            self._speculated[question] = self.speculator.plan(self.pager, question, self.fill)
+            self._speculated[question] = self.speculator.plan(self.pager, question,
+                                                              self.fill_allowance(question))
         return self._speculated[question]
 
     # ------------------------------------------------------------------ the LLM-free view
@@ -651,9 +662,7 @@ class BookmarkConversation:
         filled = set(spec.paged_in) if spec is not None else set()
         base = self.state()
         needed = self.needed(probe)
-        shown = set(base.visible)
-        for pid in filled:
-            shown.update(self.pager.pages[page_index(pid)].turn_ids)
+        shown = set(base.visible) | set(spec.turns if spec is not None else ())
         missing = tuple(p for p in needed if p in base.evicted and p not in filled)
         evicted_before = tuple(p for p in needed if p in self.pager.evicted)
         credit: float | None = None
@@ -750,7 +759,7 @@ class BookmarkConversation:
         rec = Recorder(model, self.tokenizer, self.settings.budget, parts_of=parts_of)
         async with self.lock:
             chat = PagedChat(self.memory, rec, **self.variant.chat_options(self.settings),
-                             speculative_tokens=self.fill)
+                             speculative_tokens=self.fill_allowance(probe.question))
             record = await chat.ask_probe(probe.question, self.needed(probe), keep_pages=False)
         infos = tuple(RecallInfo(r.tool, r.arguments, r.status, r.page) for r in record.recalls)
         return MethodAnswer(record.answer, tuple(rec.calls), record.needed, record.evicted,
