@@ -49,7 +49,13 @@ def test_fill_respects_its_allowance_and_page_cap() -> None:
 
 def test_fill_threshold_gates_the_first_page_and_relative_the_rest() -> None:
     mem = new_memory()
-    assert Speculator(threshold=5.0, whole=False, unit="pages").plan(mem, QUESTION).paged_in == ()
+    # a question needs threshold x question_factor (0 by default: any match); a statement
+    # needs the threshold itself
+    assert Speculator(threshold=5.0, whole=False, unit="pages").plan(mem, QUESTION).paged_in
+    assert Speculator(threshold=5.0, whole=False, unit="pages", question_factor=1.0).plan(
+        mem, QUESTION).paged_in == ()
+    assert Speculator(threshold=5.0, whole=False, unit="pages").plan(
+        mem, "The dentist in Zurich and my laptop budget.").paged_in == ()
     ranked = Speculator(whole=False, unit="pages").ranked(mem, QUESTION)
     scores = [s for _, s in ranked]
     assert scores == sorted(scores, reverse=True) and ranked[0][0] == Speculator(whole=False, unit="pages").score(mem, QUESTION)[0]
@@ -99,7 +105,7 @@ async def test_fill_keeps_the_prompt_prefix_of_the_next_turn() -> None:
     chat = PagedChat(mem, model, recall_mode="speculative+tool")
     first = await chat.send(QUESTION)
     assert first.speculative and mem.resident == ["p5", "p6"]
-    await chat.send("thanks, and the weather?")
+    await chat.send("thanks, that helps.")  # a statement matching nothing: no fill
     a, b = model.requests[0].messages, model.requests[1].messages
     at = next(i for i, m in enumerate(a) if FILL_HEADER in str(m.get("content")))
     assert b[:at] == a[:at] and b[at] == a[at + 1]  # same prefix; the question follows
@@ -257,7 +263,7 @@ async def test_stats_count_the_turns_with_a_fill_and_keep_them_when_reopened(tmp
     chat = PagedChat(mem, ScriptedModel().reply("one").reply("two"), recall_mode="speculative")
     first = await chat.send(QUESTION)
     assert first.speculative  # the pages it showed
-    await chat.send("thanks, and the weather?")  # no fill
+    await chat.send("thanks, that helps.")  # no fill
     got = mem.stats()
     assert (got.fills, got.fill_pages) == (1, len(first.speculative))
     assert got.speculative_page_ins == 0 and got.to_dict()["fills"] == 1

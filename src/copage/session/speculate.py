@@ -67,18 +67,21 @@ DEFAULT_THRESHOLD = 0.35
 chat, and each fill is new, uncached prompt; 0.35 keeps the median cached-prefix
 share of what is sent at 0.91-0.93 over 300 LoCoMo turns. Kept by the
 leave-one-conversation-out choice of docs/loop.md ("Caching") against 0.45-0.55."""
-DEFAULT_QUESTION_FACTOR = 0.30 / DEFAULT_THRESHOLD
-"""A message that asks something back (the question rule) needs ``threshold`` x this
-(0.30 at the default threshold). Chosen over 1.0 (no question rule), 0.25, 0.2 and 0.15
-by leave-one-conversation-out on LoCoMo and tuning seeds of the synthetic presets
-(docs/loop.md, "The trigger"), with the cost at claude-sonnet-4-5's prices held below
-cached full context's as well as gpt-4o-mini's: at 0.25 one conversation (conv-30) cost
-1.008x cached full context at Sonnet's prices; lower still, the median prefix share of a
-chat falls below 0.9."""
+DEFAULT_QUESTION_FACTOR = 0.0
+"""A message the question rule holds for needs ``threshold`` x this: 0, so a question
+is filled whenever an evicted passage shares a word with it. Before paging started by
+budget (docs/paging-budget.md) a fill on every question of a 40-turn chat cost more
+than cached full context, so questions to the other party needed a strong match
+(0.30 for first-person questions, 0.35 for others: docs/loop.md, "The trigger"). Now
+pages are evicted only from conversations that no longer fit the budget, where a fill
+costs little beside the whole conversation, and a question whose best match is weak
+is still better served by it: on the development conversations 3.9% of LoCoMo
+questions got no fill at 2,048 tokens and none of their evidence (docs/retrieval.md).
+Statements keep ``threshold``."""
 DEFAULT_WHOLE = True
 """Whether a message the question rule holds for is shown every evicted page when they
 all fit the allowance (whatever their scores)."""
-DEFAULT_QUESTION_RULE = "asks_back"
+DEFAULT_QUESTION_RULE = "asks"
 """The question rule (a name of :data:`QUESTION_RULES`)."""
 DEFAULT_TOKENS = 1024
 """Default allowance of a fill, in tokens of its message text."""
@@ -154,18 +157,24 @@ class Speculator:
         whole: a message the question rule holds for sees every evicted page when they
             all fit the allowance and ``pages`` (whatever their scores); None:
             :data:`DEFAULT_WHOLE`.
-        unit: ``passages`` (the default) or ``pages`` (:data:`DEFAULT_UNIT`); with
-            passages, ``pages`` caps the distinct pages shown and ``neighbours`` is
-            not used (a passage already carries its neighbouring turns).
+        unit: ``passages`` or ``pages``; None: ``pages`` when ``neighbours`` is set (a
+            neighbour is a whole page), else :data:`DEFAULT_UNIT`. With passages,
+            ``pages`` caps the distinct pages shown (a passage already carries its
+            neighbouring turns, so ``neighbours`` needs ``pages``).
     """
 
     def __init__(self, threshold: float = DEFAULT_THRESHOLD, neighbours: int = 0, *,
                  tokens: int = DEFAULT_TOKENS, pages: int | None = DEFAULT_PAGES,
                  relative: float = DEFAULT_RELATIVE,
                  question_factor: float | None = None, question_rule: str | None = None,
-                 whole: bool | None = None, unit: str = DEFAULT_UNIT) -> None:
+                 whole: bool | None = None, unit: str | None = None) -> None:
+        if unit is None:
+            unit = "pages" if neighbours else DEFAULT_UNIT
         if unit not in UNITS:
             raise ValueError(f"speculative unit must be one of {', '.join(UNITS)}, got {unit!r}")
+        if unit == "passages" and neighbours:
+            raise ValueError("speculative_neighbours needs unit='pages' (a passage carries its "
+                             "neighbouring turns already)")
         self.unit = unit
         if isinstance(threshold, bool) or not isinstance(threshold, int | float) or threshold < 0:
             raise ValueError(f"speculative_threshold must be a number >= 0, got {threshold!r}")

@@ -348,10 +348,11 @@ class CopageHook(CustomLogger):
                 raise
             return _Turn(tenant, cid, tr, question, view, mem, tx, lock, opened.created)
         except BaseException:
-            convs.discard(tenant, cid)
             try:
                 if created:  # a refused first request leaves no conversation behind
-                    convs.store.delete_conversation(cid, tenant=tenant)
+                    convs.delete(tenant, cid, locked=True)
+                else:
+                    convs.discard(tenant, cid)
             finally:
                 lock.__exit__(None, None, None)
             raise
@@ -442,10 +443,11 @@ class CopageHook(CustomLogger):
 
     def _release(self, turn: _Turn) -> None:
         convs = self.conversations
-        convs.discard(turn.tenant, turn.conversation_id)
         try:
             if turn.created:  # a conversation this failed turn created goes again
-                convs.store.delete_conversation(turn.conversation_id, tenant=turn.tenant)
+                convs.delete(turn.tenant, turn.conversation_id, locked=True)
+            else:
+                convs.discard(turn.tenant, turn.conversation_id)
         finally:
             if turn.lock is not None:
                 turn.lock.__exit__(None, None, None)
