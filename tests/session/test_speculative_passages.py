@@ -65,7 +65,7 @@ def test_a_run_of_turns_crossing_a_page_boundary_is_framed_per_page() -> None:
         mem.add("user" if i % 2 == 0 else "assistant", f"more chatter {i} about football")
     assert "p3" in mem.evicted and "p4" in mem.evicted
     spec = Speculator(threshold=0.0, whole=False).plan(mem, "cousin Ilse Tromso")
-    framed = re.findall(r'<page id="(p\d+)">\n(.*?)\n</page>', spec.text, re.S)
+    framed = re.findall(r'<page id="(p\d+)">\n(.*?)\n</page>', spec.text, re.DOTALL)
     assert framed and all(pid in mem.evicted for pid, _ in framed)
     for pid, body in framed:  # each frame holds turns of its own page only
         page_lines = set(mem.page(pid).text.splitlines())
