@@ -11,7 +11,7 @@ again). Nothing here writes to the store or takes a lock.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -46,6 +46,14 @@ class Hint:
 
     seen: Seen
     start: int | None
+
+
+At = Callable[[PagedMemory | None], "tuple[Message, ...] | None"]
+"""A header-mode request's claim that it continues a named answer (a Responses
+``previous_response_id``), checked under the conversation's lock: given the loaded
+conversation it returns None (continue it) or the messages of a branch (the head moved
+on since the request was routed); given None (the conversation is gone) it raises the
+caller's error."""
 
 
 class Stale(Exception):

@@ -66,6 +66,7 @@ from copage.server.loop import (
 from copage.server.metrics import Metrics
 from copage.server.plan import (
     SMALL,
+    At,
     Fork,
     Hint,
     Stale,
@@ -224,7 +225,7 @@ class ProxyService:
 
     async def chat(self, tenant: str, call: ChatCall, conversation_id: str | None,
                    ask: Ask | None = None, *, small: bool = True, via: str | None = None,
-                   ) -> TurnResult:
+                   at: At | None = None) -> TurnResult:
         """One turn, not streamed: :meth:`turn` consumed whole.
 
         ``conversation_id`` comes from the header (None: recognised from the messages);
@@ -232,7 +233,7 @@ class ProxyService:
         ``via`` names the conversation whose last request's prefix the body continued.
         """
         async with closing(self.turn(tenant, call, conversation_id, ask, small=small,
-                                      via=via)) as events:
+                                      via=via, at=at)) as events:
             async for event in events:
                 if isinstance(event, Finished):
                     return event.result
@@ -240,7 +241,7 @@ class ProxyService:
 
     async def turn(self, tenant: str, call: ChatCall, conversation_id: str | None,
                    ask: Ask | None = None, *, small: bool = True, via: str | None = None,
-                   stream: bool = False) -> AsyncIterator[TurnEvent]:
+                   stream: bool = False, at: At | None = None) -> AsyncIterator[TurnEvent]:
         """One turn as events: :class:`Opened`, the answer's deltas as the engine yields
         them (:func:`copage.server.loop.loop_events`), then :class:`Finished` once the
         turn is committed. The same events make the streamed and the whole response;
@@ -248,9 +249,11 @@ class ProxyService:
 
         Closing the generator (or cancelling its task) before :class:`Finished` rolls
         the turn back (see :meth:`open_turn`). Errors are raised (nothing is stored).
+        ``at`` (header mode) is the request's claim about the conversation's head,
+        checked under its lock (see :data:`copage.server.plan.At`).
         """
         async with self.open_turn(tenant, call, conversation_id, ask, small=small,
-                                  via=via) as turn:
+                                  via=via, at=at) as turn:
             if turn.replay is not None:
                 last = last_rq(turn.mem) or {}
                 yield Opened(turn.conversation_id, turn.replay.model or call.model or "", True,
@@ -304,7 +307,7 @@ class ProxyService:
     @asynccontextmanager
     async def open_turn(self, tenant: str, call: ChatCall, conversation_id: str | None,
                         ask: Ask | None = None, *, small: bool = True, via: str | None = None,
-                        ) -> AsyncIterator[OpenTurn]:
+                        at: At | None = None) -> AsyncIterator[OpenTurn]:
         """Find, lock and prepare the turn's conversation; roll back unless committed.
 
         The block may run the model as a stream (see module docstring): a task
@@ -350,7 +353,7 @@ class ProxyService:
                 lock = await self.locks.acquire(tenant, cid, deadline)
                 try:
                     prep = await self._prepare(lock, tenant, cid, call, ask, guess, override,
-                                               cheap, hint)
+                                               cheap, hint, at)
                 except Stale:
                     if guess is not None and guess.fast:
                         self.recent.discard(tenant, guess.conversation_id)
@@ -468,8 +471,8 @@ class ProxyService:
     async def _prepare(self, lock: AbstractContextManager[Any], tenant: str, cid: str,
                        call: ChatCall, ask: Ask, guess: Guess | None,
                        override: tuple[Message, ...] | None, cheap: bool,
-                       hint: Hint | None = None) -> Prep:
-        args = (lock, tenant, cid, call, ask, guess, override, hint)
+                       hint: Hint | None = None, at: At | None = None) -> Prep:
+        args = (lock, tenant, cid, call, ask, guess, override, hint, at)
         if self.inline and cheap:
             prep = self._prepare_inline(*args)
             if prep is not None:
@@ -493,8 +496,8 @@ class ProxyService:
     # ------------------------------------------- store (thread pool or inline)
     def _prepare_inline(self, lock: AbstractContextManager[Any], tenant: str, cid: str,
                         call: ChatCall, ask: Ask, guess: Guess | None,
-                        override: tuple[Message, ...] | None, hint: Hint | None
-                        ) -> Prep | None:
+                        override: tuple[Message, ...] | None, hint: Hint | None,
+                        at: At | None = None) -> Prep | None:
         """Fast path on the event loop: conversation cached or new (None: use the pool)."""
         # A cold load (O(turns)) goes to the thread pool instead.
         try:
@@ -504,12 +507,12 @@ class ProxyService:
             raise
         if cold:
             return None
-        return self._prepare_locked(lock, tenant, cid, call, ask, guess, override, hint)
+        return self._prepare_locked(lock, tenant, cid, call, ask, guess, override, hint, at)
 
     def _prepare_locked(
         self, lock: AbstractContextManager[Any], tenant: str, cid: str, call: ChatCall,
         ask: Ask, guess: Guess | None, override: tuple[Message, ...] | None,
-        hint: Hint | None = None,
+        hint: Hint | None = None, at: At | None = None,
     ) -> Prep:
         """Load (or create) the conversation and add the new messages; ``lock`` is held.
 
@@ -521,6 +524,8 @@ class ProxyService:
         def create() -> PagerConfig:
             if guess is not None and guess.kind != "new":
                 raise Stale(cid)  # the guessed conversation is gone
+            if at is not None and override is None:
+                at(None)  # the named answer's conversation is gone: the caller's error
             # Validate before creating: a rejected request must leave no row behind.
             first = override if override is not None else call.messages
             config = self._config_for(call)
@@ -530,6 +535,12 @@ class ProxyService:
         try:
             opened = self.conversations.open(tenant, cid, create)
             mem, created = opened.mem, opened.created
+            if at is not None and override is None:
+                # Checked here, under the lock: requests continuing one answer at the
+                # same time all saw it as the latest; all but the first must branch.
+                branch = at(mem)
+                if branch is not None:
+                    raise Fork(branch)
             plan = plan_turn(mem, tenant, cid, call, ask, guess, override, hint,
                              recent=self.recent, window=self.idempotency_window)
             if isinstance(plan, Outcome):
