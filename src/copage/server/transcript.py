@@ -236,23 +236,32 @@ class PostgresIndex:
             self._conn = self._connect()
         return self._conn
 
+    def _execute(self, query: str, args: tuple[Any, ...]) -> Any:
+        """One statement (each is idempotent); once more on a new connection when the
+        server had ended this one while it sat idle (a restart, pg_terminate_backend)."""
+        import psycopg
+
+        with self._mutex:
+            try:
+                cur = self._live().execute(query, args)
+            except psycopg.OperationalError:
+                if not (self._conn.closed or self._conn.broken):
+                    raise
+                cur = self._live().execute(query, args)
+            return cur.fetchall() if cur.description is not None else []
+
     def find(self, tenant: str, heads: Sequence[str]) -> Match | None:
         wanted = sorted({h for h in heads if h})
-        with self._mutex:
-            rows = self._live().execute(
-                "SELECT conversation_id, head FROM copage_proxy_heads "
-                "WHERE tenant = %s AND head = ANY(%s)", (tenant, wanted),
-            ).fetchall()
+        rows = self._execute("SELECT conversation_id, head FROM copage_proxy_heads "
+                             "WHERE tenant = %s AND head = ANY(%s)", (tenant, wanted))
         return _best([(str(c), str(h)) for c, h in rows], heads)
 
     def find_prev(self, tenant: str, prev: str) -> str | None:
-        with self._mutex:
-            row = self._live().execute(_FIND_PREV.format(p="%s"), (tenant, prev)).fetchone()
-        return None if row is None else str(row[0])
+        rows = self._execute(_FIND_PREV.format(p="%s"), (tenant, prev))
+        return None if not rows else str(rows[0][0])
 
     def put(self, tenant: str, conversation_id: str, head: str, prev: str = "") -> None:
-        with self._mutex:
-            self._live().execute(_UPSERT.format(p="%s"), (tenant, conversation_id, head, prev))
+        self._execute(_UPSERT.format(p="%s"), (tenant, conversation_id, head, prev))
 
     def close(self) -> None:
         with self._mutex:
