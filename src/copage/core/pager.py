@@ -650,8 +650,9 @@ class Pager:
             # cap, not by the conversation (index_entries also lists each group's pages).
             lines = [g.bookmark.text for g in self.groups]
             lines += [self.books[i].bookmark.text for i in self._tail_evicted()]
-            self._index_lines = prompt.bookmarks_block(lines, grouped=bool(self.groups),
-                                                       example_range=self._example_range)
+            self._index_lines = prompt.bookmarks_block(
+                lines, grouped=bool(self.groups), example_range=self._example_range,
+                quoted=bool(getattr(self.format, "quotes", False)))
         return self._index_lines
 
     def _tail_evicted(self) -> list[int]:
