@@ -58,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
     from copage.cli.serve import safe_url
     from copage.cli.startup import (
         check_paging,
-        make_store_dir,
+        check_store,
         refuse_open_without_keys,
         store_url,
     )
@@ -69,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
     config = PagerConfig(**paging)
     check_paging(config)
     store = store_url(args.store)
-    make_store_dir(store)
+    check_store(store)
     logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     keys = _keys(args) if args.transport == "http" else {}
