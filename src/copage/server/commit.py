@@ -116,7 +116,7 @@ class Committer:
                 known = prep.raw.known_prefix() if isinstance(prep.raw, Messages) else None
                 if known is not None:
                     self.recent.put(tenant, cid, Seen(known, answer.canonical(), head,
-                                                      prep.head))
+                                                      prep.head, call.who))
                 else:
                     self.recent.discard(tenant, cid)
             except Exception as e:  # noqa: BLE001 - as above

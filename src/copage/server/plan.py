@@ -89,6 +89,8 @@ def plan(mem: PagedMemory, tenant: str, cid: str, call: ChatCall, ask: Ask,
     a branch) or a 409 (header mode, messages unrelated to the conversation).
     """
     head = head_of(mem)
+    if head == GENESIS:  # a new conversation: its chain starts at its caller's own start
+        head = call.start
     rq = last_rq(mem)
     if override is not None:
         return override, head
@@ -98,6 +100,10 @@ def plan(mem: PagedMemory, tenant: str, cid: str, call: ChatCall, ask: Ask,
         if guess.kind == "continue":
             if head != guess.head:
                 raise Stale(cid)
+            if rq is not None and str(rq.get("who") or "") != call.who:
+                # The same exchanges from another end user (identity fields): theirs is
+                # a conversation of its own, never this one.
+                fork(None)
             check_key(rq, ask)
             return call.convert(guess.start), head
         if rq is None or rq.get("prev") != guess.prev:
@@ -122,7 +128,7 @@ def plan(mem: PagedMemory, tenant: str, cid: str, call: ChatCall, ask: Ask,
                 raise Fork(branch(mem, rq, call))
             return call.messages, head  # only new messages: the same ones again
     msgs = call.messages
-    heads = chain(msgs)
+    heads = chain(msgs, call.start)
     for i in range(n - 1, 0, -1):  # exact continuation: the history, then new messages
         if heads[i] == head:
             check_key(rq, ask)

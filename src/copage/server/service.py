@@ -323,7 +323,7 @@ class ProxyService:
         guess: Guess | None = None
         hint: Hint | None = None
         if not header:
-            guess = self.recent.locate(tenant, call.raw, via)
+            guess = self.recent.locate(tenant, call.raw, via, call.who)
         else:
             assert conversation_id is not None
             hint = hint_of(self.recent, tenant, conversation_id, call)
@@ -434,9 +434,9 @@ class ProxyService:
         """Transparent mode without this worker's memory: hash the request, ask the index."""
         def find() -> Guess:
             msgs = call.messages  # validates every message (a 400 names the bad one)
-            heads = chain(msgs)
+            heads = chain(msgs, call.start)
             found = self._find(tenant, msgs, heads)
-            if found is None:  # a conversation stored when system messages were linked
+            if found is None and not call.identity:  # stored when system messages were linked
                 legacy = legacy_chain(msgs)
                 found = None if legacy is None else self._find(tenant, msgs, legacy)
             return found or Guess("new", prev=heads[-1])

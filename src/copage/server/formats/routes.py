@@ -38,7 +38,13 @@ from copage.server.formats import responses as oai
 from copage.server.loop import closing
 from copage.server.plan import At, last_rq
 from copage.server.recognise import RQ, Ask, answer_of, is_retry
-from copage.server.request import ChatCall, Message, check_conversation_id, parse_call
+from copage.server.request import (
+    USER_HEADER,
+    ChatCall,
+    Message,
+    check_conversation_id,
+    parse_call,
+)
 from copage.server.service import SMALL, Finished, Opened, TurnResult
 from copage.server.streaming import ClientGone, EventStreamResponse, Renderer, TurnStream
 from copage.server.transcript import chain
@@ -150,7 +156,8 @@ async def create_response(request: Request) -> Response:
     tenant = _tenant(request)
     data = await _json(request, state)
     req = oai.to_chat(data)
-    call = parse_call(req.chat, max_messages=s.max_messages, max_tools=s.max_tools)
+    call = parse_call(req.chat, max_messages=s.max_messages, max_tools=s.max_tools,
+                      user=request.headers.get(USER_HEADER))
     cid = _header(request)
     at: At | None = None
     if req.previous is not None:
@@ -164,7 +171,8 @@ async def create_response(request: Request) -> Response:
             cid = req.previous.conversation_id
             at = _at(req.previous, call, ask, state.service.idempotency_window)
         else:  # a fork: the history up to that response, then the new input
-            call = parse_call({**req.chat, "messages": route.history}, max_tools=s.max_tools)
+            call = parse_call({**req.chat, "messages": route.history}, max_tools=s.max_tools,
+                              user=request.headers.get(USER_HEADER))
             cid = None
 
     def whole(output: Any, result: TurnResult) -> dict[str, Any]:
@@ -322,7 +330,7 @@ async def create_message(request: Request) -> Response:
     tenant = _anthropic_tenant(request)
     data = await _json(request, state)
     call = parse_call(anthropic.to_chat(data), max_messages=s.max_messages,
-                      max_tools=s.max_tools)
+                      max_tools=s.max_tools, user=request.headers.get(USER_HEADER))
 
     def output_of(opened: Opened) -> anthropic.Output:
         return anthropic.Output(opened.model or call.model or "")
