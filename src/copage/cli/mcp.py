@@ -17,7 +17,8 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "mcp", help="MCP server: paged memory of conversations for MCP clients",
         description="Serve copage's paged conversation memory over the Model Context "
         "Protocol: tools append_turns, list_bookmarks, recall_page, search_pages, "
-        "list_conversations and the resource copage://conversations/{id}/bookmarks. "
+        "list_conversations, delete_conversation and the resource "
+        "copage://conversations/{id}/bookmarks. "
         "Needs the mcp extra: pip install 'copage[mcp]'.",
     )
     p.add_argument("--transport", choices=["stdio", "http"], default="stdio",
