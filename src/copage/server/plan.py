@@ -34,6 +34,7 @@ from copage.server.recognise import (
 )
 from copage.server.request import ChatCall, Message
 from copage.server.transcript import GENESIS, chain, digest
+from copage.server.window import overlapping
 from copage.session.prompts import join_system
 
 #: A request with at most this many messages may be handled on the event loop.
@@ -100,6 +101,15 @@ def plan(mem: PagedMemory, tenant: str, cid: str, call: ChatCall, ask: Ask,
         if guess.kind == "continue":
             if head != guess.head:
                 raise Stale(cid)
+            if guess.window:
+                if overlap(call.messages, mem.turns) != guess.start:
+                    overlapping(tenant, cid, "its window is not the end of that transcript")
+                    fork(None)
+                if mem.config.tool_name in call.tool_names:
+                    # a window that now brings a tool named like the stored conversation's
+                    # recall tool: a guess, not the client's word, so a new conversation
+                    # (its recall tool renamed) rather than a 400
+                    fork(None)
             if rq is not None and str(rq.get("who") or "") != call.who:
                 # The same exchanges from another end user (identity fields): theirs is
                 # a conversation of its own, never this one.

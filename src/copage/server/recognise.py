@@ -60,6 +60,8 @@ class Guess:
     head: str = GENESIS
     prev: str = ""
     fast: bool = False
+    #: ``continue`` found by a trimmed window's last exchange: checked under the lock.
+    window: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -81,6 +81,7 @@ from copage.server.recognise import Ask, Guess, Recent
 from copage.server.request import ChatCall, Message
 from copage.server.transcript import TranscriptIndex, chain, legacy_chain, link
 from copage.server.upstream import Upstream
+from copage.server.window import window_guess
 from copage.session.conversations import Conversations
 from copage.session.engine import ClientToolDelta, LoopEnd, RecallServed, TextDelta
 from copage.session.memcache import DEFAULT_SIZE
@@ -439,6 +440,8 @@ class ProxyService:
             if found is None and not call.identity:  # stored when system messages were linked
                 legacy = legacy_chain(msgs)
                 found = None if legacy is None else self._find(tenant, msgs, legacy)
+            if found is None:  # a client that trims its history: the window's last exchange
+                found = window_guess(self.index, tenant, msgs, call.start)
             return found or Guess("new", prev=heads[-1])
 
         return await self._index(find)
