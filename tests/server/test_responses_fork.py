@@ -85,3 +85,44 @@ def test_continuing_a_deleted_conversation_is_not_found(proxy: Proxy) -> None:
     assert proxy.state.store.list_conversations(tenant="alice") == []
     with pytest.raises(openai.NotFoundError):
         client.responses.retrieve(latest.id)
+
+
+def test_concurrent_continuations_fork_across_two_workers(pg_url: str) -> None:
+    """Two ``copage serve`` processes on one PostgreSQL schema: 10 continuations of one
+    response, sent at once to both, make 10 branches, none holding a sibling's input."""
+    import openai as sdk
+    from proxy_helpers import free_port, spawn_worker
+
+    from copage.llm.fake_server import FakeServer
+    from copage.stores import open_store
+
+    def slow(body: dict[str, Any]) -> Reply:
+        reply = echo(body)
+        reply.delay = 0.3
+        return reply
+
+    with FakeServer(slow) as up:
+        ports = [free_port(), free_port()]
+        procs = [spawn_worker(p, up.url, pg_url) for p in ports]
+        try:
+            def client(i: int) -> sdk.OpenAI:
+                return sdk.OpenAI(base_url=f"http://127.0.0.1:{ports[i % 2]}/v1",
+                                  api_key=KEY_A, max_retries=0, timeout=60)
+
+            root = client(0).responses.create(model="m", input="root")
+            with ThreadPoolExecutor(10) as ex:
+                answers = list(ex.map(lambda i: client(i).responses.create(
+                    model="m", input=f"branch{i}", previous_response_id=root.id), range(10)))
+            assert [a.output_text for a in answers] == [f"echo: branch{i}" for i in range(10)]
+            for body in up.received[1:]:
+                said = [m["content"] for m in body["messages"] if m["role"] == "user"]
+                assert not any(s.startswith("branch") for s in said[:-1]), said
+        finally:
+            for proc in procs:
+                proc.terminate()
+                proc.wait(timeout=30)
+    store = open_store(pg_url)
+    try:
+        assert len(store.list_conversations(tenant="alice")) == 10
+    finally:
+        store.close()
