@@ -448,8 +448,24 @@ class PagedMemory:
         self.pager.meter_request(messages, tools, question, follow_up=follow_up)
 
     def recall(self, page: object = None, *, query: object = None) -> str:
-        """The recall tool: returns the text for the model (errors as text, never raised)."""
+        """The recall tool: pages the page in and returns the text for the model (errors
+        as text, never raised). The same as :meth:`page_in`; :meth:`read_page` only reads."""
         return self.recall_result(page, query=query).text
+
+    def page_in(self, page: object = None, *, query: object = None) -> str:
+        """Page ``page`` (or the evicted page best matching ``query``) back in, as the
+        recall tool does: it becomes resident, counts as a fault and is stored so;
+        returns the framed text the model is given (errors as text, never raised)."""
+        return self.recall(page, query=query)
+
+    def read_page(self, page: object) -> str:
+        """A closed page's text, framed as the recall tool frames it, without paging it
+        in or changing anything (read-only, like MCP's ``recall_page``); ``KeyError``
+        if there is no such page."""
+        from copage.core.prompt import page_block
+
+        pg = self.page(page)
+        return page_block(pg.id, pg.turns)
 
     def recall_result(self, page: object = None, *, query: object = None) -> RecallResult:
         """Like :meth:`recall`, with the status and page id."""

@@ -42,16 +42,28 @@ def test_stores_without_a_file(url: str) -> None:
 
 
 @pytest.mark.parametrize("form", ["sqlite://{dir}/new/a.db", "{dir}/new/a.db"])
-def test_make_store_dir_for_every_sqlite_form(tmp_path: Path, form: str) -> None:
-    make_store_dir(form.format(dir=tmp_path))
-    assert (tmp_path / "new").is_dir()
+def test_a_given_path_in_a_missing_directory_is_an_error(tmp_path: Path, form: str) -> None:
+    """One rule for every command: a path the user gave whose directory does not exist is
+    an error naming the fix, and nothing is created (before: serve and mcp created it)."""
+    with pytest.raises(ValueError, match="directory .*new does not exist; create it first"):
+        make_store_dir(form.format(dir=tmp_path))
+    assert not (tmp_path / "new").exists()
 
 
-def test_copage_mcp_makes_the_directory_of_a_plain_store_path(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A plain path is a SQLite store (``open_store``), so ``copage mcp --store PATH``
-    makes its directory as ``copage serve`` does (before: only for ``sqlite://`` URLs,
-    so a plain path in a new directory failed to open)."""
+def test_the_default_store_directory_is_created(tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    from copage.stores import default_store_url
+
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
+    make_store_dir(default_store_url())
+    assert (tmp_path / "xdg" / "copage").is_dir()
+
+
+def test_copage_mcp_refuses_a_plain_store_path_in_a_missing_directory(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``copage mcp --store PATH`` follows the rule of ``copage conversations``: a typo in
+    the directory is a one-line error and exit 2, and no directory is made."""
     pytest.importorskip("mcp")
     import copage.adapters.mcp as mcp_adapter
     from copage.cli.main import main
@@ -62,8 +74,12 @@ def test_copage_mcp_makes_the_directory_of_a_plain_store_path(
 
     monkeypatch.setattr(mcp_adapter, "create_server", lambda pool, **kw: Quiet())
     db = tmp_path / "new" / "copage.db"
+    assert main(["mcp", "--store", str(db)]) == 2
+    assert not db.parent.exists()
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "does not exist" in err
+    db.parent.mkdir()
     assert main(["mcp", "--store", str(db)]) == 0
-    assert db.parent.is_dir()
 
 
 def test_no_keys_listens_on_loopback_only() -> None:

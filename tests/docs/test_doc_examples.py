@@ -121,6 +121,10 @@ def _copage_command(cwd: Path) -> Path:
 def _run(block: Block, cwd: Path, model_url: str, proxy_url: str) -> str:
     code = block.code.replace(f'"{SPEC}"', f'"{SPEC}@{model_url}"')
     code = code.replace(PROXY_URL, proxy_url)
+    # The MCP example starts this Python's copage; the SDK's minimal environment has no
+    # PYTHONPATH, so here it runs the checkout's through the script on PATH instead.
+    code = code.replace('command=sys.executable, args=[\n    "-m", "copage.cli.main", ',
+                        'command="copage", args=[\n    ')
     # The anthropic SDK's base URL is the proxy's root (it adds /v1/messages itself).
     code = code.replace(PROXY_URL.removesuffix("/v1"), proxy_url.removesuffix("/v1"))
     env = {**os.environ, "OPENAI_BASE_URL": model_url, "OPENAI_API_BASE": model_url,

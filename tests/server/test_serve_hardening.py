@@ -196,12 +196,17 @@ def test_upstream_url_with_query_string(make_proxy: Callable[..., Proxy]) -> Non
     assert "AZURE-SECRET-123" not in str(err.value)
 
 
-def test_startup_line_masks_url_secrets(tmp_path: Path) -> None:
+def test_startup_line_masks_url_secrets(pg_url: str) -> None:
+    # The store is opened before the line is printed (a store that cannot be opened is a
+    # one-line error instead), so it is a real one: PostgreSQL with trust auth ignores
+    # the password the URL carries.
+    store = pg_url.replace("postgresql://postgres@", "postgresql://postgres:STORE-SECRET-456@")
+    assert "STORE-SECRET-456" in store
     port = free_port()
     proc = subprocess.Popen(
         [sys.executable, "-m", "copage.cli.main", "serve", "--upstream",
          "http://127.0.0.1:9/v1?api-version=2024-06-01&api-key=AZURE-SECRET-123", "--store",
-         f"sqlite://{tmp_path / 'x.db'}?password=STORE-SECRET-456", "--port", str(port)],
+         store, "--port", str(port)],
         stderr=subprocess.PIPE, stdout=subprocess.DEVNULL,
     )
     try:
@@ -212,7 +217,7 @@ def test_startup_line_masks_url_secrets(tmp_path: Path) -> None:
         proc.wait(20)
     assert first.startswith("copage serve:"), first
     assert "AZURE-SECRET-123" not in first and "STORE-SECRET-456" not in first, first
-    assert f"sqlite://{tmp_path / 'x.db'}" in first
+    assert "postgresql://postgres:***@127.0.0.1" in first and "schema=" in first, first
 
 
 # ------------------------------------------------------------ 9: NaN, Infinity

@@ -34,13 +34,12 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 
 def run(args: argparse.Namespace) -> int:
-    from copage.cli.startup import store_url
+    from copage.cli.startup import open_checked, store_url
     from copage.session.conversations import Conversations
-    from copage.stores import open_store
     from copage.stores.base import ConversationNotFound
 
     url = store_url(args.store)
-    store: Any = open_store(url)
+    store: Any = open_checked(url)
     try:
         if args.action in ("export", "import"):
             return _transfer(args, store)

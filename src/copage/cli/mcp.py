@@ -17,7 +17,8 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "mcp", help="MCP server: paged memory of conversations for MCP clients",
         description="Serve copage's paged conversation memory over the Model Context "
         "Protocol: tools append_turns, list_bookmarks, recall_page, search_pages, "
-        "list_conversations and the resource copage://conversations/{id}/bookmarks. "
+        "list_conversations, delete_conversation and the resource "
+        "copage://conversations/{id}/bookmarks. "
         "Needs the mcp extra: pip install 'copage[mcp]'.",
     )
     p.add_argument("--transport", choices=["stdio", "http"], default="stdio",
@@ -58,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
     from copage.cli.serve import safe_url
     from copage.cli.startup import (
         check_paging,
-        make_store_dir,
+        check_store,
         refuse_open_without_keys,
         store_url,
     )
@@ -69,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
     config = PagerConfig(**paging)
     check_paging(config)
     store = store_url(args.store)
-    make_store_dir(store)
+    check_store(store)
     logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     keys = _keys(args) if args.transport == "http" else {}

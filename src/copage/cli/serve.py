@@ -102,7 +102,7 @@ def safe_url(url: str) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from copage.cli.startup import check_paging, make_store_dir, refuse_open_without_keys
+    from copage.cli.startup import check_model, check_paging, check_store, refuse_open_without_keys
     from copage.server.settings import build_settings
 
     flags: dict[str, Any] = {k: getattr(args, k, None) for k in FLAGS}
@@ -122,7 +122,9 @@ def run(args: argparse.Namespace) -> int:
     check_paging(PagerConfig(**settings.paging.to_dict()))
     if not settings.client_key:  # with client keys the upstream checks every request
         refuse_open_without_keys(settings.keys, settings.host, "proxy keys")
-    make_store_dir(settings.store)
+    check_store(settings.store)
+    if not settings.client_key:  # (a key the clients send is not known yet)
+        check_model(settings.model, settings.upstream_key)
     logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     target = f"upstream {safe_url(settings.upstream)}" if settings.upstream else \

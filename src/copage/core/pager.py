@@ -595,7 +595,7 @@ class Pager:
             return RecallResult("resident", f"{pid} is already in context (its messages are shown above).", pid)
         self.access(pid, kind="recall")
         self._event("recall", idx, {"status": "paged_in"})
-        return RecallResult("paged_in", prompt.page_block(pid, self.pages[idx].text), pid)
+        return RecallResult("paged_in", prompt.page_block(pid, self.pages[idx].turns), pid)
 
     def _recall_group(self, span: tuple[int, int]) -> RecallResult:
         """Recall of a group's range: page in its evicted page best matching the latest
@@ -617,7 +617,7 @@ class Pager:
         self.access(pid, kind="recall")
         self._event("recall", best, {"status": "paged_in", "group": group.name})
         text = f"From {group.name}, the page that best matches the question:\n"
-        return RecallResult("paged_in", text + prompt.page_block(pid, self.pages[best].text), pid)
+        return RecallResult("paged_in", text + prompt.page_block(pid, self.pages[best].turns), pid)
 
     def _recall_query(self, query: object) -> RecallResult:
         if not isinstance(query, str) or not content_words(query):
@@ -630,7 +630,7 @@ class Pager:
         pid = page_id(best)
         self.access(pid, kind="recall")
         self._event("recall", self._index(pid), {"status": "paged_in", "query": query[:200]})
-        return RecallResult("paged_in", prompt.page_block(pid, self.pages[self._index(pid)].text), pid)
+        return RecallResult("paged_in", prompt.page_block(pid, self.pages[self._index(pid)].turns), pid)
 
     def _recall_error(self, text: str) -> RecallResult:
         self.counters.recall_errors += 1
@@ -672,8 +672,9 @@ class Pager:
             # cap, not by the conversation (index_entries also lists each group's pages).
             lines = [g.bookmark.text for g in self.groups]
             lines += [self.books[i].bookmark.text for i in self._tail_evicted()]
-            self._index_lines = prompt.bookmarks_block(lines, grouped=bool(self.groups),
-                                                       example_range=self._example_range)
+            self._index_lines = prompt.bookmarks_block(
+                lines, grouped=bool(self.groups), example_range=self._example_range,
+                quoted=bool(getattr(self.format, "quotes", False)))
         return self._index_lines
 
     def _tail_evicted(self) -> list[int]:

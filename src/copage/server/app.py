@@ -32,7 +32,7 @@ from copage.server.guard import BrowserGuard
 from copage.server.logs import Redactor, install_redaction
 from copage.server.metrics import Metrics
 from copage.server.recognise import Ask
-from copage.server.request import ChatCall, check_conversation_id, parse_call
+from copage.server.request import USER_HEADER, ChatCall, check_conversation_id, parse_call
 from copage.server.service import ProxyService
 from copage.server.settings import ServeSettings
 from copage.server.streaming import ClientGone, EventStreamResponse, TurnStream
@@ -164,7 +164,8 @@ async def chat_completions(request: Request) -> Response:
             parse_body, text, match)  # a large body: parsed off the event loop
     except BodyError as e:
         raise ProxyError(400, str(e), code="invalid_json") from None
-    call = parse_call(body.data, max_messages=s.max_messages, max_tools=s.max_tools)
+    call = parse_call(body.data, max_messages=s.max_messages, max_tools=s.max_tools,
+                      user=request.headers.get(USER_HEADER))
     via = known.get(body.continues) if body.continues is not None else None
     if call.stream:
         return await _stream(request, state, who, call, cid, small=small, via=via)

@@ -25,7 +25,7 @@ from copage.server.loop import Outcome
 from copage.server.metrics import Metrics
 from copage.server.recognise import RQ, Ask, Recent, Seen, request_info
 from copage.server.request import ChatCall, Message
-from copage.server.transcript import TranscriptIndex, digest, link
+from copage.server.transcript import TranscriptIndex, digest, link, tail_of
 from copage.session.memcache import MemoryCache
 from copage.stores.base import PageStore
 
@@ -110,7 +110,9 @@ class Committer:
         # client's retry would store it twice. The index and caches are lookup aids.
         try:
             try:
-                self.index.put(tenant, cid, head, prep.head)
+                asked = [m for m in prep.new if m.role != "system"]
+                tail = tail_of(asked[-1], answer, call.start) if asked else ""
+                self.index.put(tenant, cid, head, prep.head, tail)
             except Exception as e:  # noqa: BLE001 - the turn is committed: acknowledge it
                 self.metrics.inc("copage_index_errors_total")
                 log.warning("transcript index update failed after a committed turn (%s); "
@@ -121,7 +123,7 @@ class Committer:
                 known = prep.raw.known_prefix() if isinstance(prep.raw, Messages) else None
                 if known is not None:
                     self.recent.put(tenant, cid, Seen(known, answer.canonical(), head,
-                                                      prep.head))
+                                                      prep.head, call.who))
                 else:
                     self.recent.discard(tenant, cid)
             except Exception as e:  # noqa: BLE001 - as above

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -42,9 +43,22 @@ def bad_request(message: str, code: str = "invalid_request", param: str | None =
     return ProxyError(400, message, code=code, param=param)
 
 
+#: A URL in an error's text (an operator reads it in the log; a client never does).
+_URL = re.compile(r"\b[a-z][a-z0-9+.-]*://[^\s'\"()<>,]+", re.IGNORECASE)
+
+
+def client_text(exc: ModelError) -> str:
+    """The failure as a client may read it: ``upstream`` where the SDK names its provider
+    or an address (which upstream the proxy calls, and where, is the operator's to know)."""
+    text = str(exc)
+    if exc.provider and text.startswith(exc.provider + ":"):
+        text = "upstream" + text[len(exc.provider):]
+    return _URL.sub("the upstream", text)
+
+
 def from_model_error(exc: ModelError) -> ProxyError:
     """Map an upstream failure: timeout 504, 429, auth 401, rejected 400, else 502."""
-    msg = f"upstream error: {exc}"
+    msg = f"upstream error: {client_text(exc)}"
     if isinstance(exc, ModelTimeout):
         return ProxyError(504, msg, type="upstream_error", code="upstream_timeout")
     if isinstance(exc, RateLimited):

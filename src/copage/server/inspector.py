@@ -32,7 +32,28 @@ def conversations(store: PageStore, tenant: str, now: float | None = None) -> li
                      and now - c.created_at > EMPTY_HIDDEN_AFTER)]
     infos.sort(key=lambda c: -c.updated_at)
     return [{"id": c.id, "turns": c.turns, "pages": c.pages, "created_at": c.created_at,
-             "updated_at": c.updated_at} for c in infos]
+             "updated_at": c.updated_at,
+             "first_message": _first_message(store, tenant, c.id) if i < TITLED else None}
+            for i, c in enumerate(infos)]
+
+
+#: The most recent conversations whose first message the list shows (each is a load).
+TITLED = 50
+TITLE = 80
+
+
+def _first_message(store: PageStore, tenant: str, cid: str) -> str | None:
+    """The first user message's start, what a person recognises a conversation by (the
+    ids are random); None if it has none or is gone."""
+    try:
+        turns = store.load(cid, tenant=tenant).turns
+    except Exception:  # noqa: BLE001 - deleted meanwhile or unreadable: no title
+        return None
+    text = next((t.text for t in turns if t.role == "user" and t.text.strip()), None)
+    if text is None:
+        return None
+    text = " ".join(text.split())
+    return text if len(text) <= TITLE else text[: TITLE - 1] + "…"
 
 
 def conversation(store: PageStore, tenant: str, conversation_id: str) -> dict[str, Any]:
@@ -72,11 +93,21 @@ def conversation(store: PageStore, tenant: str, conversation_id: str) -> dict[st
                  "page": page_id(e.page_index) if e.page_index is not None else None,
                  "detail": dict(e.detail)} for e in events]
     recalls: dict[int, list[dict[str, Any]]] = defaultdict(list)
+    counts = {"faults": sum(faults.values()), "recalls": 0, "fills": 0, "fill_pages": 0}
     for e, item in zip(events, timeline, strict=True):
         if e.kind == "recall":
             recalls[e.turn_seq + 1].append(item)
+            counts["recalls"] += 1
+        elif e.kind == "speculative" and e.detail.get("paged_in"):
+            # the default mode's fill: pages shown before the question, like a recall
+            recalls[e.turn_seq + 1].append(item)
+            counts["fills"] += 1
+            counts["fill_pages"] += len(e.detail["paged_in"])
     stats = mem.stats().to_dict()  # prompt_cache: the stored meter's count
     return {
+        # counts: from the same events as the page table and the timeline, so the
+        # summary never says "0 faults" beside a page with faults
+        "counts": counts,
         "id": conversation_id, "config": mem.config.to_dict(), "stats": stats,
         "pages": pages, "open_turns": open_turns, "events": timeline,
         "recalls_by_turn": [{"turn": t, "recalls": r} for t, r in sorted(recalls.items())],

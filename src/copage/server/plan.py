@@ -11,7 +11,7 @@ again). Nothing here writes to the store or takes a lock.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,6 +34,7 @@ from copage.server.recognise import (
 )
 from copage.server.request import ChatCall, Message
 from copage.server.transcript import GENESIS, chain, digest
+from copage.server.window import overlapping
 from copage.session.prompts import join_system
 
 #: A request with at most this many messages may be handled on the event loop.
@@ -46,6 +47,14 @@ class Hint:
 
     seen: Seen
     start: int | None
+
+
+At = Callable[[PagedMemory | None], "tuple[Message, ...] | None"]
+"""A header-mode request's claim that it continues a named answer (a Responses
+``previous_response_id``), checked under the conversation's lock: given the loaded
+conversation it returns None (continue it) or the messages of a branch (the head moved
+on since the request was routed); given None (the conversation is gone) it raises the
+caller's error."""
 
 
 class Stale(Exception):
@@ -81,6 +90,8 @@ def plan(mem: PagedMemory, tenant: str, cid: str, call: ChatCall, ask: Ask,
     a branch) or a 409 (header mode, messages unrelated to the conversation).
     """
     head = head_of(mem)
+    if head == GENESIS:  # a new conversation: its chain starts at its caller's own start
+        head = call.start
     rq = last_rq(mem)
     if override is not None:
         return override, head
@@ -90,6 +101,19 @@ def plan(mem: PagedMemory, tenant: str, cid: str, call: ChatCall, ask: Ask,
         if guess.kind == "continue":
             if head != guess.head:
                 raise Stale(cid)
+            if guess.window:
+                if overlap(call.messages, mem.turns) != guess.start:
+                    overlapping(tenant, cid, "its window is not the end of that transcript")
+                    fork(None)
+                if mem.config.tool_name in call.tool_names:
+                    # a window that now brings a tool named like the stored conversation's
+                    # recall tool: a guess, not the client's word, so a new conversation
+                    # (its recall tool renamed) rather than a 400
+                    fork(None)
+            if rq is not None and str(rq.get("who") or "") != call.who:
+                # The same exchanges from another end user (identity fields): theirs is
+                # a conversation of its own, never this one.
+                fork(None)
             check_key(rq, ask)
             return call.convert(guess.start), head
         if rq is None or rq.get("prev") != guess.prev:
@@ -114,7 +138,7 @@ def plan(mem: PagedMemory, tenant: str, cid: str, call: ChatCall, ask: Ask,
                 raise Fork(branch(mem, rq, call))
             return call.messages, head  # only new messages: the same ones again
     msgs = call.messages
-    heads = chain(msgs)
+    heads = chain(msgs, call.start)
     for i in range(n - 1, 0, -1):  # exact continuation: the history, then new messages
         if heads[i] == head:
             check_key(rq, ask)

@@ -60,6 +60,8 @@ class Guess:
     head: str = GENESIS
     prev: str = ""
     fast: bool = False
+    #: ``continue`` found by a trimmed window's last exchange: checked under the lock.
+    window: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,6 +72,7 @@ class Seen:
     answer: list[Any]  # canonical form of the stored answer
     head: str  # chain after the answer (the conversation's head)
     prev: str  # chain through the request (before the answer)
+    who: str = ""  # the request's identity digest (ChatCall.who)
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,12 +150,14 @@ class Recent:
             cids = list(self._buckets.get((tenant, text[:BUCKET]), ()))
             return {self._items[(tenant, c)].known: c for c in cids}
 
-    def locate(self, tenant: str, messages: Sequence[Any], cid: str | None) -> Guess | None:
-        """A transparent-mode guess from the prefix the body continued, or None."""
+    def locate(self, tenant: str, messages: Sequence[Any], cid: str | None, who: str = ""
+               ) -> Guess | None:
+        """A transparent-mode guess from the prefix the body continued, or None (also when
+        the conversation's last request came from another identity ``who``)."""
         if not isinstance(messages, Messages) or messages.matched is None or cid is None:
             return None
         seen = self.get(tenant, cid)
-        if seen is None or seen.known is not messages.matched:
+        if seen is None or seen.known is not messages.matched or seen.who != who:
             return None
         if len(messages) == seen.known.count:
             return Guess("retry", cid, prev=seen.prev, fast=True)
@@ -196,7 +201,7 @@ def request_info(call: ChatCall, ask: Ask, new: Sequence[Message], prev: str,
     time of the turn's commit (what the retry window is measured from)."""
     return {"k": len(new), "nd": new_digest, "prev": prev, "fp": call.fingerprint,
             "key": ask.key or "", "at": at, "finish": finish, "model": model,
-            "usage": list(usage)}
+            "usage": list(usage), "who": call.who}
 
 
 def is_retry(rq: Mapping[str, Any], call: ChatCall, ask: Ask, window: float) -> bool:

@@ -78,6 +78,8 @@ class ChatCall:
     temperature: float | None = None
     max_tokens: int | None = None
     extra: Mapping[str, Any] = field(default_factory=dict)
+    #: Who is asking, when the client says (:func:`identity_of`): "" when it does not.
+    identity: str = ""
 
     @property
     def tool_names(self) -> set[str]:
@@ -100,10 +102,48 @@ class ChatCall:
         import hashlib
 
         fields = [self.model, list(self.tools), self.tool_choice, self.temperature,
-                  self.max_tokens, dict(self.extra)]
+                  self.max_tokens, dict(self.extra), self.identity]
         text = json.dumps(fields, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
                           default=str)
         return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
+    @property
+    def who(self) -> str:
+        """A digest of :attr:`identity` ("" without one): what a stored turn keeps of it."""
+        import hashlib
+
+        if not self.identity:
+            return ""
+        return hashlib.sha256(self.identity.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
+    @property
+    def start(self) -> str:
+        """Where the transcript chain of this caller's conversations starts: the empty
+        chain, or (an identity given) one of that identity's own, so that two users'
+        identical exchanges never hash alike and are never taken for each other's."""
+        return f"who:{self.who}" if self.identity else ""
+
+
+#: The header that names the end user for clients whose body cannot (plain HTTP, any format).
+USER_HEADER = "X-Copage-User"
+#: Body fields that name the end user: Chat Completions' and the Responses API's
+#: ``safety_identifier`` and ``user``; the Messages format's ``metadata.user_id`` is
+#: brought here as ``safety_identifier`` by its parser.
+IDENTITY_FIELDS = ("safety_identifier", "user")
+
+
+def identity_of(data: Mapping[str, Any], header: str | None = None) -> str:
+    """Who a request says it is for: the :data:`USER_HEADER` value, else the first
+    string of :data:`IDENTITY_FIELDS` in the body, else "" (nobody said)."""
+    if header is not None and header.strip():
+        return header.strip()[:256]
+    for name in IDENTITY_FIELDS:
+        value = data.get(name)
+        if isinstance(value, str) and value:
+            return value[:256]
+    return ""
 
 
 def check_conversation_id(value: str) -> str:
@@ -213,10 +253,11 @@ def _number(data: Mapping[str, Any], name: str, kind: type) -> Any:
     return value
 
 
-def parse_call(data: Mapping[str, Any], *, max_messages: int = 0, max_tools: int = 128
-               ) -> ChatCall:
+def parse_call(data: Mapping[str, Any], *, max_messages: int = 0, max_tools: int = 128,
+               user: str | None = None) -> ChatCall:
     """Validate a chat-completions body but its messages (see module docstring); every
-    problem is a 400 naming the field. ``max_messages`` 0: no limit."""
+    problem is a 400 naming the field. ``max_messages`` 0: no limit. ``user``: the
+    :data:`USER_HEADER` value, if sent (see :func:`identity_of`)."""
     model = data.get("model")
     if model is not None and not isinstance(model, str):
         raise bad_request("model must be a string", param="model")
@@ -249,4 +290,5 @@ def parse_call(data: Mapping[str, Any], *, max_messages: int = 0, max_tools: int
         tools=_tools(data.get("tools"), max_tools), tool_choice=choice, stream=bool(stream),
         include_usage=bool(opts.get("include_usage")),
         temperature=_number(data, "temperature", float), max_tokens=max_tokens, extra=extra,
+        identity=identity_of(data, user),
     )

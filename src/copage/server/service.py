@@ -66,6 +66,7 @@ from copage.server.loop import (
 from copage.server.metrics import Metrics
 from copage.server.plan import (
     SMALL,
+    At,
     Fork,
     Hint,
     Stale,
@@ -80,6 +81,7 @@ from copage.server.recognise import Ask, Guess, Recent
 from copage.server.request import ChatCall, Message
 from copage.server.transcript import TranscriptIndex, chain, legacy_chain, link
 from copage.server.upstream import Upstream
+from copage.server.window import window_guess
 from copage.session import trace
 from copage.session.conversations import Conversations
 from copage.session.engine import ClientToolDelta, LoopEnd, RecallServed, TextDelta
@@ -225,7 +227,7 @@ class ProxyService:
 
     async def chat(self, tenant: str, call: ChatCall, conversation_id: str | None,
                    ask: Ask | None = None, *, small: bool = True, via: str | None = None,
-                   upstream_key: str | None = None) -> TurnResult:
+                   upstream_key: str | None = None, at: At | None = None) -> TurnResult:
         """One turn, not streamed: :meth:`turn` consumed whole.
 
         ``conversation_id`` comes from the header (None: recognised from the messages);
@@ -234,7 +236,7 @@ class ProxyService:
         ``upstream_key``: the key the upstream is called with (None: the proxy's own).
         """
         async with closing(self.turn(tenant, call, conversation_id, ask, small=small,
-                                      via=via, upstream_key=upstream_key)) as events:
+                                      via=via, upstream_key=upstream_key, at=at)) as events:
             async for event in events:
                 if isinstance(event, Finished):
                     return event.result
@@ -243,7 +245,7 @@ class ProxyService:
     async def turn(self, tenant: str, call: ChatCall, conversation_id: str | None,
                    ask: Ask | None = None, *, small: bool = True, via: str | None = None,
                    stream: bool = False, upstream_key: str | None = None,
-                   ) -> AsyncIterator[TurnEvent]:
+                   at: At | None = None) -> AsyncIterator[TurnEvent]:
         """One turn as events: :class:`Opened`, the answer's deltas as the engine yields
         them (:func:`copage.server.loop.loop_events`), then :class:`Finished` once the
         turn is committed. The same events make the streamed and the whole response;
@@ -251,10 +253,12 @@ class ProxyService:
 
         Closing the generator (or cancelling its task) before :class:`Finished` rolls
         the turn back (see :meth:`open_turn`). Errors are raised (nothing is stored).
+        ``at`` (header mode) is the request's claim about the conversation's head,
+        checked under its lock (see :data:`copage.server.plan.At`).
         """
         t0 = trace.now_ns()
         async with self.open_turn(tenant, call, conversation_id, ask, small=small,
-                                  via=via) as turn:
+                                  via=via, at=at) as turn:
             tr = trace.turn(turn.conversation_id, tenant=tenant, front_end="proxy",
                             recall_mode=self.mode.name, start_ns=t0)
             try:
@@ -336,7 +340,7 @@ class ProxyService:
     @asynccontextmanager
     async def open_turn(self, tenant: str, call: ChatCall, conversation_id: str | None,
                         ask: Ask | None = None, *, small: bool = True, via: str | None = None,
-                        ) -> AsyncIterator[OpenTurn]:
+                        at: At | None = None) -> AsyncIterator[OpenTurn]:
         """Find, lock and prepare the turn's conversation; roll back unless committed.
 
         The block may run the model as a stream (see module docstring): a task
@@ -352,7 +356,7 @@ class ProxyService:
         guess: Guess | None = None
         hint: Hint | None = None
         if not header:
-            guess = self.recent.locate(tenant, call.raw, via)
+            guess = self.recent.locate(tenant, call.raw, via, call.who)
         else:
             assert conversation_id is not None
             hint = hint_of(self.recent, tenant, conversation_id, call)
@@ -382,7 +386,7 @@ class ProxyService:
                 lock = await self.locks.acquire(tenant, cid, deadline)
                 try:
                     prep = await self._prepare(lock, tenant, cid, call, ask, guess, override,
-                                               cheap, hint)
+                                               cheap, hint, at)
                 except Stale:
                     if guess is not None and guess.fast:
                         self.recent.discard(tenant, guess.conversation_id)
@@ -463,11 +467,13 @@ class ProxyService:
         """Transparent mode without this worker's memory: hash the request, ask the index."""
         def find() -> Guess:
             msgs = call.messages  # validates every message (a 400 names the bad one)
-            heads = chain(msgs)
+            heads = chain(msgs, call.start)
             found = self._find(tenant, msgs, heads)
-            if found is None:  # a conversation stored when system messages were linked
+            if found is None and not call.identity:  # stored when system messages were linked
                 legacy = legacy_chain(msgs)
                 found = None if legacy is None else self._find(tenant, msgs, legacy)
+            if found is None:  # a client that trims its history: the window's last exchange
+                found = window_guess(self.index, tenant, msgs, call.start)
             return found or Guess("new", prev=heads[-1])
 
         return await self._index(find)
@@ -500,8 +506,8 @@ class ProxyService:
     async def _prepare(self, lock: AbstractContextManager[Any], tenant: str, cid: str,
                        call: ChatCall, ask: Ask, guess: Guess | None,
                        override: tuple[Message, ...] | None, cheap: bool,
-                       hint: Hint | None = None) -> Prep:
-        args = (lock, tenant, cid, call, ask, guess, override, hint)
+                       hint: Hint | None = None, at: At | None = None) -> Prep:
+        args = (lock, tenant, cid, call, ask, guess, override, hint, at)
         if self.inline and cheap:
             prep = self._prepare_inline(*args)
             if prep is not None:
@@ -525,8 +531,8 @@ class ProxyService:
     # ------------------------------------------- store (thread pool or inline)
     def _prepare_inline(self, lock: AbstractContextManager[Any], tenant: str, cid: str,
                         call: ChatCall, ask: Ask, guess: Guess | None,
-                        override: tuple[Message, ...] | None, hint: Hint | None
-                        ) -> Prep | None:
+                        override: tuple[Message, ...] | None, hint: Hint | None,
+                        at: At | None = None) -> Prep | None:
         """Fast path on the event loop: conversation cached or new (None: use the pool)."""
         # A cold load (O(turns)) goes to the thread pool instead.
         try:
@@ -536,12 +542,12 @@ class ProxyService:
             raise
         if cold:
             return None
-        return self._prepare_locked(lock, tenant, cid, call, ask, guess, override, hint)
+        return self._prepare_locked(lock, tenant, cid, call, ask, guess, override, hint, at)
 
     def _prepare_locked(
         self, lock: AbstractContextManager[Any], tenant: str, cid: str, call: ChatCall,
         ask: Ask, guess: Guess | None, override: tuple[Message, ...] | None,
-        hint: Hint | None = None,
+        hint: Hint | None = None, at: At | None = None,
     ) -> Prep:
         """Load (or create) the conversation and add the new messages; ``lock`` is held.
 
@@ -553,6 +559,8 @@ class ProxyService:
         def create() -> PagerConfig:
             if guess is not None and guess.kind != "new":
                 raise Stale(cid)  # the guessed conversation is gone
+            if at is not None and override is None:
+                at(None)  # the named answer's conversation is gone: the caller's error
             # Validate before creating: a rejected request must leave no row behind.
             first = override if override is not None else call.messages
             config = self._config_for(call)
@@ -562,6 +570,12 @@ class ProxyService:
         try:
             opened = self.conversations.open(tenant, cid, create)
             mem, created = opened.mem, opened.created
+            if at is not None and override is None:
+                # Checked here, under the lock: requests continuing one answer at the
+                # same time all saw it as the latest; all but the first must branch.
+                branch = at(mem)
+                if branch is not None:
+                    raise Fork(branch)
             plan = plan_turn(mem, tenant, cid, call, ask, guess, override, hint,
                              recent=self.recent, window=self.idempotency_window)
             if isinstance(plan, Outcome):

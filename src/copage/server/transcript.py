@@ -63,6 +63,14 @@ def legacy_chain(messages: Sequence[Message]) -> list[str] | None:
     return out
 
 
+def tail_of(asked: Message, answer: Message, start: str = GENESIS) -> str:
+    """The key of a conversation's last exchange (its request's last message and the
+    answer): a client that trims its history (keeps the system prompt and the last few
+    messages) still sends it, so its window is found by it (``start``: the caller's
+    chain start, so that another identity's exchange never matches)."""
+    return chain([asked, answer], "tail:" + start)[-1]
+
+
 def digest(messages: Sequence[Message]) -> str:
     """The chain over ``messages`` alone (from :data:`GENESIS`): identifies a run of messages."""
     return chain(messages)[-1]
@@ -86,7 +94,13 @@ class TranscriptIndex(Protocol):
         """The conversation whose last turn was asked by the messages chaining to ``prev``."""
         ...
 
-    def put(self, tenant: str, conversation_id: str, head: str, prev: str = "") -> None: ...
+    def find_tail(self, tenant: str, tail: str) -> list[tuple[str, str]]:
+        """Up to two (conversation, head) whose last exchange has the key ``tail``
+        (:func:`tail_of`); two means it is not one conversation's."""
+        ...
+
+    def put(self, tenant: str, conversation_id: str, head: str, prev: str = "",
+            tail: str = "") -> None: ...
 
     def close(self) -> None: ...
 
@@ -108,6 +122,8 @@ class MemoryIndex:
         self._heads: dict[tuple[str, str], tuple[str, str]] = {}
         self._by_head: dict[tuple[str, str], set[str]] = {}
         self._by_prev: dict[tuple[str, str], set[str]] = {}
+        self._tails: dict[tuple[str, str], str] = {}
+        self._by_tail: dict[tuple[str, str], set[str]] = {}
         self._mutex = threading.Lock()
 
     def find(self, tenant: str, heads: Sequence[str]) -> Match | None:
@@ -120,8 +136,20 @@ class MemoryIndex:
             found = self._by_prev.get((tenant, prev))
             return min(found) if found else None
 
-    def put(self, tenant: str, conversation_id: str, head: str, prev: str = "") -> None:
+    def find_tail(self, tenant: str, tail: str) -> list[tuple[str, str]]:
         with self._mutex:
+            found = sorted(self._by_tail.get((tenant, tail), ()))[:2]
+            return [(c, self._heads[(tenant, c)][0]) for c in found]
+
+    def put(self, tenant: str, conversation_id: str, head: str, prev: str = "",
+            tail: str = "") -> None:
+        with self._mutex:
+            old_tail = self._tails.pop((tenant, conversation_id), None)
+            if old_tail is not None:
+                self._by_tail.get((tenant, old_tail), set()).discard(conversation_id)
+            if tail:
+                self._tails[(tenant, conversation_id)] = tail
+                self._by_tail.setdefault((tenant, tail), set()).add(conversation_id)
             old = self._heads.get((tenant, conversation_id))
             if old is not None:
                 self._by_head.get((tenant, old[0]), set()).discard(conversation_id)
@@ -144,9 +172,15 @@ _CREATE = (
 _ADD_PREV = "ALTER TABLE copage_proxy_heads ADD COLUMN {if_not} prev TEXT NOT NULL DEFAULT ''"
 _INDEX_PREV = ("CREATE INDEX IF NOT EXISTS copage_proxy_heads_by_prev "
                "ON copage_proxy_heads (tenant, prev)")
-_UPSERT = ("INSERT INTO copage_proxy_heads (tenant, conversation_id, head, prev) "
-           "VALUES ({p}, {p}, {p}, {p}) ON CONFLICT (tenant, conversation_id) "
-           "DO UPDATE SET head = excluded.head, prev = excluded.prev")
+#: Added later still: the key of the last exchange (:func:`tail_of`).
+_ADD_TAIL = "ALTER TABLE copage_proxy_heads ADD COLUMN {if_not} tail TEXT NOT NULL DEFAULT ''"
+_INDEX_TAIL = ("CREATE INDEX IF NOT EXISTS copage_proxy_heads_by_tail "
+               "ON copage_proxy_heads (tenant, tail)")
+_UPSERT = ("INSERT INTO copage_proxy_heads (tenant, conversation_id, head, prev, tail) "
+           "VALUES ({p}, {p}, {p}, {p}, {p}) ON CONFLICT (tenant, conversation_id) "
+           "DO UPDATE SET head = excluded.head, prev = excluded.prev, tail = excluded.tail")
+_FIND_TAIL = ("SELECT conversation_id, head FROM copage_proxy_heads WHERE tenant = {p} "
+              "AND tail = {p} ORDER BY conversation_id LIMIT 2")
 _FIND_PREV = ("SELECT conversation_id FROM copage_proxy_heads WHERE tenant = {p} AND prev = {p} "
               "ORDER BY conversation_id LIMIT 1")
 
@@ -168,13 +202,15 @@ class SQLiteIndex:
         for stmt in _CREATE:
             self._conn.execute(stmt)
         columns = {r[1] for r in self._conn.execute("PRAGMA table_info(copage_proxy_heads)")}
-        if "prev" not in columns:
-            try:
-                self._conn.execute(_ADD_PREV.format(if_not=""))
-            except sqlite3.OperationalError as e:  # another process added it meanwhile
-                if "duplicate column" not in str(e):
-                    raise
+        for name, add in (("prev", _ADD_PREV), ("tail", _ADD_TAIL)):
+            if name not in columns:
+                try:
+                    self._conn.execute(add.format(if_not=""))
+                except sqlite3.OperationalError as e:  # another process added it meanwhile
+                    if "duplicate column" not in str(e):
+                        raise
         self._conn.execute(_INDEX_PREV)
+        self._conn.execute(_INDEX_TAIL)
 
     def find(self, tenant: str, heads: Sequence[str]) -> Match | None:
         wanted = sorted({h for h in heads if h})
@@ -193,9 +229,16 @@ class SQLiteIndex:
             row = self._conn.execute(_FIND_PREV.format(p="?"), (tenant, prev)).fetchone()
         return None if row is None else str(row[0])
 
-    def put(self, tenant: str, conversation_id: str, head: str, prev: str = "") -> None:
+    def find_tail(self, tenant: str, tail: str) -> list[tuple[str, str]]:
         with self._mutex:
-            self._conn.execute(_UPSERT.format(p="?"), (tenant, conversation_id, head, prev))
+            rows = self._conn.execute(_FIND_TAIL.format(p="?"), (tenant, tail)).fetchall()
+        return [(str(c), str(h)) for c, h in rows]
+
+    def put(self, tenant: str, conversation_id: str, head: str, prev: str = "",
+            tail: str = "") -> None:
+        with self._mutex:
+            self._conn.execute(_UPSERT.format(p="?"),
+                               (tenant, conversation_id, head, prev, tail))
 
     def close(self) -> None:
         with self._mutex:
@@ -211,7 +254,8 @@ class PostgresIndex:
         self._conn: Any = self._connect()
         with self._conn.transaction():
             self._conn.execute("SELECT pg_advisory_xact_lock(7165427890123)")
-            for stmt in (*_CREATE, _ADD_PREV.format(if_not="IF NOT EXISTS"), _INDEX_PREV):
+            for stmt in (*_CREATE, _ADD_PREV.format(if_not="IF NOT EXISTS"), _INDEX_PREV,
+                         _ADD_TAIL.format(if_not="IF NOT EXISTS"), _INDEX_TAIL):
                 self._conn.execute(stmt)
 
     def _connect(self) -> Any:
@@ -236,23 +280,37 @@ class PostgresIndex:
             self._conn = self._connect()
         return self._conn
 
+    def _execute(self, query: str, args: tuple[Any, ...]) -> Any:
+        """One statement (each is idempotent); once more on a new connection when the
+        server had ended this one while it sat idle (a restart, pg_terminate_backend)."""
+        import psycopg
+
+        with self._mutex:
+            try:
+                cur = self._live().execute(query, args)
+            except psycopg.OperationalError:
+                if not (self._conn.closed or self._conn.broken):
+                    raise
+                cur = self._live().execute(query, args)
+            return cur.fetchall() if cur.description is not None else []
+
     def find(self, tenant: str, heads: Sequence[str]) -> Match | None:
         wanted = sorted({h for h in heads if h})
-        with self._mutex:
-            rows = self._live().execute(
-                "SELECT conversation_id, head FROM copage_proxy_heads "
-                "WHERE tenant = %s AND head = ANY(%s)", (tenant, wanted),
-            ).fetchall()
+        rows = self._execute("SELECT conversation_id, head FROM copage_proxy_heads "
+                             "WHERE tenant = %s AND head = ANY(%s)", (tenant, wanted))
         return _best([(str(c), str(h)) for c, h in rows], heads)
 
     def find_prev(self, tenant: str, prev: str) -> str | None:
-        with self._mutex:
-            row = self._live().execute(_FIND_PREV.format(p="%s"), (tenant, prev)).fetchone()
-        return None if row is None else str(row[0])
+        rows = self._execute(_FIND_PREV.format(p="%s"), (tenant, prev))
+        return None if not rows else str(rows[0][0])
 
-    def put(self, tenant: str, conversation_id: str, head: str, prev: str = "") -> None:
-        with self._mutex:
-            self._live().execute(_UPSERT.format(p="%s"), (tenant, conversation_id, head, prev))
+    def find_tail(self, tenant: str, tail: str) -> list[tuple[str, str]]:
+        rows = self._execute(_FIND_TAIL.format(p="%s"), (tenant, tail))
+        return [(str(c), str(h)) for c, h in rows]
+
+    def put(self, tenant: str, conversation_id: str, head: str, prev: str = "",
+            tail: str = "") -> None:
+        self._execute(_UPSERT.format(p="%s"), (tenant, conversation_id, head, prev, tail))
 
     def close(self) -> None:
         with self._mutex:

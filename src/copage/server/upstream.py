@@ -6,11 +6,12 @@ import hashlib
 import time
 from collections import OrderedDict
 from collections.abc import AsyncIterator
-from typing import Any
-from urllib.parse import urlsplit, urlunsplit
+from typing import Any, TypeVar
+from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
 import httpx
 
+from copage.llm.base import NetworkModel
 from copage.llm.errors import ModelError, UpstreamError, error_for_status, redact
 from copage.llm.http_model import HttpChatModel, endpoint
 from copage.llm.transport import Transport, transport_for
@@ -96,18 +97,25 @@ class Upstream:
         assert self.base_url is not None
         base_url = self.base_url
         key = own or self.__key or DUMMY_KEY
+        # The SDKs append their path to base_url as text: a query (Azure's
+        # ?api-version=) must go to them as their default query instead.
+        parts = urlsplit(base_url)
+        url = urlunsplit(parts._replace(query=""))
+        query = dict(parse_qsl(parts.query, keep_blank_values=True))
         if self.api == "responses":
             from copage.llm.responses_model import ResponsesModel
 
-            return ResponsesModel(name, base_url=base_url, api_key=key, timeout=self.timeout,
-                                  max_retries=self.retries)
+            return _with_query(ResponsesModel(name, base_url=url, api_key=key,
+                                              timeout=self.timeout, max_retries=self.retries),
+                               query)
         if self.api == "messages":
             from copage.llm.anthropic_model import AnthropicModel
 
             # the anthropic SDK appends /v1/messages itself
-            root = base_url.removesuffix("/v1")
-            return AnthropicModel(name, base_url=root, api_key=key, timeout=self.timeout,
-                                  max_retries=self.retries)
+            root = url.removesuffix("/v1")
+            return _with_query(AnthropicModel(name, base_url=root, api_key=key,
+                                              timeout=self.timeout, max_retries=self.retries),
+                               query)
         return HttpChatModel(name, base_url=base_url, transport=self.transport, api_key=key,
                              retries=self.retries)
 
@@ -173,6 +181,18 @@ def _fingerprint(key: str | None) -> str:
     """A cache slot's name for a key (its digest: the plaintext stays in the model)."""
     return "" if key is None else hashlib.sha256(key.encode("utf-8", "surrogateescape")
                                                  ).hexdigest()
+
+
+M = TypeVar("M", bound=NetworkModel)
+
+
+def _with_query(model: M, query: dict[str, str]) -> M:
+    """``model`` whose SDK client sends ``query`` with every request."""
+    if query:
+        make = model._make_client
+        model._make_client = lambda: make().with_options(  # type: ignore[method-assign]
+            default_query=query)
+    return model
 
 
 __all__ = ["ModelError", "Upstream"]

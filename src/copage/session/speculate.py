@@ -244,7 +244,7 @@ class Speculator:
         return page_id(match.index), match.score / mass
 
     def _cost(self, pager: PagedView, pid: PageId) -> int:
-        frame = prompt.page_frame(pid, pager.pages[page_index(pid)].text)
+        frame = prompt.page_frame(pid, pager.pages[page_index(pid)].turns)
         cost = self._costs.get(frame)
         if cost is None:
             if len(self._costs) >= _CACHE_MAX:
@@ -417,7 +417,7 @@ def _count(pager: PagedView, text: str) -> int:
 
 def fill_text(pager: PagedView, pages: Sequence[PageId]) -> str:
     """The fill message's text: the header, the pages' frames in page order, the note."""
-    frames = [prompt.page_frame(p, pager.pages[page_index(p)].text)
+    frames = [prompt.page_frame(p, pager.pages[page_index(p)].turns)
               for p in sorted(pages, key=page_index)]
     return "\n\n".join([FILL_HEADER, *frames]) + "\n" + prompt.RECALLED_NOTE
 

@@ -22,7 +22,7 @@ import re
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from typing import Any, cast
 
 import psycopg
@@ -84,17 +84,32 @@ class PostgresStore(SqlStore):
                     (migration.__name__, time.time()),
                 )
 
+    def _live(self, fresh: bool = False) -> psycopg.Connection[Any]:
+        """The store's connection (mutex held): a new one if it is broken or ``fresh``."""
+        if self._conn is None:
+            raise StoreError(f"PostgreSQL store {_redact(self.dsn)} is closed")
+        if fresh or self._conn.broken:
+            self._conn.close()
+            self._conn = self._connect(use_schema=True)
+        return self._conn
+
     @contextmanager
     def _tx(self, write: bool) -> Iterator[Cursor]:
-        with self._mutex:
-            if self._conn is None:
-                raise StoreError(f"PostgreSQL store {_redact(self.dsn)} is closed")
-            if self._conn.broken:
-                self._conn.close()
-                self._conn = self._connect(use_schema=True)
-            conn = self._conn
+        with self._mutex, ExitStack() as stack:
+            # A connection the server ended while it sat idle (a restart, a failover,
+            # pg_terminate_backend) is not known to be dead until used: its BEGIN fails.
+            # Nothing has run then, so the transaction starts again on a new connection.
+            for attempt in (0, 1):
+                conn = self._live(fresh=attempt > 0)
+                try:
+                    stack.enter_context(conn.transaction())
+                    break
+                except psycopg.OperationalError as e:
+                    if attempt or not _dead(conn):
+                        raise StoreError(f"PostgreSQL error ({_redact(self.dsn)}): {e}"
+                                         ) from None
             try:
-                with conn.transaction(), conn.cursor() as cur:
+                with conn.cursor() as cur:
                     if not write:
                         cur.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
                     yield cast(Cursor, cur)
@@ -102,20 +117,21 @@ class PostgresStore(SqlStore):
                 raise StoreError(f"PostgreSQL error ({_redact(self.dsn)}): {e}") from None
 
     def version(self, conversation_id: str, *, tenant: str = "default") -> int | None:
-        """The stored version, or None if absent (one autocommit statement: one round trip)."""
+        """The stored version, or None if absent (one autocommit statement: one round trip;
+        once more on a new connection when the server had ended this one)."""
         with self._mutex:
-            if self._conn is None:
-                raise StoreError(f"PostgreSQL store {_redact(self.dsn)} is closed")
-            if self._conn.broken:
-                self._conn.close()
-                self._conn = self._connect(use_schema=True)
-            try:
-                row = self._conn.execute(
-                    "SELECT version FROM conversations WHERE tenant=%s AND id=%s",
-                    (tenant, conversation_id),
-                ).fetchone()
-            except psycopg.Error as e:
-                raise StoreError(f"PostgreSQL error ({_redact(self.dsn)}): {e}") from None
+            for attempt in (0, 1):
+                conn = self._live(fresh=attempt > 0)
+                try:
+                    row = conn.execute(
+                        "SELECT version FROM conversations WHERE tenant=%s AND id=%s",
+                        (tenant, conversation_id),
+                    ).fetchone()
+                    break
+                except psycopg.Error as e:
+                    if attempt or not _dead(conn):
+                        raise StoreError(f"PostgreSQL error ({_redact(self.dsn)}): {e}"
+                                         ) from None
         return None if row is None else int(row[0])
 
     @contextmanager
@@ -136,14 +152,8 @@ class PostgresStore(SqlStore):
         connection kept for the duration; unlock and return the connection after."""
         key = lock_key(self.schema or "public", tenant, conversation_id)
         with self._mutex:
-            conn = self._idle_lock_conns.pop() if self._idle_lock_conns else None
-        if conn is None or conn.broken:
-            conn = self._connect(use_schema=False)
-        try:
-            row = conn.execute(f"SELECT {function}(%s)", (key,)).fetchone()
-        except psycopg.Error as e:
-            conn.close()
-            raise StoreError(f"cannot take the lock on {conversation_id!r}: {e}") from None
+            idle = self._idle_lock_conns.pop() if self._idle_lock_conns else None
+        conn, row = self._lock_on(idle, function, key, conversation_id)
         # pg_advisory_lock returns void (NULL): reaching here means it was taken
         taken = function == "pg_advisory_lock" or bool(row and row[0])
         try:
@@ -157,6 +167,31 @@ class PostgresStore(SqlStore):
             except psycopg.Error:
                 conn.close()  # ending the session releases its advisory locks
 
+    def _lock_on(self, idle: psycopg.Connection[Any] | None, function: str, key: int,
+                 conversation_id: str) -> tuple[psycopg.Connection[Any], Any]:
+        """Run the lock ``function`` on ``idle`` (or a new connection); once more on a new
+        connection when the server had ended the idle one."""
+        for attempt in (0, 1):
+            conn = idle if idle is not None and not idle.broken and attempt == 0 else (
+                self._connect(use_schema=False))
+            try:
+                return conn, conn.execute(f"SELECT {function}(%s)", (key,)).fetchone()
+            except psycopg.Error as e:
+                dead = _dead(conn) and conn is idle
+                conn.close()
+                if not dead:
+                    raise StoreError(f"cannot take the lock on {conversation_id!r}: {e}"
+                                     ) from None
+                # the others kept idle with it are likely gone too
+                self._drop_idle()
+        raise AssertionError("unreachable: the second attempt returns or raises")
+
+    def _drop_idle(self) -> None:
+        with self._mutex:
+            idle, self._idle_lock_conns = self._idle_lock_conns, []
+        for conn in idle:
+            conn.close()
+
     def close(self) -> None:
         """Close all connections (idempotent)."""
         with self._mutex:
@@ -169,6 +204,11 @@ class PostgresStore(SqlStore):
 
     def __repr__(self) -> str:
         return f"PostgresStore({_redact(self.dsn)!r}, schema={self.schema!r})"
+
+
+def _dead(conn: psycopg.Connection[Any]) -> bool:
+    """Whether a statement failed because the connection is gone (not the statement)."""
+    return conn.closed or conn.broken
 
 
 def lock_key(*parts: str) -> int:

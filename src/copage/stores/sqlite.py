@@ -62,6 +62,9 @@ class SQLiteStore(SqlStore):
             raise StoreError(
                 f"cannot open {self.path}: directory {self.path.parent} does not exist"
             )
+        readonly = _read_only(self.path)
+        if readonly is not None:
+            raise StoreError(readonly)
         self.synchronous = synchronous.upper()
         self._mutex = threading.RLock()
         try:
@@ -79,6 +82,8 @@ class SQLiteStore(SqlStore):
             self._migrate()
         except sqlite3.DatabaseError as e:
             self.close()
+            if "readonly" in str(e) or "read-only" in str(e):
+                raise StoreError(_read_only(self.path, force=True) or str(e)) from None
             raise StoreError(
                 f"{self.path} is not a usable SQLite database ({e}); "
                 "point the store at a new path or a copage database"
@@ -167,3 +172,16 @@ class SQLiteStore(SqlStore):
 
     def __repr__(self) -> str:
         return f"SQLiteStore({str(self.path)!r}, synchronous={self.synchronous!r})"
+
+
+def _read_only(path: Path, *, force: bool = False) -> str | None:
+    """What is wrong when the database cannot be written (a read-only file, or a read-only
+    directory: SQLite writes ``-wal`` and ``-shm`` files beside the database), else
+    None; ``force``: SQLite said so, name the likeliest cause."""
+    fix = "make it writable, or copy the database to a writable directory"
+    if path.exists() and not os.access(path, os.W_OK):
+        return f"{path} is read-only: {fix}"
+    if path.parent.is_dir() and (force or not os.access(path.parent, os.W_OK)):
+        return (f"{path}: directory {path.parent} is read-only (SQLite writes {path.name}-wal "
+                f"and {path.name}-shm beside the database): {fix}")
+    return None

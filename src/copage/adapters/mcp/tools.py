@@ -143,7 +143,7 @@ def recall_page(pool: ConversationPool, tenant: str, conversation: str, page: ob
                     "its only page is p1" if n == 1 else "no page is closed yet")
                 raise ToolInputError(f"there is no page p{(parse_page_arg(page) or 0) + 1} in "
                                      f"{cid!r}: {pages}.") from None
-            return prompt.page_block(pg.id, pg.text)
+            return prompt.page_block(pg.id, pg.turns)
     except ConversationNotFound:
         raise unknown_conversation(pool, tenant, cid) from None
 

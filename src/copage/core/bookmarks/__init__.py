@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterable
 from typing import Protocol, runtime_checkable
 
 from copage.core.keywords.limits import bounded
+from copage.core.prompt import plain_keyword
 from copage.core.registry import Registry, check_options
 from copage.core.text import content_words
 from copage.core.tokens import Tokenizer
@@ -102,7 +103,8 @@ def make_bookmark(
     """
     if isinstance(keywords, str):
         raise TypeError("keywords must be a sequence of strings, not one string")
-    kws = bounded(keywords)
+    # A payload's SYSTEM or PAGE is no keyword: shown, it reads as the prompt's structure.
+    kws = tuple(k for k in (plain_keyword(k) for k in bounded(keywords)) if k)
     if max_tokens is not None:
         kws = _pack(page, kws, fmt, tokenizer, max_tokens)
     text = fmt.render(page, kws)

@@ -15,6 +15,7 @@ from copage.core.bookmarks.sentences import (
     top_sentences,
     truncate_words,
 )
+from copage.core.prompt import plain_keyword, quoted_data
 from copage.core.types import Page
 
 SNIPPET_WORDS = 15
@@ -67,13 +68,16 @@ class SnippetFormat:
 
     name = "snippet"
     keyword_text = staticmethod(keyword_list)
+    #: Its bookmarks quote the conversation: the index frames them as data.
+    quotes = True
 
     def __init__(self, max_words: int = SNIPPET_WORDS) -> None:
         self.max_words = _check_positive("max_words", max_words)
 
     def render(self, page: Page, keywords: tuple[str, ...]) -> str:
         """Keywords plus the sentence with most keyword words, cut to ``max_words``."""
-        snippet = truncate_words(best_snippet(sentences(page.text), keywords), self.max_words)
+        snippet = truncate_words(quoted_data(best_snippet(sentences(page.text), keywords)),
+                                 self.max_words)
         tail = f" | {quote(snippet)}" if snippet else ""
         return f"[{page.id}:{', '.join(keywords)}{tail}]"
 
@@ -92,7 +96,8 @@ class StructuredFormat:
         """Entity fields (empty ones omitted), then the keywords and names not shown already."""
         f = extract_fields(page)
         shown = {v.lower() for v in f.people + f.dates + f.amounts}
-        topics = tuple(dict.fromkeys(k for k in keywords + f.names if k.lower() not in shown))
+        names = tuple(n for n in map(plain_keyword, f.names) if n)
+        topics = tuple(dict.fromkeys(k for k in keywords + names if k.lower() not in shown))
         parts = [
             f"{label}: {', '.join(values)}"
             for label, values in (
@@ -111,6 +116,8 @@ class GistFormat:
 
     name = "gist"
     keyword_text = staticmethod(keyword_list)
+    #: Its bookmarks quote the conversation: the index frames them as data.
+    quotes = True
 
     def __init__(self, max_words: int = GIST_WORDS, sentences: int = GIST_SENTENCES) -> None:
         self.max_words = _check_positive("max_words", max_words)
@@ -119,6 +126,6 @@ class GistFormat:
     def render(self, page: Page, keywords: tuple[str, ...]) -> str:
         """Keywords plus the top sentences by keyword and centroid score, in page order."""
         best = top_sentences(sentences(page.text), keywords, self.sentences)
-        gist = truncate_words(" ".join(best), self.max_words)
+        gist = truncate_words(quoted_data(" ".join(best)), self.max_words)
         tail = f" \u2014 gist: {quote(gist)}" if gist else ""
         return f"[{page.id}:{', '.join(keywords)}{tail}]"

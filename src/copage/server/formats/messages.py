@@ -52,6 +52,9 @@ def to_chat(data: Mapping[str, Any]) -> dict[str, Any]:
             chat[k] = data[k]
     if data.get("stop_sequences") is not None:
         chat["stop"] = data["stop_sequences"]
+    meta = data.get("metadata")
+    if isinstance(meta, Mapping) and isinstance(meta.get("user_id"), str):
+        chat["safety_identifier"] = meta["user_id"]  # who asks (never sent upstream)
     if data.get("tools") is not None:
         chat["tools"] = _tools(data["tools"])
     choice = data.get("tool_choice")

@@ -38,7 +38,7 @@ _TEXT_PARTS = ("input_text", "output_text", "text")
 #: Responses fields that map onto a Chat Completions field of another name.
 _RENAMED = {"max_output_tokens": "max_tokens"}
 _COPIED = ("model", "temperature", "top_p", "parallel_tool_calls", "user", "seed",
-           "stream")
+           "stream", "safety_identifier")
 
 
 @dataclass(frozen=True, slots=True)

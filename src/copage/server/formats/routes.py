@@ -20,6 +20,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from copage.core.types import Turn as StoredTurn
+from copage.memory import PagedMemory
 from copage.server.app import (
     CONV_HEADER,
     INLINE_BODY,
@@ -37,8 +38,15 @@ from copage.server.errors import ProxyError, bad_request
 from copage.server.formats import messages as anthropic
 from copage.server.formats import responses as oai
 from copage.server.loop import closing
+from copage.server.plan import At, last_rq
 from copage.server.recognise import RQ, Ask, answer_of, is_retry
-from copage.server.request import ChatCall, Message, check_conversation_id, parse_call
+from copage.server.request import (
+    USER_HEADER,
+    ChatCall,
+    Message,
+    check_conversation_id,
+    parse_call,
+)
 from copage.server.service import SMALL, Finished, Opened, TurnResult
 from copage.server.streaming import ClientGone, EventStreamResponse, Renderer, TurnStream
 from copage.server.transcript import chain
@@ -88,12 +96,12 @@ async def _run(request: Request, state: ProxyState, who: Caller, turn: Turn,
                output_of: Callable[[Opened], Renderer],
                whole: Callable[[Any, TurnResult], dict[str, Any]],
                error_event: Callable[[ProxyError, Callable[[str], str]], str],
-               name: str) -> Response:
+               name: str, at: At | None = None) -> Response:
     """Run the turn; the streamed or the whole response, rendered by ``output_of``'s renderer."""
     call = turn.call
     events = state.service.turn(who.tenant, call, turn.conversation_id, _ask(request),
                                 small=len(call.raw) <= SMALL, stream=call.stream,
-                                upstream_key=who.upstream_key)
+                                upstream_key=who.upstream_key, at=at)
     if call.stream:
         stream = TurnStream(events, request.receive)
         try:
@@ -152,8 +160,10 @@ async def create_response(request: Request) -> Response:
     tenant = who.tenant
     data = await _json(request, state)
     req = oai.to_chat(data)
-    call = parse_call(req.chat, max_messages=s.max_messages, max_tools=s.max_tools)
+    call = parse_call(req.chat, max_messages=s.max_messages, max_tools=s.max_tools,
+                      user=request.headers.get(USER_HEADER))
     cid = _header(request)
+    at: At | None = None
     if req.previous is not None:
         if cid is not None and cid != req.previous.conversation_id:
             raise ProxyError(400, f"{CONV_HEADER} names another conversation than "
@@ -163,8 +173,10 @@ async def create_response(request: Request) -> Response:
         route = await state.service._run(_route, state, tenant, req.previous, call, ask)
         if route.history is None:
             cid = req.previous.conversation_id
+            at = _at(req.previous, call, ask, state.service.idempotency_window)
         else:  # a fork: the history up to that response, then the new input
-            call = parse_call({**req.chat, "messages": route.history}, max_tools=s.max_tools)
+            call = parse_call({**req.chat, "messages": route.history}, max_tools=s.max_tools,
+                              user=request.headers.get(USER_HEADER))
             cid = None
 
     def whole(output: Any, result: TurnResult) -> dict[str, Any]:
@@ -180,7 +192,7 @@ async def create_response(request: Request) -> Response:
         return outputs[-1].error(error, clean) if outputs else oai.error_event(error, clean)
 
     return await _run(request, state, who, Turn(call, cid), made, whole, error_event,
-                      "responses")
+                      "responses", at)
 
 
 @dataclass(frozen=True, slots=True)
@@ -205,33 +217,55 @@ def _route(state: ProxyState, tenant: str, ref: oai.ResponseId, call: ChatCall, 
     return _locate(state.store, tenant, ref, call, ask, state.service.idempotency_window)
 
 
+def _at(ref: oai.ResponseId, call: ChatCall, ask: Ask, window: float) -> At:
+    """The check, under the conversation's lock, of a request routed to continue it:
+    ``ref`` is still its latest answer (or this is a retry of the turn after it), else
+    the branch to start; the conversation gone: not found, as for an unknown id."""
+    def check(mem: PagedMemory | None) -> tuple[Message, ...] | None:
+        if mem is None:
+            raise oai.not_found(str(ref))
+        rq = last_rq(mem)
+        if rq is not None and oai.point_digest(str(rq.get("prev") or "")) == ref.point:
+            return None
+        return _place(mem, ref, call, ask, window)
+
+    return check
+
+
 def _locate(store: PageStore, tenant: str, ref: oai.ResponseId, call: ChatCall, ask: Ask,
             window: float) -> _Route:
     """Find the response's point in its conversation (see module docstring of
-    :mod:`copage.server.formats.responses`). The latest answer: continue the
-    conversation; the one before it asked again as a retry: the conversation too (the
-    service answers from the store); an older one: a fork."""
+    :mod:`copage.server.formats.responses`)."""
     try:
         mem = read(store, ref.conversation_id, tenant=tenant)
     except ConversationNotFound:
         raise oai.not_found(str(ref)) from None
+    branch = _place(mem, ref, call, ask, window)
+    return _Route(None if branch is None else [_chat_dict(m) for m in branch])
+
+
+def _place(mem: PagedMemory, ref: oai.ResponseId, call: ChatCall, ask: Ask, window: float
+           ) -> tuple[Message, ...] | None:
+    """The latest answer: continue the conversation (None); the one before it asked
+    again as a retry: the conversation too (the service answers from the store); an
+    older one: the messages of a fork."""
     turns = mem.turns
     at = _answer_at(turns, ref)
     if at is None:
         raise oai.not_found(str(ref))
     if at == len(turns) - 1:
-        return _Route(None)
+        return None
     new = call.messages
     last = turns[-1].meta.get(RQ)
     head = str(turns[at].meta.get("h") or "")
     if (isinstance(last, Mapping) and chain(new, head)[-1] == last.get("prev")
             and is_retry(last, call, ask, window)):
-        return _Route(None)
+        return None
     system = [m for m in new if m.role == "system"][:1] or (
         [Message("system", mem.system)] if mem.system is not None else [])
     before = [answer_of(t) for t in turns[: at + 1]]
     rest = [m for m in new if m.role != "system"]
-    return _Route([_chat_dict(m) for m in (*system, *before, *rest)])
+    return (*system, *before, *rest)
 
 
 def _answer_at(turns: Sequence[StoredTurn], ref: oai.ResponseId) -> int | None:
@@ -300,7 +334,7 @@ async def create_message(request: Request) -> Response:
     who = _anthropic_caller(request)
     data = await _json(request, state)
     call = parse_call(anthropic.to_chat(data), max_messages=s.max_messages,
-                      max_tools=s.max_tools)
+                      max_tools=s.max_tools, user=request.headers.get(USER_HEADER))
 
     def output_of(opened: Opened) -> anthropic.Output:
         return anthropic.Output(opened.model or call.model or "")

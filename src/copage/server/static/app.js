@@ -36,8 +36,9 @@ async function loadList(quiet) {
   list.replaceChildren();
   $("no-conversations").hidden = data.conversations.length > 0;
   for (const c of data.conversations) {
-    const li = el("li", { className: "conv" }, c.id,
-      el("small", {}, `${c.turns} turns, ${c.pages} pages`));
+    const when = new Date(c.updated_at * 1000).toLocaleString();
+    const li = el("li", { className: "conv" }, c.first_message || c.id,
+      el("small", {}, `${when}; ${c.turns} turns, ${c.pages} pages; ${c.id}`));
     li.dataset.id = c.id;
     li.onclick = () => openConversation(c.id);
     list.append(li);
@@ -55,9 +56,10 @@ async function openConversation(id) {
     $("conversation").hidden = true; return; }
   $("pick").hidden = true; $("conversation").hidden = false;
   $("conv-title").textContent = c.id;
-  const s = c.stats;
+  const s = c.stats, n = c.counts;
   $("conv-summary").textContent = `${s.turns} turns, ${s.pages} pages (${s.resident.length} ` +
-    `resident, ${s.evicted} evicted), ${s.faults} faults, ${s.hits} hits, ${s.recalls} recalls; ` +
+    `resident, ${s.evicted} evicted), ${n.faults} faults, ${s.hits} hits, ${n.recalls} recalls, ` +
+    `${n.fills} fills (${n.fill_pages} pages); ` +
     `latest request ${s.prompt_tokens} tokens as sent (whole conversation ${s.full_tokens}); ` +
     `${c.config.boundary} / ` +
     `${c.config.policy} / k=${c.config.resident_pages ?? "tokens"}`;
@@ -97,12 +99,13 @@ async function openConversation(id) {
   for (const group of c.recalls_by_turn) {
     const items = group.recalls.map((r) => {
       const d = r.detail || {};
+      if (r.kind === "speculative") return `fill ${(d.paged_in || []).join(", ")}`;
       return `${r.page || "?"} ${d.status || ""}${d.message ? " (" + d.message + ")" : ""}`;
     });
     const li = el("li", { className: "recall-turn" }, `turn ${group.turn}: ${items.join("; ")}`);
     recalls.append(li);
   }
-  if (!c.recalls_by_turn.length) recalls.append(el("li", { className: "hint" }, "no recalls yet"));
+  if (!c.recalls_by_turn.length) recalls.append(el("li", { className: "hint" }, "no recalls or fills yet"));
   const tl = $("timeline");
   tl.replaceChildren();
   for (const e of c.events) {
