@@ -59,6 +59,12 @@ def test_a_conversation_under_4000_tokens_is_never_paged() -> None:
         assert ctx.messages == prompt.turn_messages(mem.pager.turns), i
         assert ctx.tools == [] and not mem.pager.evicted
     assert i > 100 and mem.stats().evictions == 0 and len(mem.pager.pages) >= 10
+    # the same requests as full context: the same cost, caching priced (full context's
+    # cache breakpoint is after its latest assistant message, as the paged request's)
+    pc = mem.stats().prompt_cache
+    assert pc is not None
+    for model, c in pc["cost_usd"].items():
+        assert c["paged_cached"] == pytest.approx(c["full_cached"], rel=1e-9), model
 
 
 def test_past_the_budget_the_resident_pages_stay_within_it() -> None:

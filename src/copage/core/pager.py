@@ -769,7 +769,13 @@ class Pager:
         cost, beside full context's with ``question`` (None: the conversation's latest
         turn is the question)."""
         asked = self.prompt_meter.part_tokens({"role": "user", "content": question}) if question else 0
-        self.prompt_meter.record(messages, tools, self.full_request_tokens() + asked, asked)
+        full = self.full_request_tokens()
+        # the turns after the latest assistant one (the user's new message) are after full
+        # context's cache breakpoint, as they are after the paged request's
+        last = next((i for i in range(len(self.turns) - 1, -1, -1)
+                     if self.turns[i].role == "assistant"), -1)
+        tail = sum(self._full_parts[last + 1:])
+        self.prompt_meter.record(messages, tools, full + asked, asked, tail)
         self._state_dirty = True  # the meter is in the snapshot
 
     def full_request_tokens(self) -> int:

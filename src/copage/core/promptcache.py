@@ -183,15 +183,20 @@ class PromptMeter:
         # its tokens reach the model's minimum.
         self._entries: deque[tuple[int, str, int]] = deque(maxlen=ENTRIES)
         self._last_history = 0  # full context: tokens of the previous request's history
+        # ... and of its cache breakpoint prefix (the history up to its latest assistant
+        # message: Anthropic's cache entry)
+        self._last_stable = 0
 
     def part_tokens(self, message: Mapping[str, Any]) -> int:
         """Tokens of one message as the meter renders it (its part of a request)."""
         return self.tokenizer.count(request_parts([message], [])[0])
 
     def record(self, messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]],
-               full: int, question: int) -> None:
+               full: int, question: int, tail: int = 0) -> None:
         """Count one request: the paged prompt as sent, and a full-context prompt of
-        ``full`` tokens whose last ``question`` tokens are not history."""
+        ``full`` tokens whose last ``question`` tokens are not history and whose ``tail``
+        tokens before them follow its latest assistant message (the user's new message:
+        history, but after the cache breakpoint, as in the paged request)."""
         parts = request_parts(messages, tools)
         known = {p: self._known.get(p) or (self.tokenizer.count(p), _digest(p)) for p in parts}
         counts = {p: c for p, (c, _) in known.items()}
@@ -216,7 +221,9 @@ class PromptMeter:
             self._entries.append((last + 1, _digest("".join(keys[:last + 1])), stable))
         self._last, self._known, self._last_digests = parts, known, keys
         full_prefix = min(self._last_history, full)
+        full_entry = min(self._last_stable, full)
         self._last_history = full - question
+        self._last_stable = full_stable = max(0, full - question - tail)
         self.requests += 1
         micro = round(prefix * 1_000_000 / tokens) if tokens else 1_000_000
         self._micro.append(micro)
@@ -236,9 +243,13 @@ class PromptMeter:
             else:
                 c["paged_cached"] += request_cost(model, tokens, prefix)
             c["full"] += full * price.input / 1e6
-            # full context: the breakpoint after its history (all but the question); its
+            # full context: the breakpoint after its latest assistant message, as the paged
+            # request's (OpenAI: its whole history repeats); its
             # history only grows, so the previous request's history is its cache entry
-            c["full_cached"] += request_cost(model, full, full_prefix, full - question)
+            if price.provider == "anthropic":
+                c["full_cached"] += request_cost(model, full, full_entry, full_stable)
+            else:
+                c["full_cached"] += request_cost(model, full, full_prefix)
 
     def _matching_entries(self, keys: Sequence[str], end: int) -> list[tuple[int, int]]:
         """(parts, tokens) of the kept cache entries that the request (its parts'
@@ -269,6 +280,7 @@ class PromptMeter:
             "last": list(self._last_digests),
             "entries": [list(e) for e in self._entries],
             "last_history": self._last_history,
+            "last_stable": self._last_stable,
         }
 
     @classmethod
@@ -291,6 +303,7 @@ class PromptMeter:
         meter._last_digests = [str(d) for d in data.get("last") or ()]
         meter._entries.extend((int(n), str(d), int(t)) for n, d, t in data.get("entries") or ())
         meter._last_history = int(data.get("last_history", 0))
+        meter._last_stable = int(data.get("last_stable", meter._last_history))
         return meter
 
     def summary(self) -> dict[str, Any]:
