@@ -13,7 +13,8 @@ gpt-4o-mini, claude-haiku-4-5 and claude-sonnet-4-5 prices.
 For each paging setting it prints, per price, the worst ratio of copage's cumulative
 cost to full context's over every length from ``--from`` to ``--turns`` turns (the
 costs of the requests sent within the first n turns), the length where it is worst
-and the ratio at the last length; then the turn of the first eviction, the
+and the ratio at the last length ("= 1": never above 1, as while nothing is evicted
+the requests are full context's, to 1e-9); then the turn of the first eviction, the
 conversation's tokens then, the evictions, the turns with a fill, and ``kept``: the
 mean share of the conversation's turns that a request shows (resident and open
 pages; the fill not counted), over the requests after the first eviction.
@@ -172,16 +173,20 @@ def main() -> None:
                     help="LoCoMo files, then settings (default: default)")
     ap.add_argument("--turns", type=int, default=10_000)
     ap.add_argument("--from", dest="lo", type=int, default=10)
+    ap.add_argument("--start", type=int, default=0,
+                    help="begin with this conversation (0-based; a check of the order)")
     args = ap.parse_intermixed_args()
     files = [f for f in args.items if f.endswith(".json")]
     names = [s for s in args.items if not s.endswith(".json")] or ["default"]
     convs = [c.turns for f in files for c in load_dataset(f, seed=0).conversations]
+    convs = convs[args.start % len(convs):] + convs[:args.start % len(convs)]
     chat = long_chat(convs, args.turns)
     print(f"{len(chat)} turns ({len(convs)} LoCoMo conversations concatenated, cycled), "
-          f"a request per user message through PagedChat (default recall mode); "
+          f"from conversation {args.start}, a request per user message through PagedChat "
+          f"(default recall mode); "
           f"worst cumulative cost ratio copage / full context (cached) over lengths "
           f"{args.lo}..{len(chat)} turns")
-    print(f"{'setting':16s} " + " ".join(f"{m + ' worst@n (last)':>34s}" for m in MODELS)
+    print(f"{'setting':16s} " + " ".join(f"{m + ' worst@n (last)':>30s}" for m in MODELS)
           + f" {'1st evict':>9s} {'tokens':>7s} {'evictions':>9s} {'filled':>6s} {'kept':>5s}"
           f" {'s':>5s}")
     for name in names:
@@ -189,8 +194,9 @@ def main() -> None:
         cells = []
         for m in MODELS:
             w, at, last = worst(r, m, args.lo)
-            cells.append(f"{w:.3f}@{at} ({last:.3f})")
-        print(f"{name:16s} " + " ".join(f"{c:>34s}" for c in cells)
+            # exactly 1 while nothing is evicted (the same requests): shown as "= 1"
+            cells.append(("= 1" if w <= 1 + 1e-9 else f"{w:.4f}@{at}") + f" ({last:.3f})")
+        print(f"{name:16s} " + " ".join(f"{c:>30s}" for c in cells)
               + f" {r.first_eviction or '-':>9} {r.tokens_then:7d} {r.evictions:9d}"
               f" {r.filled:6d} {r.kept:5.2f} {r.seconds:5.0f}", flush=True)
 

@@ -18,10 +18,15 @@ the prompt-cache measurement of docs/loop.md, "Caching")."""
 DEFAULT_BUDGET_TOKENS = 48_000
 """The default paging (neither ``resident_pages`` nor ``resident_tokens`` given): nothing
 is evicted while the resident closed pages hold at most this many tokens. Chosen by the
-cost measurement of docs/paging-budget.md (``bench/bench_budget_cost.py``)."""
-DEFAULT_BUDGET_FLOOR = 8_000
+cost measurement of docs/paging-budget.md (``bench/bench_budget_cost.py``): with caching
+priced at gpt-4o-mini, claude-haiku-4-5 and claude-sonnet-4-5 prices, copage's cumulative
+cost stays at most full context's at every length from 10 to 10,000 LoCoMo turns, with
+room for a whole fill on the turn of the first eviction batch (32,000 and 40,000 passed
+the measurement without that room)."""
+DEFAULT_BUDGET_FLOOR = 2_000
 """Past ``budget_tokens``, pages are evicted at once until the resident ones hold at
-most this many tokens (docs/paging-budget.md)."""
+most this many tokens: the batch's request, written to the cache whole, must cost no
+more than full context's cached one (docs/paging-budget.md)."""
 DEFAULT_KEYWORDS = "askable"
 DEFAULT_FORMAT = "compact"
 """``[p3: kw kw]`` (``minimal``, the paper's ``[p3:kw, kw]``, before the measurement of
