@@ -14,7 +14,8 @@ For each paging setting it prints, per price, the worst ratio of copage's cumula
 cost to full context's over every length from ``--from`` to ``--turns`` turns (the
 costs of the requests sent within the first n turns), the length where it is worst
 and the ratio at the last length ("= 1": never above 1, as while nothing is evicted
-the requests are full context's, to 1e-9); then the turn of the first eviction, the
+the requests are full context's, to 1e-9), preceded by the cost ratio of the first
+eviction batch's request alone (the margin: the one request that may cost more); then the turn of the first eviction, the
 conversation's tokens then, the evictions, the turns with a fill, and ``kept``: the
 mean share of the conversation's turns that a request shows (resident and open
 pages; the fill not counted), over the requests after the first eviction.
@@ -88,7 +89,7 @@ class Run:
     paged: dict[str, list[float]]  # model -> cumulative copage cost after each request
     full: dict[str, list[float]]  # model -> cumulative full-context cost
     first_eviction: int | None  # the turn (1-based) whose request was the first paged
-    tokens_then: int  # full context's tokens at that request
+    tokens_then: int  # full context's tokens in that request
     evictions: int
     filled: int
     kept: float  # mean share of the chat's turns shown (resident + open), once paging
@@ -116,7 +117,7 @@ def run(chat: Sequence[ChatTurn], settings: dict[str, Any]) -> Run:
     paged: dict[str, list[float]] = {m: [] for m in MODELS}
     full: dict[str, list[float]] = {m: [] for m in MODELS}
     first, tokens_then, filled, shown, shown_n = None, 0, 0, 0.0, 0
-    i = 0
+    i, last = 0, (0, 0)
     while i < len(chat):
         turn = chat[i]
         meta = {"speaker": turn.speaker, "timestamp": turn.timestamp, "session": turn.session}
@@ -131,13 +132,15 @@ def run(chat: Sequence[ChatTurn], settings: dict[str, Any]) -> Run:
         model.requests.clear()  # only the meter's figures are needed
         filled += bool(report.speculative)
         pager = mem.pager
-        if pager.evicted and first is None:
-            first, tokens_then = i + 1, pager.full_request_tokens()
+        sent, full_now = meter.prompt_tokens - last[0], meter.full_tokens - last[1]
+        if sent != full_now and first is None:  # not full context's request: paged
+            first, tokens_then = i + 1, full_now
         if first is not None:
             shown_turns = sum(len(pager.pages[page_index(p)].turns) for p in pager.resident)
             shown += (shown_turns + len(pager.open_turns)) / len(pager.turns)
             shown_n += 1
         i += 2 if answered else 1
+        last = (meter.prompt_tokens, meter.full_tokens)
         turns_at.append(i)
         for m in MODELS:
             paged[m].append(meter.cost[m]["paged_cached"])
@@ -150,6 +153,7 @@ def worst(r: Run, model: str, lo: int) -> tuple[float, int, float]:
     """(worst ratio, its length, ratio at the last length) of cumulative copage to full
     cost over every length n >= ``lo`` turns (requests sent within the first n turns)."""
     best = (0.0, 0)
+    lo = max(lo, 1)
     last = 0.0
     j = -1
     n_max = r.turns_at[-1]
@@ -196,6 +200,11 @@ def main() -> None:
             w, at, last = worst(r, m, args.lo)
             # exactly 1 while nothing is evicted (the same requests): shown as "= 1"
             cells.append(("= 1" if w <= 1 + 1e-9 else f"{w:.4f}@{at}") + f" ({last:.3f})")
+            if r.first_eviction is not None:  # the margin: the first batch's request alone
+                j = r.turns_at.index(next(t for t in r.turns_at if t > r.first_eviction - 1))
+                one = ((r.paged[m][j] - r.paged[m][j - 1]) / (r.full[m][j] - r.full[m][j - 1])
+                       if j else 1.0)
+                cells[-1] = f"{one:.2f} " + cells[-1]
         print(f"{name:16s} " + " ".join(f"{c:>30s}" for c in cells)
               + f" {r.first_eviction or '-':>9} {r.tokens_then:7d} {r.evictions:9d}"
               f" {r.filled:6d} {r.kept:5.2f} {r.seconds:5.0f}", flush=True)
