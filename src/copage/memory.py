@@ -23,7 +23,8 @@ from copage.core.types import Bookmark, Page, PageId, ToolCall, Turn, page_id, p
 from copage.stores.base import ConversationExists, ConversationNotFound, PageStore, StoreError
 
 ROLES = ("user", "assistant", "tool", "system")
-_SETTINGS = ("boundary", "policy", "resident_pages", "resident_tokens", "keywords",
+_SETTINGS = ("boundary", "policy", "resident_pages", "resident_tokens", "budget_tokens",
+             "budget_floor", "keywords",
              "n_keywords", "bookmark_tokens", "bookmark_format", "tokenizer", "tool_name", "recall_by_query",
              "index", "index_tokens", "group_by", "group_pages", "evict_batch")
 
@@ -97,7 +98,8 @@ class PagedMemory:
         create: False to only open an existing conversation (``ConversationNotFound``
             if it is absent) instead of creating it.
         **settings: any :class:`PagerConfig` field (``boundary``, ``policy``,
-            ``resident_pages`` or ``resident_tokens``, ``keywords``, ``n_keywords``,
+            ``budget_tokens`` (the default paging), ``resident_pages`` or
+            ``resident_tokens``, ``keywords``, ``n_keywords``,
             ``bookmark_format``, ...).
     """
 

@@ -32,7 +32,8 @@ def drive(mem: PagedMemory, start: int, stop: int) -> None:
 @pytest.mark.parametrize(("turns", "keywords"), [(300, "contrast"), (1000, "contrast"),
                                                  (10_000, "heuristic")])
 def test_index_fits_its_cap_at_any_length(turns: int, keywords: str) -> None:
-    cfg = PagerConfig(keywords=keywords)
+    # paged by page count (the paper's k = 4), so that the index fills from the start
+    cfg = PagerConfig(keywords=keywords, resident_pages=4)
     assert cfg.index == "grouped" and cfg.index_tokens == 512  # the library default
     pager = Pager(cfg)
     most = 0
@@ -52,7 +53,7 @@ def test_index_fits_its_cap_at_any_length(turns: int, keywords: str) -> None:
 
 
 def test_flat_index_is_the_papers() -> None:
-    pager = Pager(PagerConfig(index="flat"))
+    pager = Pager(PagerConfig(index="flat", resident_pages=4))
     for i in range(1000):
         pager.add(Turn(f"t{i}", "user" if i % 2 == 0 else "assistant", line(i)))
     assert not pager.groups
@@ -64,7 +65,7 @@ def test_index_changes_only_in_batches_and_at_page_closes() -> None:
     # Group lines change only when a batch regroups; page lines only on a turn that
     # closes a page (the new eviction's line, stale bookmarks refreshed): that turn's
     # request changes anyway, since the oldest resident page leaves the messages.
-    pager = Pager(PagerConfig())
+    pager = Pager(PagerConfig(resident_pages=4))  # paged from the fifth page on
     before = pager.bookmark_index().split("\n")
     regroups = closes = 0
     for i in range(2000):
@@ -84,7 +85,7 @@ def test_index_changes_only_in_batches_and_at_page_closes() -> None:
 
 
 def test_recall_of_a_group_pages_in_its_best_page() -> None:
-    mem = PagedMemory(boundary="fixed_4", index_tokens=64, group_pages=4)
+    mem = PagedMemory(boundary="fixed_4", resident_pages=4, index_tokens=64, group_pages=4)
     drive(mem, 0, 10)
     mem.add("user", "The Zanzibar ferry leaves at noon from pier seven.")  # page 3
     drive(mem, 11, 200)

@@ -104,7 +104,9 @@ def chat(mem: PagedMemory, turns: int) -> list[float]:
 
 
 def test_prefix_share_and_costs_in_stats() -> None:
-    mem = PagedMemory()  # library defaults: fixed_10, lru, k=4
+    # paged by page count (fixed_10, lru, k=4, batches of 2: the default before paging by
+    # budget), so that 300 short turns are paged
+    mem = PagedMemory(resident_pages=4)
     # pages of 10 turns (5 requests): the first eviction comes when page k + 1 closes
     first = 5 * (mem.config.resident_pages + 1)  # type: ignore[operator]
     assert mem.stats().prompt_cache == {
@@ -137,7 +139,8 @@ def test_prefix_share_and_costs_in_stats() -> None:
 
 
 def test_eviction_batches_keep_more_of_the_prefix() -> None:
-    one, two = PagedMemory(evict_batch=1), PagedMemory()  # the default batch is 2
+    # paged by page count (k = 4), one page at a time or in the default batches of 2
+    one, two = PagedMemory(evict_batch=1, resident_pages=4), PagedMemory(resident_pages=4)
     assert one.config.evict_batch == 1 and two.config.evict_batch == 2
     shares = [statistics.fmean(chat(mem, 300)) for mem in (one, two)]
     assert shares[1] > shares[0] + 0.03

@@ -364,11 +364,12 @@ def test_agents_sdk_default_responses_model_through_the_proxy(proxy: Proxy) -> N
 # ------------------------------------------------------------------ 100 turns
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_hundred_turns_at_default_paging(make_proxy: Callable[..., Proxy], fmt: str) -> None:
-    """A 100-turn conversation at the proxy's default paging, through each client format:
+    """A 100-turn conversation paged by page count (4 resident: the default before paging
+    by budget, which leaves these 3,000 tokens unpaged), through each client format:
     pages are evicted, the upstream sees bookmarks, a recall brings a page back."""
     from copage.core.config import PagerConfig
 
-    proxy = make_proxy(paging=PagerConfig(), store="sqlite")
+    proxy = make_proxy(paging=PagerConfig(resident_pages=4), store="sqlite")
     c = Client(proxy, fmt, stream=fmt == "responses-prev")
     for i in range(100):
         assert c.say(f"Note {i}: the code word of day {i} is w{i}x{i * 7}.").text.startswith(
@@ -384,6 +385,26 @@ def test_hundred_turns_at_default_paging(make_proxy: Callable[..., Proxy], fmt: 
     assert "code word of day 0 is w0x0" in seen.text and seen.calls == []
     assert len(PagedMemory(store=proxy.state.store, conversation_id=cid, tenant="alice",
                            create=False).turns) == 202
+
+
+def test_hundred_turns_at_the_default_paging_go_out_unchanged(
+        make_proxy: Callable[..., Proxy]) -> None:
+    """At the default paging (by budget) the same 100 turns, about 3,000 tokens, are never
+    paged: the upstream receives the whole conversation, no bookmarks and no recall tool."""
+    from copage.core.config import PagerConfig
+
+    proxy = make_proxy(paging=PagerConfig(), store="sqlite")
+    c = Client(proxy, "chat")
+    for i in range(100):
+        c.say(f"Note {i}: the code word of day {i} is w{i}x{i * 7}.")
+    (cid,) = _conversations(proxy)
+    mem = PagedMemory(store=proxy.state.store, conversation_id=cid, tenant="alice",
+                      create=False)
+    assert len(mem.turns) == 200 and mem.stats().evicted == 0
+    sent = proxy.upstream.received[-1]
+    assert not sent.get("tools") and "[p1:" not in json.dumps(sent)
+    assert [m["content"] for m in sent["messages"] if m["role"] == "user"] == [
+        f"Note {i}: the code word of day {i} is w{i}x{i * 7}." for i in range(100)]
 
 
 # ------------------------------------------------------------------ upstream APIs
@@ -472,15 +493,16 @@ def test_upstream_api_is_checked() -> None:
 
 def test_agents_sdk_hundred_turns_at_default_paging(make_proxy: Callable[..., Proxy]) -> None:
     """The Agents SDK's default model (Responses API, whole input resent each run) for 100
-    turns at the proxy's default paging: one conversation, pages evicted, bookmarks sent,
-    a recall served without the agent seeing it."""
+    turns paged by page count (4 resident, the default before paging by budget): one
+    conversation, pages evicted, bookmarks sent, a recall served without the agent
+    seeing it."""
     from agents import Agent, OpenAIResponsesModel, Runner, set_tracing_disabled
     from openai import AsyncOpenAI
 
     from copage.core.config import PagerConfig
 
     set_tracing_disabled(True)
-    proxy = make_proxy(paging=PagerConfig(), store="sqlite")
+    proxy = make_proxy(paging=PagerConfig(resident_pages=4), store="sqlite")
     client = AsyncOpenAI(base_url=proxy.url + "/v1", api_key=KEY_A, max_retries=0)
     agent = Agent(name="a", instructions="Be brief.",
                   model=OpenAIResponsesModel(model="fake-model", openai_client=client))

@@ -51,6 +51,7 @@ class PageCache:
         token_budget: int | None = None,
         size_of: Callable[[PageId], int] | None = None,
         batch: int = 1,
+        floor: int | None = None,
     ) -> None:
         if not isinstance(policy, EvictionPolicy):
             raise TypeError(f"policy must be an EvictionPolicy (see get_policy), got {policy!r}")
@@ -67,8 +68,15 @@ class PageCache:
             raise ValueError(f"batch must be an int >= 1, got {batch!r}")
         if capacity is not None and batch > capacity:
             raise ValueError(f"batch ({batch}) cannot exceed the capacity ({capacity})")
+        if floor is not None and (token_budget is None or not isinstance(floor, int)
+                                  or isinstance(floor, bool) or not 0 <= floor < token_budget):
+            raise ValueError(f"floor must be an int >= 0 below the token_budget "
+                             f"({token_budget}), got {floor!r}")
         self.policy = policy
         self.batch = batch  # pages evicted at once when an admission overflows the count
+        # tokens an admission that overflows the token budget evicts down to (None: just
+        # under the budget), so the resident set changes once per budget - floor tokens
+        self.floor = floor
         self.limit = Limit(capacity, token_budget, size_of)
         self.clock = 0
         self.hits = self.misses = self.evictions = 0
@@ -106,7 +114,7 @@ class PageCache:
             raise ValueError(f"page {pid!r} was already admitted; use access() for later uses")
         self._touch(pid)
         self.misses += 1
-        return self._enter(pid, protect, self.batch)
+        return self._enter(pid, protect, self.batch, self.floor)
 
     def access(self, pid: PageId, *, protect: Collection[PageId] = ()) -> Access:
         """A later use of an admitted page: a hit if resident, else a miss and page-in."""
@@ -117,7 +125,7 @@ class PageCache:
             self.hits += 1
             return Access(hit=True, evicted=[])
         self.misses += 1
-        return Access(hit=False, evicted=self._enter(pid, protect, 1))
+        return Access(hit=False, evicted=self._enter(pid, protect, 1, None))
 
     def evict(self, pid: PageId) -> None:
         """Remove a resident page explicitly (not counted in ``evictions``)."""
@@ -140,16 +148,19 @@ class PageCache:
         self.policy.observe(pid, self.history, now)
         self.clock = now + 1
 
-    def _enter(self, pid: PageId, protect: Collection[PageId], batch: int) -> list[PageId]:
+    def _enter(self, pid: PageId, protect: Collection[PageId], batch: int,
+               floor: int | None) -> list[PageId]:
         size = self.limit.size(pid)
         self._resident[pid] = size
         self._tokens += size
         self.history.entered[pid] = self.clock - 1
         evicted: list[PageId] = []
         # Once one page must go, ``batch - 1`` more go with it (page-count limits): the
-        # next admissions then evict nothing, so the prompt changes once per batch.
-        while self.limit.over(len(self._resident) + (batch - 1 if evicted else 0),
-                              self._tokens):
+        # next admissions then evict nothing, so the prompt changes once per batch. With
+        # a token ``floor``, eviction goes on down to it for the same reason.
+        while (self.limit.over(len(self._resident) + (batch - 1 if evicted else 0),
+                               self._tokens)
+               or (evicted and floor is not None and self._tokens > floor)):
             others = [p for p in self._resident if p != pid]
             candidates = [p for p in others if p not in protect] or others
             if not candidates:
@@ -195,9 +206,10 @@ class PageCache:
         *,
         size_of: Callable[[PageId], int] | None = None,
         batch: int = 1,
+        floor: int | None = None,
     ) -> PageCache:
         """Rebuild a cache from :meth:`snapshot` with a fresh ``policy`` of the same name
-        (``batch``: see the constructor; it is a setting, not state)."""
+        (``batch``, ``floor``: see the constructor; they are settings, not state)."""
         if not isinstance(snap, dict) or snap.get("version") != _SNAPSHOT_VERSION:
             raise ValueError(f"not a PageCache snapshot (version {_SNAPSHOT_VERSION})")
         if snap["policy"] != policy.name:
@@ -207,7 +219,7 @@ class PageCache:
         if snap["token_budget"] is not None and size_of is None:
             raise ValueError("this snapshot has a token_budget: pass size_of= to restore()")
         cache = cls(policy, snap["capacity"], token_budget=snap["token_budget"], size_of=size_of,
-                    batch=batch)
+                    batch=batch, floor=floor)
         cache.clock = int(snap["clock"])
         cache.hits, cache.misses = int(snap["hits"]), int(snap["misses"])
         cache.evictions = int(snap["evictions"])

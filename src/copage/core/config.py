@@ -12,9 +12,21 @@ from copage.core.tokens import TOKENIZERS
 DEFAULT_BOUNDARY = "fixed_10"
 DEFAULT_POLICY = "lru"
 DEFAULT_RESIDENT_PAGES = 4
-"""Closed pages kept resident (5 before the prompt-cache measurement of docs/loop.md,
-"Caching": with ``evict_batch`` 2, chosen leave-one-conversation-out for the cost with
-caching priced in at equal coverage)."""
+"""Closed pages kept resident when paging by page count (``resident_pages``, the paper's
+setting; 4 with ``evict_batch`` 2 was the default until paging by budget, and 5 before
+the prompt-cache measurement of docs/loop.md, "Caching")."""
+DEFAULT_BUDGET_TOKENS = 48_000
+"""The default paging (neither ``resident_pages`` nor ``resident_tokens`` given): nothing
+is evicted while the resident closed pages hold at most this many tokens. Chosen by the
+cost measurement of docs/paging-budget.md (``bench/bench_budget_cost.py``): with caching
+priced at gpt-4o-mini, claude-haiku-4-5 and claude-sonnet-4-5 prices, copage's cumulative
+cost stays at most full context's at every length from 10 to 10,000 LoCoMo turns, with
+room for a whole fill on the turn of the first eviction batch (32,000 and 40,000 passed
+the measurement without that room)."""
+DEFAULT_BUDGET_FLOOR = 2_000
+"""Past ``budget_tokens``, pages are evicted at once until the resident ones hold at
+most this many tokens: the batch's request, written to the cache whole, must cost no
+more than full context's cached one (docs/paging-budget.md)."""
 DEFAULT_KEYWORDS = "askable"
 DEFAULT_FORMAT = "compact"
 """``[p3: kw kw]`` (``minimal``, the paper's ``[p3:kw, kw]``, before the measurement of
@@ -33,7 +45,8 @@ DEFAULT_GROUP_PAGES = 8
 DEFAULT_EVICT_BATCH = 2
 #: Settings added after conversations were first stored, with the value that keeps such
 #: a stored conversation paging exactly as before when it is reopened.
-_STORED_BEFORE = {"index": "flat", "evict_batch": 1, "bookmark_tokens": None}
+_STORED_BEFORE = {"index": "flat", "evict_batch": 1, "bookmark_tokens": None,
+                  "budget_tokens": None, "budget_floor": None}
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,8 +64,19 @@ class PagerConfig:
             ``topic_shift``, ``segment``).
         policy: eviction policy name (``fifo``, ``lru``, ``lfu``, ``belady``, ``lrfu``,
             ``adaptive``, ``query``).
-        resident_pages: how many closed pages stay resident (the open page is extra).
-        resident_tokens: alternatively, a token budget for resident closed pages.
+        resident_pages: how many closed pages stay resident (the open page is extra);
+            the paper's setting (None, the default: page by ``budget_tokens``).
+        resident_tokens: alternatively, a token budget for resident closed pages (just
+            enough pages are evicted when a closing page passes it); it wins over
+            ``resident_pages``.
+        budget_tokens: the default paging, when neither ``resident_pages`` nor
+            ``resident_tokens`` is given: nothing is evicted while the resident closed
+            pages hold at most this many tokens, so a conversation that fits goes out
+            unchanged (no bookmarks, no tool); when a closing page takes them past it,
+            the policy's victims go at once until they hold at most ``budget_floor``
+            tokens, so the prompt's prefix changes once per ``budget_tokens -
+            budget_floor`` tokens of conversation (page-ins evict just enough).
+        budget_floor: see ``budget_tokens`` (0 <= ``budget_floor`` < ``budget_tokens``).
         keywords: keyword extractor name (``random``, ``heuristic``, ``tfidf``,
             ``discriminative``).
         n_keywords: keywords the extractor offers per bookmark (all shown when
@@ -75,14 +99,16 @@ class PagerConfig:
         evict_batch: when a closing page must evict, this many pages go at once
             (page-count limits only; capped at ``resident_pages``; page-ins still evict
             one), so the prompt's prefix changes once per batch; stale bookmarks are
-            then refreshed on those turns only. 1 (the default) is the paper's.
+            then refreshed on those turns only. 1 is the paper's.
         boundary_options, policy_options, keyword_options: extra factory options.
     """
 
     boundary: str = DEFAULT_BOUNDARY
     policy: str = DEFAULT_POLICY
-    resident_pages: int | None = DEFAULT_RESIDENT_PAGES
+    resident_pages: int | None = None
     resident_tokens: int | None = None
+    budget_tokens: int | None = DEFAULT_BUDGET_TOKENS
+    budget_floor: int | None = DEFAULT_BUDGET_FLOOR
     keywords: str = DEFAULT_KEYWORDS
     n_keywords: int = DEFAULT_N_KEYWORDS
     bookmark_tokens: int | None = DEFAULT_BOOKMARK_TOKENS
@@ -101,17 +127,31 @@ class PagerConfig:
     keyword_options: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        for name in ("resident_pages", "resident_tokens", "budget_tokens", "budget_floor",
+                     "n_keywords", "refresh_per_page", "index_tokens", "group_pages",
+                     "evict_batch"):
+            value = getattr(self, name)
+            if value is not None and (not isinstance(value, int) or isinstance(value, bool)):
+                raise ValueError(f"{name} must be an integer, got {value!r}")
+        # One way of paging: resident_tokens, else resident_pages, else the budget; the
+        # others are cleared, so that equal paging compares (and is stored) equal.
         if self.resident_tokens is not None:
             if self.resident_tokens < 1:
                 raise ValueError(f"resident_tokens must be >= 1, got {self.resident_tokens}")
             object.__setattr__(self, "resident_pages", None)
-        elif self.resident_pages is None or self.resident_pages < 1:
-            raise ValueError(f"resident_pages must be >= 1, got {self.resident_pages}")
-        for name in ("resident_pages", "resident_tokens", "n_keywords", "refresh_per_page",
-                     "index_tokens", "group_pages", "evict_batch"):
-            value = getattr(self, name)
-            if value is not None and (not isinstance(value, int) or isinstance(value, bool)):
-                raise ValueError(f"{name} must be an integer, got {value!r}")
+        elif self.resident_pages is not None:
+            if self.resident_pages < 1:
+                raise ValueError(f"resident_pages must be >= 1, got {self.resident_pages}")
+        else:
+            if self.budget_tokens is None or self.budget_tokens < 1:
+                raise ValueError("give resident_pages, resident_tokens or budget_tokens >= 1, "
+                                 f"got budget_tokens={self.budget_tokens!r}")
+            if self.budget_floor is None or not 0 <= self.budget_floor < self.budget_tokens:
+                raise ValueError(f"budget_floor must be >= 0 and below budget_tokens "
+                                 f"({self.budget_tokens}), got {self.budget_floor!r}")
+        if self.resident_pages is not None or self.resident_tokens is not None:
+            object.__setattr__(self, "budget_tokens", None)
+            object.__setattr__(self, "budget_floor", None)
         if self.n_keywords < 1:
             raise ValueError(f"n_keywords must be >= 1, got {self.n_keywords}")
         if self.bookmark_tokens == 0 and not isinstance(self.bookmark_tokens, bool):
@@ -162,6 +202,12 @@ class PagerConfig:
         if self.tokenizer not in TOKENIZERS:
             raise UnknownNameError("tokenizer", self.tokenizer, TOKENIZERS)
 
+    @property
+    def token_limit(self) -> int | None:
+        """The resident closed pages' token limit (``resident_tokens`` or
+        ``budget_tokens``; None when paging by page count)."""
+        return self.resident_tokens if self.resident_tokens is not None else self.budget_tokens
+
     def to_dict(self) -> dict[str, Any]:
         """JSON-able form (stored with each conversation)."""
         d = asdict(self)
@@ -174,6 +220,7 @@ class PagerConfig:
         """Inverse of :meth:`to_dict`; unknown keys are an error naming the valid ones.
 
         Settings stored before a field existed keep that field's former behaviour (the
-        flat index, evictions one page at a time), not today's default."""
+        flat index, evictions one page at a time, paging by ``resident_pages`` or
+        ``resident_tokens``), not today's default."""
         check_options("pager settings", data, [f.name for f in fields(cls)])
         return cls(**{**_STORED_BEFORE, **dict(data)})

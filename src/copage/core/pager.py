@@ -256,7 +256,8 @@ class Pager:
             options["future"] = list(future)
         self.cache = PageCache(
             get_policy(cfg.policy, **options), cfg.resident_pages,
-            token_budget=cfg.resident_tokens, size_of=self._page_tokens, batch=cfg.evict_batch,
+            token_budget=cfg.token_limit, size_of=self._page_tokens, batch=cfg.evict_batch,
+            floor=cfg.budget_floor,
         )
         self.paginator = (
             Paginator(self.boundary) if spans is None else ReplayPaginator(self.boundary, spans)
@@ -1052,7 +1053,7 @@ class Pager:
         if "cache" in state:
             policy = get_policy(config.policy, **dict(config.policy_options))
             pager.cache = PageCache.restore(policy, state["cache"], size_of=pager._page_tokens,
-                                            batch=config.evict_batch)
+                                            batch=config.evict_batch, floor=config.budget_floor)
             history = pager.cache.history
             if not legacy:
                 known = base.cache.history if base is not None else None
