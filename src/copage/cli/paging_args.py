@@ -6,8 +6,8 @@ import argparse
 from typing import Any
 
 #: PagerConfig fields these options set (an option left out keeps the library default).
-PAGING_FIELDS = ("boundary", "policy", "resident_pages", "resident_tokens", "keywords",
-                 "n_keywords", "bookmark_tokens", "bookmark_format")
+PAGING_FIELDS = ("boundary", "policy", "resident_pages", "resident_tokens", "budget_tokens",
+                 "budget_floor", "keywords", "n_keywords", "bookmark_tokens", "bookmark_format")
 
 
 def add_paging_options(parser: argparse.ArgumentParser) -> argparse._ArgumentGroup:
@@ -27,6 +27,13 @@ def add_paging_options(parser: argparse.ArgumentParser) -> argparse._ArgumentGro
     g.add_argument("--policy", help=listing(online))
     g.add_argument("-k", "--resident-pages", dest="resident_pages", type=int)
     g.add_argument("--resident-tokens", dest="resident_tokens", type=int)
+    g.add_argument("--budget-tokens", dest="budget_tokens", type=int,
+                   help="the default paging: nothing is evicted while the closed pages fit "
+                        "this many tokens (default 48000; set it below the model's context "
+                        "window less its answer and the fill, e.g. 4000 for an 8k model)")
+    g.add_argument("--budget-floor", dest="budget_floor", type=int,
+                   help="past --budget-tokens, pages go at once down to this many tokens "
+                        "(default 2000)")
     g.add_argument("--keywords", help=f"{listing(EXTRACTORS.names())} (default {DEFAULT_KEYWORDS})")
     g.add_argument("--n-keywords", dest="n_keywords", type=int)
     g.add_argument("--bookmark-tokens", dest="bookmark_tokens", type=int,

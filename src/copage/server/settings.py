@@ -28,8 +28,9 @@ DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8787
 ENV_PREFIX = "COPAGE_"
 METRICS_MODES = ("key", "open", "off")
-_PAGING = ("boundary", "policy", "resident_pages", "resident_tokens", "keywords", "n_keywords",
-           "bookmark_tokens", "bookmark_format", "recall_by_query")
+_PAGING = ("boundary", "policy", "resident_pages", "resident_tokens", "budget_tokens",
+           "budget_floor", "keywords", "n_keywords", "bookmark_tokens", "bookmark_format",
+           "recall_by_query")
 
 
 #: What ``--upstream-api`` accepts.
