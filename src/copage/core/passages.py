@@ -27,7 +27,8 @@ from copage.core.retrieval import BM25Index
 from copage.core.text import index_terms
 from copage.core.types import Page, Turn, render_turns
 
-__all__ = ["DEFAULT_WIDTH", "PassageIndex", "TurnAt", "pick", "runs_of"]
+__all__ = ["DEFAULT_WIDTH", "FEEDBACK_PASSAGES", "FEEDBACK_TERMS", "PassageIndex", "TurnAt", "expand",
+           "pick", "runs_of"]
 
 DEFAULT_WIDTH = 3
 """Turns per passage. Chosen on the development conversations (docs/retrieval.md):
@@ -149,3 +150,33 @@ def pick(index: PassageIndex, terms: Sequence[str], allowed: set[int], room: int
             break
         done, k = len(ranked), 4 * k
     return shown
+
+
+FEEDBACK_PASSAGES = 5
+"""Passages read for :func:`expand` (the usual first setting of RM3; not tuned)."""
+FEEDBACK_TERMS = 5
+"""Terms :func:`expand` adds (idem)."""
+
+
+def expand(index: PassageIndex, terms: Sequence[str], *, passages: int = FEEDBACK_PASSAGES,
+           extra: int = FEEDBACK_TERMS) -> list[str]:
+    """``terms`` with pseudo-relevance feedback: each query term twice, then up to
+    ``extra`` terms that at least two of the ``passages`` best passages share (passages
+    overlap, so the words of a best-matching turn qualify), by that count times their IDF (RM3's interpolation of the query with a feedback model,
+    Abdul-Jaleel et al. 2004, "UMass at TREC 2004", in its simplest form: the original
+    terms weigh twice a feedback term). A fact's turns often share no word with the
+    question but do with the turns that match it (a name, a place, the thing the
+    question calls by another name); the feedback terms reach them. Deterministic
+    (ties: the term in sorting order)."""
+    unique = sorted(set(terms))
+    if not unique or not len(index):
+        return list(unique)
+    counts: dict[str, int] = {}
+    for start, _ in index.top(unique, passages):
+        span = index.span(start)
+        for term in set(index_terms(index.text(span.start, span.stop))):
+            counts[term] = counts.get(term, 0) + 1
+    asked = set(unique)
+    ranked = sorted(((-n * index.index.idf(t), t) for t, n in counts.items()
+                     if n >= 2 and t not in asked))
+    return [t for t in unique for _ in range(2)] + [t for _, t in ranked[:extra]]

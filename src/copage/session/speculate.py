@@ -48,7 +48,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from copage.core import prompt
-from copage.core.passages import pick, runs_of
+from copage.core.passages import expand, pick, runs_of
 from copage.core.text import query_terms
 from copage.core.tokens import get_tokenizer
 from copage.core.types import PageId, page_id, page_index
@@ -334,7 +334,7 @@ class Speculator:
             return total
 
         allowed = {page_index(p) for p in pager.evicted}
-        shown = pick(index, query_terms(message), allowed, allowance, cost,
+        shown = pick(index, expand(index, query_terms(message)), allowed, allowance, cost,
                      relative=self.relative, max_pages=self.pages)
         while shown:
             runs = runs_of(index, shown)
