@@ -85,6 +85,10 @@ class PassageIndex:
         """The rendered text of closed turns ``[start, end)`` (session dates kept)."""
         return render_turns([t.turn for t in self.turns[start:end]])
 
+    def run_turns(self, start: int, end: int) -> list[Turn]:
+        """The closed turns ``[start, end)`` (a fill frames them turn by turn)."""
+        return [t.turn for t in self.turns[start:end]]
+
     def span(self, start: int) -> range:
         """The positions of the passage starting at ``start``."""
         return range(start, min(start + self.width, len(self.turns)))

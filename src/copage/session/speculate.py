@@ -322,7 +322,7 @@ class Speculator:
 
         def frame(run: tuple[int, int, int]) -> str:
             if run not in frames:
-                frames[run] = prompt.page_frame(page_id(run[0]), index.text(run[1], run[2]))
+                frames[run] = prompt.page_frame(page_id(run[0]), index.run_turns(run[1], run[2]))
             return frames[run]
 
         def cost(runs: list[tuple[int, int, int]]) -> int:
