@@ -76,7 +76,7 @@ def test_the_default_mode_is_paged_chats() -> None:
 def test_the_default_mode_shows_the_matching_page_for_the_call_only(run: str) -> None:
     mw = CopageMiddleware(seeded_store(CID), **PAGING)
     received, returned = _ask(mw, [Reply(text="Bring your insurance card."), Reply(text="ok")],
-                              [QUESTION, "Thanks, what is a good name for a dog?"], run=run)
+                              [QUESTION, "Thanks, that is all for now."], run=run)
     first, second = received
     msgs = first["messages"]
     # the fill: one user message just before the question, with p3's text
@@ -93,7 +93,7 @@ def test_the_default_mode_shows_the_matching_page_for_the_call_only(run: str) ->
     mem = mw.memory(CID)
     assert not any(FILL_HEADER in t.text for t in mem.turns)
     assert [t.text for t in mem.turns[len(TURNS):]] == [
-        QUESTION, "Bring your insurance card.", "Thanks, what is a good name for a dog?", "ok"]
+        QUESTION, "Bring your insurance card.", "Thanks, that is all for now.", "ok"]
     assert "p3" in mem.evicted  # shown, not made resident
 
 

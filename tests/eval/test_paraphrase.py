@@ -87,9 +87,10 @@ def test_a_long_chat_evicts_the_fact_and_the_harness_tells_fill_from_missing() -
     # nothing in common, no proof word anywhere: it cannot reach the model
     lost = Fact("ctl-lost", "ctl", "synonym", "My sister Ana moved to Porto last spring.",
                 "Quelle heure est-il?", ("Porto",))
-    got = run_fact(echo, before, after)
+    paged = lambda: PagedMemory(resident_pages=4)  # 200 turns fit the default budget
+    got = run_fact(echo, before, after, memory=paged)
     assert got.evicted_pages > 0 and got.status == "filled" and got.reached
-    assert run_fact(lost, before, after).status == "missing"
+    assert run_fact(lost, before, after, memory=paged).status == "missing"
 
 
 def test_classify_counts_only_the_statement_or_its_own_bookmark() -> None:
@@ -117,7 +118,7 @@ def test_a_bookmark_shown_by_the_tool_mode_counts_when_it_names_the_proof() -> N
     mem: list[PagedMemory] = []
 
     def made() -> PagedMemory:
-        mem.append(PagedMemory())
+        mem.append(PagedMemory(resident_pages=4))  # 200 turns fit the default budget
         return mem[-1]
 
     reach = run_fact(fact, before, after, memory=made, chat_options={"recall_mode": "tool"})
@@ -126,7 +127,8 @@ def test_a_bookmark_shown_by_the_tool_mode_counts_when_it_names_the_proof() -> N
     assert "tetras" in mem[0].bookmarks()[page.id].text.lower()
     assert reach.status == "bookmark" and reach.reached
     # the default mode shows no bookmarks: the same chat, nothing reaches the model
-    assert run_fact(fact, before, after).status == "missing"
+    assert run_fact(fact, before, after, memory=lambda: PagedMemory(resident_pages=4),
+                    ).status == "missing"
 
 
 def test_lines_of_conversations_map_each_conversations_speakers() -> None:

@@ -103,7 +103,8 @@ def test_grouped_index_routing_follows_a_group_to_its_page() -> None:
     from copage.core.types import Turn
     from copage.eval.simulate import _route_grouped
 
-    pager = Pager(PagerConfig(boundary="fixed_4", index_tokens=64, group_pages=4))
+    pager = Pager(PagerConfig(boundary="fixed_4", resident_pages=4, index_tokens=64,
+                              group_pages=4))  # paged by count: 200 short turns fit the budget
     for i in range(200):
         text = f"Filler {i} about weather{i % 13} and lunch{i % 11}."
         if i == 9:

@@ -40,8 +40,11 @@ def _chat(mem: PagedMemory, turns: int, **options: Any) -> tuple[PagedChat, Scri
     return chat, model
 
 
+PAGED = {"resident_pages": 4}  # paged by count: these chats fit the default budget
+
+
 def test_prompt_tokens_count_the_request_as_sent_fill_included() -> None:
-    mem = PagedMemory()
+    mem = PagedMemory(**PAGED)
     chat, model = _chat(mem, 200)
     model.reply("Porto.")
     report = chat.send_sync(QUESTION)
@@ -70,7 +73,7 @@ def test_the_figures_survive_reopening(tmp_path: Path) -> None:
 
 
 def test_savings_price_what_was_sent_against_the_whole_conversation() -> None:
-    mem = PagedMemory()
+    mem = PagedMemory(**PAGED)
     assert mem.stats().savings == {} and mem.stats().to_dict()["savings"] == {}
     chat, model = _chat(mem, 300)
     model.reply("Porto.")
@@ -105,7 +108,7 @@ def test_an_unpaged_chat_saves_nothing(turns: int) -> None:
 def test_a_recall_turns_later_request_is_metered_and_priced_but_not_for_full_context() -> None:
     ends = []
     for recall in (True, False):  # the same chat; the last turn with and without a recall
-        mem = PagedMemory()
+        mem = PagedMemory(**PAGED)
         chat, model = _chat(mem, 200, recall_mode="tool")
         before = dict(mem.stats().prompt_cache or {})
         if recall:
