@@ -220,6 +220,8 @@ def test_inspector_timeline_names_the_pages_the_fill_showed(make_proxy: Any,
                  "Marta works at the Lisbon aquarium with penguins.",
                  "I am allergic to peanuts and cashews.", "Budget is 450 dollars.",
                  "Flight on Thursday at noon.", "Where does Marta live in Lisbon?",
+                 # a statement matching one word weakly: its best page is named, none shown
+                 "The river looked calm and grey under a windy autumn sky today.",
                  "Peanuts or pretzels or chips or crackers or popcorn for the party tonight?"):
         c.chat.completions.create(model="m", messages=[{"role": "user", "content": text}])
     spec = [e for e in proxy.state.store.events("fills", tenant="alice")
