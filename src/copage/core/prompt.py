@@ -8,7 +8,7 @@ import unicodedata
 from collections.abc import Sequence
 from typing import Any
 
-from copage.core.types import Turn, render_turn
+from copage.core.types import Turn, render_turn, with_session_heads
 
 PREAMBLE = (
     "This is a long conversation whose older parts are kept in numbered pages. "
@@ -212,13 +212,9 @@ def framed_turns(turns: Sequence[Turn]) -> str:
     (``user: ...``), its later lines after :data:`CONTINUATION`, so that no line inside
     a turn can pass for a turn, a tool result or a session header of its own."""
     out: list[str] = []
-    last: tuple[int | None, str | None] | None = None
-    for t in turns:
-        key = (t.session, t.timestamp)
-        if key != last and (t.session is not None or t.timestamp):
-            head = f"session {t.session}" if t.session is not None else "session"
-            out.append(f"({head}, {t.timestamp})" if t.timestamp else f"({head})")
-        last = key
+    for head, t in with_session_heads(turns):
+        if head is not None:
+            out.append(head)
         first, *rest = frame_text(render_turn(t)).split("\n")
         out += [first, *(CONTINUATION + r for r in rest)]
     return "\n".join(out)

@@ -6,7 +6,7 @@ All values are frozen dataclasses; nothing here touches files, clocks or models.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -69,19 +69,29 @@ def render_turn(turn: Turn) -> str:
     return f"{turn.name}: {text}"
 
 
+def with_session_heads(turns: Sequence[Turn]) -> Iterator[tuple[str | None, Turn]]:
+    """Each turn with the session header to write before it (``(session 3, 8 May,
+    2023)``) where the session or date changes, else None."""
+    last: tuple[int | None, str | None] | None = None
+    for t in turns:
+        key = (t.session, t.timestamp)
+        head: str | None = None
+        if key != last and (t.session is not None or t.timestamp):
+            name = f"session {t.session}" if t.session is not None else "session"
+            head = f"({name}, {t.timestamp})" if t.timestamp else f"({name})"
+        last = key
+        yield head, t
+
+
 def render_turns(turns: tuple[Turn, ...] | list[Turn]) -> str:
     """Page text: turn lines, with a session header whenever the session or date changes.
 
     Session dates are kept because temporal questions need them.
     """
     lines: list[str] = []
-    last: tuple[int | None, str | None] | None = None
-    for t in turns:
-        key = (t.session, t.timestamp)
-        if key != last and (t.session is not None or t.timestamp):
-            head = f"session {t.session}" if t.session is not None else "session"
-            lines.append(f"({head}, {t.timestamp})" if t.timestamp else f"({head})")
-        last = key
+    for head, t in with_session_heads(turns):
+        if head is not None:
+            lines.append(head)
         lines.append(render_turn(t))
     return "\n".join(lines)
 

@@ -6,14 +6,11 @@
 
 from __future__ import annotations
 
+from copage.adapters._extra import missing_extra
+
 try:
     from copage.adapters.agents.session import CopageSession
 except ModuleNotFoundError as e:  # the extra is not installed: say which one
-    if (e.name or "").startswith("copage"):
-        raise
-    package = (e.name or "").split(".")[0]
-    raise ModuleNotFoundError(
-        f"copage.adapters.agents needs the {package!r} package, from the 'agents' extra: "
-        "pip install 'copage[agents]'", name=e.name) from None
+    raise missing_extra(e, "agents", "agents") from None
 
 __all__ = ["CopageSession"]

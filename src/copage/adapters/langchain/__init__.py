@@ -5,14 +5,11 @@
 
 from __future__ import annotations
 
+from copage.adapters._extra import missing_extra
+
 try:
     from copage.adapters.langchain.middleware import CopageMiddleware
 except ModuleNotFoundError as e:  # the extra is not installed: say which one
-    if (e.name or "").startswith("copage"):
-        raise
-    package = (e.name or "").split(".")[0]
-    raise ModuleNotFoundError(
-        f"copage.adapters.langchain needs the {package!r} package, from the 'langchain' extra: "
-        "pip install 'copage[langchain]'", name=e.name) from None
+    raise missing_extra(e, "langchain", "langchain") from None
 
 __all__ = ["CopageMiddleware"]
