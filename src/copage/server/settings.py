@@ -195,19 +195,15 @@ class ServeSettings:
 
 def _loopback(url: str) -> bool:
     """Whether ``url``'s host is this machine (localhost or a loopback address)."""
-    import ipaddress
     from urllib.parse import urlsplit
+
+    from copage.llm.guard import is_loopback
 
     try:
         host = urlsplit(url).hostname or ""
     except ValueError:
         return False
-    if host == "localhost" or host.endswith(".localhost"):
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
+    return is_loopback(host)
 
 
 def query_values(url: str | None) -> list[str]:
