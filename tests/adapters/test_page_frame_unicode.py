@@ -4,14 +4,12 @@ LangChain middleware, the Agents session's tool and the speculative fill."""
 
 from __future__ import annotations
 
-import asyncio
-import json
 import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 from adapter_fixtures import PAGING, TURNS
+from recallers import RECALLERS
 
 from copage import PagedMemory
 from copage.core import prompt
@@ -31,14 +29,6 @@ def test_frame_text_folds_look_alikes_before_escaping() -> None:
     assert prompt.frame_text("a < b, <pages> x") == "a < b, <pages> x"
 
 
-def test_core_recall_contains_the_attack() -> None:
-    mem = PagedMemory(**PAGING)
-    for role, text in HISTORY:
-        mem.add(role, text)
-    assert "p1" in mem.evicted
-    assert_contained(mem.recall("p1"))
-
-
 def test_speculative_fill_contains_the_attack() -> None:
     from copage.session.speculate import fill_text
 
@@ -50,47 +40,8 @@ def test_speculative_fill_contains_the_attack() -> None:
     assert_contained(text)
 
 
-def test_mcp_recall_page_contains_the_attack() -> None:
-    pytest.importorskip("mcp")
-    from copage.adapters.mcp import ConversationPool, tools
-    from copage.core.config import PagerConfig
-
-    pool = ConversationPool("memory://", PagerConfig(**PAGING))
-    tools.append_turns(pool, "default", "c", HISTORY)
-    assert_contained(tools.recall_page(pool, "default", "c", "p1"))
-
-
-def test_langchain_recall_contains_the_attack() -> None:
-    pytest.importorskip("langchain")
-    from langchain.agents import create_agent
-    from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
-    from lc_helpers import ToolCallingFake, recall
-
-    from copage.adapters.langchain import CopageMiddleware
-
-    mw = CopageMiddleware(recall_mode="tool", **PAGING)
-    mem = PagedMemory(store=mw.pool.store, conversation_id="t", **PAGING)
-    for role, text in HISTORY:
-        mem.add(role, text)
-    model = ToolCallingFake(responses=[recall("p1"), AIMessage(content="ok")])
-    agent = create_agent(model, tools=[], middleware=[mw])
-    agent.invoke({"messages": [HumanMessage("What did I say first?")]},
-                 {"configurable": {"thread_id": "t"}})
-    served = [m for m in model.seen[-1] if isinstance(m, ToolMessage)]
-    assert len(served) == 1
-    assert_contained(str(served[0].content))
-
-
-def test_agents_session_recall_contains_the_attack() -> None:
-    pytest.importorskip("agents")
-    from copage.adapters.agents import CopageSession
-
-    session = CopageSession("s", **PAGING)
-    asyncio.run(session.add_items([{"role": r, "content": t} for r, t in HISTORY]))
-    tool = session.recall_tool()
-
-    class Ctx:
-        tool_call_id = "call_1"
-
-    out: Any = asyncio.run(tool.on_invoke_tool(Ctx(), json.dumps({"page": "p1"})))  # type: ignore[arg-type]
-    assert_contained(str(out))
+@pytest.mark.parametrize("front", RECALLERS)
+def test_each_front_ends_recall_contains_the_attack(front: str) -> None:
+    """The core's recall, MCP ``recall_page``, the LangChain middleware and the Agents
+    session's tool (:mod:`recallers`)."""
+    assert_contained(RECALLERS[front](HISTORY))
