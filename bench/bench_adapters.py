@@ -96,7 +96,8 @@ def bench_langchain(n: int, turns: int, mode: str) -> float:
 
 
 def bench_mcp(n: int, turns: int, tmp: Path) -> float:
-    from copage.adapters.mcp import ConversationPool, tools
+    from copage.adapters.mcp import ConversationPool
+from copage.adapters.mcp import handlers as tools
     from copage.core.config import PagerConfig
 
     url = f"sqlite://{tmp / f'mcp-{n}.db'}"
@@ -120,7 +121,8 @@ def bench_mcp(n: int, turns: int, tmp: Path) -> float:
 def bench_mcp_append(n: int, turns: int, tmp: Path) -> float:
     """MCP ``append_turns`` of one user/assistant pair (the per-turn call of a client
     that stores its conversation through MCP), one process, SQLite."""
-    from copage.adapters.mcp import ConversationPool, tools
+    from copage.adapters.mcp import ConversationPool
+from copage.adapters.mcp import handlers as tools
     from copage.core.config import PagerConfig
 
     pool = ConversationPool(f"sqlite://{tmp / f'mcp-append-{n}.db'}", PagerConfig(**PAGING))

@@ -17,7 +17,7 @@ from __future__ import annotations
 import argparse
 
 from copage.eval.datasets import load_dataset
-from copage.eval.simulate import Cell, run_conversation
+from copage.eval.simulation import Cell, run_conversation
 
 
 def main() -> None:

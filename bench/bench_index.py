@@ -30,7 +30,7 @@ from copage.core.config import (
 )
 from copage.core.pager import Pager
 from copage.eval.datasets import load_dataset
-from copage.eval.simulate import Cell, run_conversation
+from copage.eval.simulation import Cell, run_conversation
 
 VARIANTS = (("flat", "range", "best_page"), ("grouped", "range", "best_page"),
             ("grouped", "range", "bookmarks"), ("grouped", "session", "best_page"),

@@ -243,7 +243,7 @@ def routing(spec: str, seeds: Sequence[int], conversations: Sequence[str],
             n_keywords: int = 4, bookmark_tokens: int | None = None) -> None:
     """routing_top1 and bookmark tokens per extractor, pooled over seeds."""
     from copage.eval.datasets import load_dataset
-    from copage.eval.simulate import Cell, ConversationRun, run_conversation
+    from copage.eval.simulation import Cell, ConversationRun, run_conversation
 
     if "fulltext" not in FORMATS:
         FORMATS.register("fulltext", lambda **_: FullTextFormat())
@@ -303,7 +303,7 @@ def routing_with(files: Sequence[str], base: str, options: dict[str, object], bo
     """:func:`conversation_routing` with the extractor's options given as objects
     (``bench/fit_askable.py`` passes fitted weights); ``only``: these conversations."""
     from copage.eval.datasets import load_dataset
-    from copage.eval.simulate import Cell, run_conversation
+    from copage.eval.simulation import Cell, run_conversation
 
     out: dict[str, tuple[float, int, float]] = {}
     for path in files:

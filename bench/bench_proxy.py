@@ -79,7 +79,7 @@ def proxy_main(argv: list[str], impl: str) -> None:
     from copage.cli.main import main as cli
 
     if impl == "asyncio":
-        from copage.server import run
+        from copage.server import launch as run
 
         run.UVICORN_IMPL = {"loop": "asyncio", "http": "h11"}
     sys.exit(cli(argv))

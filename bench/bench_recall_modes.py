@@ -24,12 +24,12 @@ from pathlib import Path
 from typing import Any
 
 from copage.eval.datasets.locomo import load_locomo
-from copage.eval.methods.base import MethodSettings
 from copage.eval.methods.bookmark import BookmarkConversation, Variant
-from copage.eval.scoring.locomo import locomo_f1
+from copage.eval.methods.method import MethodSettings
+from copage.eval.scoring.locomo_f1 import locomo_f1
 from copage.llm import get_model
 from copage.session import PagedChat, right_page_rate, trigger_rate
-from copage.session.report import ProbeRecord
+from copage.session.records import ProbeRecord
 
 
 def pick(conv: BookmarkConversation, n: int, seed: int) -> list[Any]:
@@ -137,7 +137,7 @@ def _append(path: Path, row: dict[str, Any]) -> None:
 
 
 def _record(x: list[Any]) -> Any:
-    from copage.session.report import RecallRecord
+    from copage.session.records import RecallRecord
 
     return RecallRecord("c", x[0], "", x[2], page=x[1])
 

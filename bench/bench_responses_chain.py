@@ -16,8 +16,8 @@ import openai
 
 from copage.llm.fake_server import FakeServer, echo
 from copage.server.app import create_app
+from copage.server.server_thread import ServerThread
 from copage.server.settings import ServeSettings
-from copage.server.testing import ServerThread
 
 
 def main() -> None:

@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 
 from copage.core.boundaries import get_boundary, pk, split, split_online, window_diff
-from copage.core.boundaries.metrics import default_k
+from copage.core.boundaries.segmentation_errors import default_k
 from copage.core.types import Turn
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from copage.core.boundaries import get_boundary, pk, split, split_online, window_diff
-from copage.core.boundaries.metrics import default_k
+from copage.core.boundaries.segmentation_errors import default_k
 from copage.core.types import Turn
 from copage.eval.datasets.locomo import parse_locomo
 from copage.eval.synthetic import generate_preset

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from copage.core.types import Bookmark, Turn
 from copage.stores import ChangeSet, Event, PageRecord, PageStore, StoreError
-from copage.stores.memory import MemoryStore
+from copage.stores.inmemory import MemoryStore
 from copage.stores.sqlite import SQLiteStore
 
 PG_URL = "postgresql://postgres@127.0.0.1:5432/test"

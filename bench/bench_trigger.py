@@ -47,9 +47,9 @@ sys.path.insert(0, str(Path(__file__).parent))
 from bench_prompt_cache import replay_chat
 
 from copage.eval.datasets import Dataset
-from copage.eval.experiments.base import BenchContext, PagingSettings
 from copage.eval.experiments.common import load_bench_dataset, settings_for
-from copage.eval.experiments.main import is_synthetic
+from copage.eval.experiments.interface import BenchContext, PagingSettings
+from copage.eval.experiments.methods_table import is_synthetic
 from copage.eval.methods import (
     BookmarkMethod,
     Method,

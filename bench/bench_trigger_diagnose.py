@@ -26,9 +26,9 @@ import collections
 from pathlib import Path
 
 from copage.core.types import page_index
-from copage.eval.experiments.base import BenchContext, PagingSettings
 from copage.eval.experiments.common import load_bench_dataset, settings_for
-from copage.eval.experiments.main import is_synthetic
+from copage.eval.experiments.interface import BenchContext, PagingSettings
+from copage.eval.experiments.methods_table import is_synthetic
 from copage.eval.methods import BookmarkMethod, Variant, evidence_groups
 
 

@@ -115,7 +115,7 @@ class Prepared:
 @contextmanager
 def _recording(sink: list[tuple[str, list[int], set[int]]]) -> Iterator[type]:
     """Record every routing decision of the simulation; yields the Pager class used."""
-    from copage.eval import simulate
+    from copage.eval import simulation as simulate
 
     real_route, real_pager = simulate.route, simulate.Pager
 
@@ -143,7 +143,7 @@ def _recording(sink: list[tuple[str, list[int], set[int]]]) -> Iterator[type]:
 def prepare(files: Sequence[str]) -> list[Prepared]:
     """Every conversation of ``files``, with its faults under the simulation's cell."""
     from copage.eval.datasets import load_dataset
-    from copage.eval.simulate import Cell, run_conversation
+    from copage.eval.simulation import Cell, run_conversation
 
     out: list[Prepared] = []
     for path in files:

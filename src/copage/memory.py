@@ -20,7 +20,7 @@ from copage.core.registry import UnknownNameError
 from copage.core.retrieval import BM25Index
 from copage.core.text import query_terms
 from copage.core.types import Bookmark, Page, PageId, ToolCall, Turn, page_id, parse_page_arg
-from copage.stores.base import ConversationExists, ConversationNotFound, PageStore, StoreError
+from copage.stores.protocol import ConversationExists, ConversationNotFound, PageStore, StoreError
 
 ROLES = ("user", "assistant", "tool", "system")
 _SETTINGS = ("boundary", "policy", "resident_pages", "resident_tokens", "budget_tokens",

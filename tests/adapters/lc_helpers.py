@@ -12,7 +12,7 @@ from langchain_core.tools import tool
 from pydantic import Field
 
 from copage import PagedMemory, PagerConfig
-from copage.stores.memory import MemoryStore
+from copage.stores.inmemory import MemoryStore
 
 
 class ToolCallingFake(FakeMessagesListChatModel):

@@ -26,7 +26,8 @@ def core(history: History) -> str:
 
 def mcp(history: History) -> str:
     pytest.importorskip("mcp")
-    from copage.adapters.mcp import ConversationPool, tools
+    from copage.adapters.mcp import ConversationPool
+    from copage.adapters.mcp import handlers as tools
     from copage.core.config import PagerConfig
 
     pool = ConversationPool("memory://", PagerConfig(**PAGING))

@@ -12,12 +12,12 @@ pytest.importorskip("agents")
 pytest.importorskip("mcp")
 
 from copage.adapters.agents import CopageSession
-from copage.adapters.agents.session import POP_SUFFIX
-from copage.adapters.mcp.tools import ToolInputError
-from copage.adapters.mcp.tools import check_conversation_id as mcp_check
+from copage.adapters.agents.paged_session import POP_SUFFIX
+from copage.adapters.mcp.handlers import ToolInputError
+from copage.adapters.mcp.handlers import check_conversation_id as mcp_check
 from copage.ids import InvalidConversationId, check_conversation_id, is_conversation_id
 from copage.memory import new_conversation_id
-from copage.server.errors import ProxyError
+from copage.server.error_body import ProxyError
 from copage.server.request import check_conversation_id as proxy_check
 
 GOOD = ["trip-planning", "a", "A9", "user@example.com", "s1~pop", "thread:42.b_c-d",

@@ -196,7 +196,7 @@ async def test_concurrent_async_runs_on_one_conversation_take_turns() -> None:
 
 
 def test_the_conversation_is_locked_for_the_model_call() -> None:
-    from copage.stores.memory import MemoryStore
+    from copage.stores.inmemory import MemoryStore
 
     store = MemoryStore()
     held: list[bool] = []

@@ -14,7 +14,7 @@ from lc_helpers import ToolCallingFake
 
 from copage import PagedMemory
 from copage.adapters.langchain import CopageMiddleware
-from copage.stores.memory import MemoryStore
+from copage.stores.inmemory import MemoryStore
 
 CONFIG = {"configurable": {"thread_id": "t"}}
 

@@ -18,7 +18,7 @@ from lc_helpers import ToolCallingFake, get_weather, recall, seeded_store
 
 from copage.adapters.langchain import CopageMiddleware
 from copage.llm.fake_server import FakeServer, Reply
-from copage.stores.memory import MemoryStore
+from copage.stores.inmemory import MemoryStore
 
 QUESTION = "What should I bring to the dentist?"
 CONFIG = {"configurable": {"thread_id": "t"}}

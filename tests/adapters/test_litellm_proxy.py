@@ -19,7 +19,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 pytest.importorskip("litellm")
 openai = pytest.importorskip("openai")
 
-from copage.adapters.litellm.testing import MASTER_KEY, MODEL, LiteLLMProxy
+from copage.adapters.litellm.proxy_process import MASTER_KEY, MODEL, LiteLLMProxy
 from copage.llm.fake_server import FakeServer, Reply
 from copage.memory import PagedMemory
 from copage.session.speculate import FILL_HEADER

@@ -25,9 +25,9 @@ from mcp_helpers import http_server, sqlite_url, text
 
 from copage.core.text import content_words
 from copage.core.types import ToolCall
-from copage.llm.messages import assistant_message, tool_message
+from copage.llm.chat_messages import assistant_message, tool_message
+from copage.llm.model_types import ChatRequest, ChatResponse
 from copage.llm.scripted import ScriptedModel
-from copage.llm.types import ChatRequest, ChatResponse
 
 pytestmark = pytest.mark.slow
 _BOOKMARK = re.compile(r"^\[(p\d+):([^\]]*)\]", re.MULTILINE)

@@ -14,7 +14,8 @@ import pytest
 
 pytest.importorskip("mcp")
 
-from copage.adapters.mcp import ConversationPool, tools
+from copage.adapters.mcp import ConversationPool
+from copage.adapters.mcp import handlers as tools
 from copage.core.config import PagerConfig
 
 

@@ -12,7 +12,7 @@ from mcp_helpers import text
 
 from copage import PagedMemory, PagerConfig
 from copage.adapters.mcp import ConversationPool, create_server
-from copage.stores.memory import MemoryStore
+from copage.stores.inmemory import MemoryStore
 
 TURN_ARGS = [{"role": r, "content": t} for r, t in TURNS]
 

@@ -34,7 +34,7 @@ from copage.llm import get_model
 from copage.llm.fake_server import FakeServer, Reply
 from copage.session import PagedChat, RecallLoopError
 from copage.session.speculate import FILL_HEADER
-from copage.stores.memory import MemoryStore
+from copage.stores.inmemory import MemoryStore
 
 set_tracing_disabled(True)
 
@@ -87,8 +87,8 @@ def _proxy(url: str, cap: int, mode: str | None = "tool") -> tuple[str, PagedMem
     import httpx
 
     from copage.server.app import create_app
+    from copage.server.server_thread import ServerThread
     from copage.server.settings import ServeSettings
-    from copage.server.testing import ServerThread
 
     store = f"sqlite://{tempfile.mkdtemp(prefix='copage-one-runtime-')}/proxy.db"
     _memory(store)

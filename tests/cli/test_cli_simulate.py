@@ -115,7 +115,7 @@ def test_segment_interleaved_pages_the_open_buffer() -> None:
     """Issue 11: with the open page bounded by max_len, the ablation preset no longer hits
     1.000 for every policy under segment / interleaved / k=3."""
     from copage.eval.datasets import load_dataset
-    from copage.eval.simulate import Cell, simulate
+    from copage.eval.simulation import Cell, simulate
 
     ds = load_dataset("ablation", seed=0)
     rows = simulate(ds, [Cell("segment", p, 3, "heuristic", placement="interleaved")

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from copage.core.boundaries import get_boundary, pk, split
-from copage.core.boundaries.metrics import default_k
+from copage.core.boundaries.segmentation_errors import default_k
 from copage.core.types import Turn
 
 FIXTURE = Path(__file__).resolve().parent.parent / "fixtures/segmentation/chats.json"

@@ -15,7 +15,7 @@ from collections.abc import Callable
 import pytest
 
 from copage.core.boundaries import get_boundary, pk, split, split_online
-from copage.core.boundaries.metrics import default_k
+from copage.core.boundaries.segmentation_errors import default_k
 from copage.core.types import Turn
 from copage.eval.datasets.locomo import parse_locomo
 from copage.eval.synthetic import generate_preset

@@ -9,7 +9,7 @@ import copage.core
 
 CORE = Path(copage.core.__file__).parent
 OUTSIDE = ("copage.stores", "copage.llm", "copage.server", "copage.session", "copage.eval",
-           "copage.cli", "copage.memory", "copage.llmkeywords")
+           "copage.cli", "copage.memory", "copage.eval.llmkeywords")
 IO_MODULES = {"os", "socket", "sqlite3", "time", "subprocess", "urllib", "http", "psycopg",
               "pathlib", "glob", "io", "shutil", "tempfile"}
 # importlib itself is allowed (registries import their parts lazily); loading files is not

@@ -130,7 +130,7 @@ LOCOMO = locomo_sample()
 def test_bookmarks_stay_within_the_token_cap_on_the_locomo_sample(name: str) -> None:
     # issue 17: at most 12 tokens per bookmark (o200k_base, whole minimal bookmark, mean).
     from copage.eval.datasets import load_dataset
-    from copage.eval.simulate import Cell, run_conversation
+    from copage.eval.simulation import Cell, run_conversation
 
     assert LOCOMO is not None
     for conv in load_dataset(str(LOCOMO), seed=0).conversations:

@@ -73,7 +73,7 @@ def _routing(extractor: str, data: str, seeds: list[int], ids: tuple[str, ...] =
     from dataclasses import replace
 
     from copage.eval.datasets import load_dataset
-    from copage.eval.simulate import Cell, run_conversation
+    from copage.eval.simulation import Cell, run_conversation
 
     credits: list[float] = []
     for seed in seeds:

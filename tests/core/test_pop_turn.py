@@ -10,7 +10,7 @@ import pytest
 
 from copage import PagedMemory
 from copage.stores import ChangeSet, open_store
-from copage.stores.changes import InvalidChange
+from copage.stores.change_checks import InvalidChange
 
 SETTINGS: dict[str, Any] = {"boundary": "fixed_4", "policy": "lru", "resident_pages": 1,
                             "keywords": "tfidf"}

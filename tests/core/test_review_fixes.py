@@ -12,7 +12,7 @@ from copage.core.config import PagerConfig
 from copage.core.paginate import Paginator
 from copage.core.types import ToolCall, Turn
 from copage.eval.datasets import load_dataset
-from copage.eval.simulate import Cell, simulate
+from copage.eval.simulation import Cell, simulate
 
 
 def fill(mem: PagedMemory, n: int, start: int = 0) -> None:

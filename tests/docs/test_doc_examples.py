@@ -38,7 +38,7 @@ from typing import Any
 import pytest
 
 from copage.llm.fake_server import FakeServer, Reply
-from copage.server.testing import ServerThread
+from copage.server.server_thread import ServerThread
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]

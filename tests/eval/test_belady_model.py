@@ -10,10 +10,10 @@ from pathlib import Path
 from test_exp_model_paths import CONVERSATIONS, PROBES, SPEC, answerer, context, scripted, tiny  # noqa: F401
 
 from copage.core.cache import PageCache
-from copage.eval.datasets.model import Dataset
+from copage.eval.datasets.probes import Dataset
 from copage.eval.experiments.model_probe import probe_starts, run_cells
 from copage.eval.oracle import ScheduledBelady
-from copage.eval.simulate import Cell, access_sequence, schedule
+from copage.eval.simulation import Cell, access_sequence, schedule
 
 
 def test_scheduled_belady_follows_the_schedule_and_tolerates_unscheduled_recalls() -> None:

@@ -12,10 +12,10 @@ import pytest
 from copage.cli.main import main
 from copage.core.types import ToolCall
 from copage.eval.datasets import load_dataset
-from copage.eval.experiments.base import BenchContext, PagingSettings
-from copage.eval.simulate import Cell, simulate
+from copage.eval.experiments.interface import BenchContext, PagingSettings
+from copage.eval.simulation import Cell, simulate
 from copage.llm import ScriptedModel
-from copage.llm.types import ChatRequest, ChatResponse, Usage
+from copage.llm.model_types import ChatRequest, ChatResponse, Usage
 
 FACTS = ["I am allergic to peanuts", "My budget is $1,200 for the laptop",
          "Choir practice is every Tuesday", "Call Dr. Alvarez at 555-0199"]
@@ -123,7 +123,7 @@ def _ctx(tmp_path: Path, data: Path, model: Any, **paging: Any) -> BenchContext:
 
 
 def test_paging_and_formats_model_paths_run_end_to_end(tmp_path: Path, data: Path) -> None:
-    from copage.eval.experiments.formats import EXPERIMENT as FORMATS
+    from copage.eval.experiments.bookmark_formats import EXPERIMENT as FORMATS
     from copage.eval.experiments.paging import EXPERIMENT as PAGING
 
     model = scripted()

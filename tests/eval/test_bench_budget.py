@@ -18,13 +18,13 @@ from test_bench import tiny_locomo
 from test_methods import PAD, SETTINGS, _conv
 
 from copage.core.types import ToolCall
-from copage.eval.experiments.base import BenchContext
 from copage.eval.experiments.common import load_bench_dataset, settings_for
-from copage.eval.experiments.main import EXPERIMENT
+from copage.eval.experiments.interface import BenchContext
+from copage.eval.experiments.methods_table import EXPERIMENT
 from copage.eval.methods import Recorder, coverage, get_method, method_names
-from copage.eval.methods.base import DOES_NOT_FIT, PARTS, message_tokens
-from copage.eval.methods.calls import REFUSED_ANSWER
+from copage.eval.methods.method import DOES_NOT_FIT, PARTS, message_tokens
 from copage.eval.methods.readers import TRIGGERS, decide, page_reader
+from copage.eval.methods.recorder import REFUSED_ANSWER
 from copage.llm import ChatRequest, ChatResponse, EmptyReply, ScriptedModel, Usage
 
 
@@ -190,7 +190,7 @@ def test_small_p_values_never_print_as_zero() -> None:
 
 
 def test_report_opens_with_the_headline_and_folds_notes(tmp_path: Path) -> None:
-    from copage.eval.experiments.base import ExperimentResult
+    from copage.eval.experiments.interface import ExperimentResult
     from copage.eval.report import write_report
 
     rows = [{"dataset": "locomo-x", "model": None, "method": "bookmark_recall", "trigger": t,

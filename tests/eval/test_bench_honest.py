@@ -16,9 +16,9 @@ from test_bench import tiny_locomo
 
 from copage.core.retrieval import BM25Index
 from copage.core.text import content_words, query_terms
-from copage.eval.datasets.model import Conversation
-from copage.eval.experiments.base import BenchContext
+from copage.eval.datasets.probes import Conversation
 from copage.eval.experiments.common import load_bench_dataset, settings_for
+from copage.eval.experiments.interface import BenchContext
 from copage.eval.methods import (
     COPAGE_VARIANTS,
     MethodSettings,
@@ -27,8 +27,8 @@ from copage.eval.methods import (
     get_method,
     method_names,
 )
-from copage.eval.methods.base import DOES_NOT_FIT
 from copage.eval.methods.bookmark import RECALL_NOT_MADE
+from copage.eval.methods.method import DOES_NOT_FIT
 from copage.eval.methods.pages import COPAGE_WINDOW, copage_window
 from copage.eval.methods.readers import ORACLE_ROUTER, ORACLES
 from copage.eval.methods.units import split_units, unit_text
@@ -168,7 +168,7 @@ def test_method_names_take_baseline_at_units_and_reject_bad_ones() -> None:
 def test_cli_exposes_window_top_k_and_units(tmp_path: Path) -> None:
     from copage.cli.bench import build_context
     from copage.cli.main import build_parser
-    from copage.eval.experiments.main import default_methods
+    from copage.eval.experiments.methods_table import default_methods
 
     data = tiny_locomo(tmp_path / "tiny.json", turns=48)
     args = build_parser().parse_args(["bench", "main", "--dataset", str(data), "--window", "8",
@@ -213,7 +213,7 @@ def test_leader_compares_copage_with_the_stronger_bm25_row() -> None:
 
 
 def test_main_report_leads_with_who_leads_at_each_budget(tmp_path: Path) -> None:
-    from copage.eval.experiments.main import EXPERIMENT
+    from copage.eval.experiments.methods_table import EXPERIMENT
     from copage.eval.report import write_report
 
     data = tiny_locomo(tmp_path / "tiny.json", turns=80)

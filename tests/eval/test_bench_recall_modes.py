@@ -18,16 +18,16 @@ from test_methods import PAD, SETTINGS, _budget_for, _conv
 from copage.cli.bench import build_context
 from copage.cli.main import build_parser
 from copage.core.types import ToolCall
-from copage.eval.datasets.model import Conversation, Probe
-from copage.eval.experiments.base import BenchContext
+from copage.eval.datasets.probes import Conversation, Probe
 from copage.eval.experiments.common import filter_categories, parse_categories, sample_probes
-from copage.eval.experiments.main import EXPERIMENT, method_config
+from copage.eval.experiments.interface import BenchContext
+from copage.eval.experiments.methods_table import EXPERIMENT, method_config
 from copage.eval.methods import MethodSettings, Variant, get_method
 from copage.eval.methods.readers import choose_reader, page_reader
 from copage.eval.runner.aggregate import needed_paged_in_rate, summarise
 from copage.llm import ChatRequest, ChatResponse, ScriptedModel
 from copage.session.prompts import REMINDER
-from copage.session.report import ProbeRecord, RecallRecord
+from copage.session.records import ProbeRecord, RecallRecord
 
 
 # ------------------------------------------------------------------ variants and readers
@@ -201,7 +201,7 @@ def _cats() -> Conversation:
 
 
 def test_categories_filter_before_the_seeded_sample() -> None:
-    from copage.eval.datasets.model import Dataset
+    from copage.eval.datasets.probes import Dataset
 
     ds = Dataset("d", (_cats(),))
     kept = filter_categories(ds, (1, 2, 4))

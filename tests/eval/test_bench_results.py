@@ -18,9 +18,9 @@ import pytest
 from copage.cli.main import main
 from copage.core.types import ToolCall
 from copage.eval.datasets import load_dataset
-from copage.eval.datasets.model import Probe
-from copage.eval.experiments.base import BenchContext, ExperimentResult, PagingSettings
-from copage.eval.experiments.main import EXPERIMENT as MAIN
+from copage.eval.datasets.probes import Probe
+from copage.eval.experiments.interface import BenchContext, ExperimentResult, PagingSettings
+from copage.eval.experiments.methods_table import EXPERIMENT as MAIN
 from copage.eval.methods import INSTRUCTION
 from copage.eval.progress import Progress
 from copage.eval.report import write_report
@@ -111,7 +111,7 @@ def _judge(name: str, strict: bool) -> ScriptedModel:
 
 
 def test_a_judge_added_on_resume_is_run(tmp_path: Path) -> None:
-    from copage.eval.experiments.judges import EXPERIMENT as JUDGES
+    from copage.eval.experiments.multi_judge import EXPERIMENT as JUDGES
 
     answers = iter(["peanuts", "a", "the sofa", "Tuesday!", "no", "$1,200", "March 14"] * 30)
     answerer = ScriptedModel(name="answerer")
@@ -164,7 +164,7 @@ def test_scripted_model_from_the_cli_fails_cleanly(tmp_path: Path,
 
 # 6 ---------------------------------------------------------------- progress of model runs
 def test_main_and_judges_model_runs_show_progress(tmp_path: Path) -> None:
-    from copage.eval.experiments.judges import EXPERIMENT as JUDGES
+    from copage.eval.experiments.multi_judge import EXPERIMENT as JUDGES
 
     buf = io.StringIO()
     MAIN.run(ctx_for(tmp_path, scripted(), progress=Progress(stream=buf)))
@@ -201,7 +201,7 @@ def test_methods_figure_has_no_empty_panel_and_uses_the_scored_count(
 
 # 8 ---------------------------------------------------------------- strict JSON
 def test_summary_and_result_json_write_null_for_nan(tmp_path: Path) -> None:
-    from copage.eval.experiments.registry import EXPERIMENTS
+    from copage.eval.experiments.catalog import EXPERIMENTS
     from copage.eval.experiments.runall import run_experiments
 
     class NanExperiment:

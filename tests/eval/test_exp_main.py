@@ -10,8 +10,8 @@ import pytest
 
 from copage.core.types import ToolCall
 from copage.eval.datasets import load_dataset
-from copage.eval.experiments.base import BenchContext
-from copage.eval.experiments.main import EXPERIMENT
+from copage.eval.experiments.interface import BenchContext
+from copage.eval.experiments.methods_table import EXPERIMENT
 from copage.llm import ChatRequest, ChatResponse, ScriptedModel, ScriptExhausted
 
 METHODS = ["full_context", "truncation", "search_tool", "bookmark_recall"]

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from copage.eval.datasets import load_dataset
-from copage.eval.experiments.base import BenchContext
-from copage.eval.experiments.judges import EXPERIMENT
+from copage.eval.experiments.interface import BenchContext
+from copage.eval.experiments.multi_judge import EXPERIMENT
 from copage.llm import ChatRequest, ScriptedModel
 
 

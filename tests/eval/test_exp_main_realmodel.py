@@ -15,7 +15,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from realmodel import LlamaServer, RecordingProxy, assert_verbatim, llama_server, shown_tools
 
-from copage.eval.experiments.main import smoke
+from copage.eval.experiments.methods_table import smoke
 from copage.llm import get_model
 
 pytestmark = [pytest.mark.realmodel, pytest.mark.slow]

@@ -32,10 +32,10 @@ import pytest
 from copage.core.keywords import EXTRACTORS
 from copage.core.types import ToolCall
 from copage.eval.datasets import load_dataset
-from copage.eval.datasets.model import Dataset
-from copage.eval.experiments.base import BenchContext, PagingSettings
+from copage.eval.datasets.probes import Dataset
+from copage.eval.experiments.catalog import Unavailable, get_experiment
+from copage.eval.experiments.interface import BenchContext, PagingSettings
 from copage.eval.experiments.model_probe import CELL_KEYS
-from copage.eval.experiments.registry import Unavailable, get_experiment
 from copage.eval.experiments.runall import run_experiments
 from copage.eval.scoring import category_label
 from copage.llm import ChatRequest, ChatResponse, ScriptedModel
@@ -194,7 +194,7 @@ def test_specificity_model_rows_per_extractor(tmp_path: Path, tiny: Dataset) -> 
 def test_generators_with_a_model_run_the_llm_generators_for_that_run(
         tmp_path: Path, tiny: Dataset) -> None:
     from copage.eval.experiments.generators import LLM, OFFLINE
-    from copage.llmkeywords import LLMKeywordWarning
+    from copage.eval.llmkeywords import LLMKeywordWarning
 
     assert not set(LLM) & set(EXTRACTORS.names())  # nothing registers them by default
     model = scripted(answerer, 4000)
@@ -234,7 +234,7 @@ def keywords_reply(request: ChatRequest) -> str:
 @pytest.fixture()
 def llm_registered() -> Iterator[Callable[..., Any]]:
     """``register_llm_extractors``; the names leave the global registry afterwards."""
-    from copage.llmkeywords import LLM_EXTRACTOR_NAMES, register_llm_extractors
+    from copage.eval.llmkeywords import LLM_EXTRACTOR_NAMES, register_llm_extractors
 
     try:
         yield register_llm_extractors
@@ -245,10 +245,11 @@ def llm_registered() -> Iterator[Callable[..., Any]]:
 
 def test_generators_run_registered_llm_generators_with_the_model(
         tmp_path: Path, tiny: Dataset, llm_registered: Callable[..., Any]) -> None:
+    from copage.eval.llmkeywords.keyword_prompts import SYSTEM
+
     from copage.eval.experiments.generators import LLM, OFFLINE
-    from copage.llm.cache import CachedModel, ResponseCache
-    from copage.llmkeywords import LLMKeywordWarning
-    from copage.llmkeywords.prompts import SYSTEM
+    from copage.eval.llmkeywords import LLMKeywordWarning
+    from copage.llm.response_cache import CachedModel, ResponseCache
 
     def step(request: ChatRequest) -> ChatResponse | str:
         if request.messages[0].get("content") == SYSTEM:

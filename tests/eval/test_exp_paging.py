@@ -7,12 +7,12 @@ import pytest
 from copage.core.keywords import EXTRACTORS, get_extractor
 from copage.core.registry import UnknownNameError
 from copage.core.types import Page, Turn
-from copage.eval.datasets.model import Conversation, Probe
+from copage.eval.datasets.probes import Conversation, Probe
+from copage.eval.experiments.catalog import EXPERIMENTS, ORDER, Unavailable, get_experiment
 from copage.eval.experiments.paging import boundary_table, policy_table
-from copage.eval.experiments.registry import EXPERIMENTS, ORDER, Unavailable, get_experiment
 from copage.eval.experiments.selection import choose_threshold
 from copage.eval.experiments.topology import revisit_rate
-from copage.eval.simulate import Cell
+from copage.eval.simulation import Cell
 
 
 def conv(evidence: list[list[int]], turns: int = 20) -> Conversation:

@@ -121,7 +121,7 @@ RUN = """
 import json, sys, time
 from pathlib import Path
 from copage.eval.datasets import load_dataset
-from copage.eval.experiments.base import BenchContext, PagingSettings
+from copage.eval.experiments.interface import BenchContext, PagingSettings
 from copage.eval.experiments.paging import EXPERIMENT
 from copage.llm import ScriptedModel
 

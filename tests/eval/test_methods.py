@@ -9,7 +9,7 @@ import pytest
 from copage.core.registry import UnknownNameError
 from copage.core.tokens import default_tokenizer
 from copage.core.types import Turn
-from copage.eval.datasets.model import Conversation, Probe
+from copage.eval.datasets.probes import Conversation, Probe
 from copage.eval.methods import (
     INSTRUCTION,
     METHODS,
@@ -22,8 +22,8 @@ from copage.eval.methods import (
     request_tokens,
     split_units,
 )
-from copage.eval.methods.base import DOES_NOT_FIT
 from copage.eval.methods.bookmark import build_memory, build_pager, pager_config
+from copage.eval.methods.method import DOES_NOT_FIT
 from copage.eval.methods.readers import TRIGGERS, page_reader
 from copage.eval.methods.window import WHOLE
 from copage.session.choose import choose_request

@@ -172,7 +172,7 @@ def test_cases_cover_the_seven_fact_types() -> None:
 
 def test_cli_and_experiment(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from copage.cli.main import main
-    from copage.eval.experiments.base import BenchContext
+    from copage.eval.experiments.interface import BenchContext
     from copage.eval.nll.experiment import EXPERIMENT
 
     # A scripted spec has an empty script: the model error is reported, exit 1.

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from copage.eval.experiments.base import ExperimentResult
+from copage.eval.experiments.interface import ExperimentResult
 from copage.eval.progress import Progress, format_seconds
 from copage.eval.report import build_summary, write_report
 from copage.eval.report.paper import pivot

@@ -10,7 +10,7 @@ from copage.core.retrieval import BM25Index
 from copage.core.text import content_words
 from copage.eval.datasets import parse_locomo
 from copage.eval.routing import bm25_candidates, route
-from copage.eval.simulate import Cell, run_conversation, simulate
+from copage.eval.simulation import Cell, run_conversation, simulate
 
 KEYS = ["dataset", "boundary", "policy", "k", "keywords", "format", "placement", "order", "seed",
         "conversations", "probes", "probes_skipped", "pages_mean", "hit_rate", "belady_hit_rate",
@@ -101,7 +101,7 @@ def test_grouped_index_routing_follows_a_group_to_its_page() -> None:
     from copage.core.config import PagerConfig
     from copage.core.pager import Pager
     from copage.core.types import Turn
-    from copage.eval.simulate import _route_grouped
+    from copage.eval.simulation import _route_grouped
 
     pager = Pager(PagerConfig(boundary="fixed_4", resident_pages=4, index_tokens=64,
                               group_pages=4))  # paged by count: 200 short turns fit the budget

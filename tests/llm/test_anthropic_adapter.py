@@ -16,8 +16,8 @@ from copage.llm import (
     get_model,
 )
 from copage.llm.anthropic_convert import to_anthropic_messages, to_anthropic_tool_choice
+from copage.llm.chat_messages import assistant_message, tool_message
 from copage.llm.fake_server import FakeReply, FakeServer
-from copage.llm.messages import assistant_message, tool_message
 
 from .conftest import RECALL_TOOL, SECRET, Sleeps, fixture
 
@@ -229,7 +229,7 @@ def _stream_events(*, stop: bool = True) -> list[tuple[str, dict[str, object]]]:
 
 
 async def test_stream_passes_text_and_tool_input_deltas_on() -> None:
-    from copage.llm.types import stream
+    from copage.llm.model_types import stream
 
     req = ChatRequest(({"role": "user", "content": "weather?"},))
     with FakeServer(FakeReply(sse=list(_stream_events()))) as srv:
@@ -248,7 +248,7 @@ async def test_stream_passes_text_and_tool_input_deltas_on() -> None:
 
 
 async def test_stream_cut_short_or_failing_is_an_error() -> None:
-    from copage.llm.types import stream
+    from copage.llm.model_types import stream
 
     req = ChatRequest(({"role": "user", "content": "weather?"},))
     with FakeServer(FakeReply(sse=list(_stream_events(stop=False)))) as srv, \

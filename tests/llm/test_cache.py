@@ -20,7 +20,7 @@ from copage.llm import (
     request_key,
     stream,
 )
-from copage.llm.cache import default_cache_path
+from copage.llm.response_cache import default_cache_path
 
 USER = ({"role": "user", "content": "hello"},)
 

@@ -44,10 +44,10 @@ from copage.llm import (
     stream,
 )
 from copage.llm.bounded import BoundedModel
-from copage.llm.cache import CachedModel, ResponseCache
 from copage.llm.fake_server import FakeReply, FakeServer, Reply, completion_body, stream_events
 from copage.llm.http_model import HttpChatModel
 from copage.llm.meter import MeteredModel, UsageMeter
+from copage.llm.response_cache import CachedModel, ResponseCache
 from copage.llm.responses_model import ResponsesModel
 from copage.llm.textmodel import TextProtocolModel
 from copage.llm.transport import transport_for
@@ -413,7 +413,7 @@ def test_every_chat_model_class_is_in_the_contract() -> None:
 def test_responses_upstream_gets_the_reasoning_effort() -> None:
     """A Chat Completions ``reasoning_effort`` goes to a Responses upstream as
     ``reasoning: {"effort": ...}`` (it was dropped)."""
-    from copage.llm.types import ChatRequest
+    from copage.llm.model_types import ChatRequest
 
     model = ResponsesModel("o4-mini", base_url="http://127.0.0.1:9/v1", api_key=SECRET)
     body = model.body(ChatRequest(messages=USER, extra={"reasoning_effort": "high"}))

@@ -18,8 +18,8 @@ from copage.llm import (
     get_model,
     stream,
 )
+from copage.llm.chat_messages import assistant_message, tool_message
 from copage.llm.fake_server import FakeReply, FakeServer
-from copage.llm.messages import assistant_message, tool_message
 
 from .conftest import RECALL_TOOL, SECRET, Sleeps, fixture
 

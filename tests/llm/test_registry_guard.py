@@ -19,7 +19,7 @@ from copage.llm import (
     network_forbidden,
     parse_spec,
 )
-from copage.llm.base import DUMMY_KEY
+from copage.llm.adapter import DUMMY_KEY
 
 USER = ({"role": "user", "content": "hi"},)
 

@@ -15,8 +15,8 @@ import pytest
 
 from copage.core.types import ToolCall
 from copage.llm import BadResponse, ChatRequest, complete_sync, get_model
+from copage.llm.chat_messages import assistant_message, tool_message
 from copage.llm.fake_server import FakeReply, FakeServer
-from copage.llm.messages import assistant_message, tool_message
 from copage.llm.params import REASONING, STANDARD, param_rule
 
 from .conftest import RECALL_TOOL, SECRET, fixture

@@ -17,7 +17,7 @@ from copage.llm import (
     parse_reply,
     render_tools,
 )
-from copage.llm.messages import assistant_message, tool_message
+from copage.llm.chat_messages import assistant_message, tool_message
 
 from .conftest import RECALL_TOOL
 

@@ -8,8 +8,8 @@ import pytest
 
 from copage.core.keywords import Corpus
 from copage.core.types import Page, page_id
+from copage.eval.llmkeywords import AutoGenerator, heuristic_mass, llm_extractor, page_mass
 from copage.llm import ScriptedModel
-from copage.llmkeywords import AutoGenerator, heuristic_mass, llm_extractor, page_mass
 
 TEXTS = [
     "Anna: I have a severe peanut allergy, so Thai Garden is out.\nBot: Noted, no peanuts.",
@@ -80,7 +80,7 @@ def test_auto_bad_threshold() -> None:
 
 
 def test_choose_threshold_gap_midpoint_and_overlap_fallback() -> None:
-    from copage.llmkeywords.calibrate import choose_threshold
+    from copage.eval.llmkeywords.calibrate import choose_threshold
 
     assert choose_threshold([0.7, 0.9], [0.4, 0.5]) == pytest.approx(0.6)
     assert choose_threshold([0.5, 0.9], [0.6, 0.2]) == pytest.approx((0.7 + 0.4) / 2)
@@ -90,8 +90,8 @@ def test_choose_threshold_gap_midpoint_and_overlap_fallback() -> None:
 
 def test_default_threshold_matches_the_documented_calibration() -> None:
     from copage.eval.datasets import load_dataset
-    from copage.llmkeywords import DEFAULT_THRESHOLD
-    from copage.llmkeywords.calibrate import choose_threshold, conversation_pages
+    from copage.eval.llmkeywords import DEFAULT_THRESHOLD
+    from copage.eval.llmkeywords.calibrate import choose_threshold, conversation_pages
 
     high = [heuristic_mass(conversation_pages(c.turns), 4)
             for c in load_dataset("controlled", seed=0).conversations]

@@ -10,12 +10,12 @@ import pytest
 from copage.core.keywords import EXTRACTORS, Corpus, KeywordExtractor, get_extractor
 from copage.core.registry import Registry, UnknownNameError
 from copage.core.types import Page, page_id
-from copage.llm import ChatRequest, ScriptedModel
-from copage.llmkeywords import (
+from copage.eval.llmkeywords import (
     LLMKeywordWarning,
     llm_extractor,
     register_llm_extractors,
 )
+from copage.llm import ChatRequest, ScriptedModel
 
 TEXTS = [
     "Anna: I have a severe peanut allergy, so Thai Garden is out.\nBot: Noted, no peanuts.",
@@ -58,7 +58,7 @@ def test_batch_fenced_json_and_page_key_variants() -> None:
     assert got == {"p1": ("peanut allergy",), "p2": ("Lisbon",), "p3": ("Okafor",)}
 
 
-@pytest.mark.filterwarnings("ignore::copage.llmkeywords.LLMKeywordWarning")
+@pytest.mark.filterwarnings("ignore::copage.eval.llmkeywords.LLMKeywordWarning")
 def test_batch_missing_and_extra_pages_fall_back_per_page() -> None:
     pages = make_pages()
     reply = '{"p1": ["peanut allergy"], "p2": 42, "p7": ["ghost"]}'
@@ -77,7 +77,7 @@ def test_batch_broken_json_falls_back_everywhere() -> None:
     assert gen.stats.fallback_pages == 3  # type: ignore[attr-defined]
 
 
-@pytest.mark.filterwarnings("ignore::copage.llmkeywords.LLMKeywordWarning")
+@pytest.mark.filterwarnings("ignore::copage.eval.llmkeywords.LLMKeywordWarning")
 def test_batch_model_exception_falls_back() -> None:
     pages = make_pages()
     model = ScriptedModel()  # empty script: complete() raises ScriptExhausted

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from copage.llmkeywords.parse import (
+from copage.eval.llmkeywords.parse import (
     clean_keywords,
     load_json_lenient,
     page_key,

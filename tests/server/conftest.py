@@ -18,8 +18,8 @@ from proxy_helpers import KEYS, PG_URL, UPSTREAM_KEY, Proxy, script
 from copage.core.config import PagerConfig
 from copage.llm.fake_server import FakeServer
 from copage.server.app import create_app
+from copage.server.server_thread import ServerThread
 from copage.server.settings import ServeSettings
-from copage.server.testing import ServerThread
 
 PAGING = PagerConfig(boundary="fixed_2", resident_pages=1)
 

@@ -15,7 +15,7 @@ import httpx
 import openai
 
 from copage.llm.fake_server import FakeServer, Reply, echo
-from copage.server.testing import ServerThread
+from copage.server.server_thread import ServerThread
 
 KEY_A = "sk-proxy-alice-0123456789"
 KEY_B = "sk-proxy-bob-9876543210"

@@ -18,8 +18,8 @@ from proxy_helpers import KEY_A, KEY_B, KEYS, UPSTREAM_KEY, Proxy
 from copage.llm.fake_server import FakeReply
 from copage.server.app import create_app
 from copage.server.callers import client_tenant
+from copage.server.server_thread import ServerThread
 from copage.server.settings import ServeSettings, build_settings
-from copage.server.testing import ServerThread
 
 DISTINCT = "cliENTkeyDISTINCTIVE7c1f9e2b4a6d8"  # no sk- prefix: not redacted by shape
 ALICE_OWN = "sk-alice-own-upstream-key-4e5f6a7b"

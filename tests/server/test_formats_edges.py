@@ -14,8 +14,8 @@ from proxy_helpers import KEY_A, KEY_B, Proxy
 
 from copage.llm.fake_server import FakeServer
 from copage.server.app import create_app
+from copage.server.server_thread import ServerThread
 from copage.server.settings import ServeSettings
-from copage.server.testing import ServerThread
 
 PATHS = {"chat": "/v1/chat/completions", "responses": "/v1/responses",
          "messages": "/v1/messages"}

@@ -7,9 +7,9 @@ from typing import Any
 
 from copage.llm import get_model
 from copage.llm.fake_server import FakeReply, FakeServer
-from copage.llm.types import ChatModel, ChatRequest, StreamEvent, fallback_stream, stream
+from copage.llm.model_types import ChatModel, ChatRequest, StreamEvent, fallback_stream, stream
 from copage.memory import PagedMemory
-from copage.server.loop import loop_events, outcome_of
+from copage.server.proxy_loop import loop_events, outcome_of
 from copage.server.request import ChatCall
 from copage.session import ClientToolDelta, LoopEnd, RecallServed, TextDelta
 

@@ -6,10 +6,10 @@ from collections.abc import AsyncIterator
 
 import pytest
 
+from copage.llm.model_types import ChatModel, ChatRequest, StreamEvent, fallback_stream
 from copage.llm.scripted import ScriptedModel
-from copage.llm.types import ChatModel, ChatRequest, StreamEvent, fallback_stream
 from copage.memory import PagedMemory
-from copage.server.loop import loop_events
+from copage.server.proxy_loop import loop_events
 from copage.server.request import ChatCall
 from copage.server.settings import build_settings
 from copage.session import DEFAULT_RECALL_MODE, LoopEnd, PagedChat, Speculator, parse_mode

@@ -21,8 +21,8 @@ from realmodel import LlamaServer, RecordingProxy, assert_verbatim, llama_server
 
 from copage.core.config import PagerConfig
 from copage.server.app import create_app
+from copage.server.server_thread import ServerThread
 from copage.server.settings import ServeSettings
-from copage.server.testing import ServerThread
 
 pytestmark = [pytest.mark.realmodel, pytest.mark.slow]
 FACTS = ['I am allergic to peanuts & <shellfish>.', 'My budget is "900" dollars.',

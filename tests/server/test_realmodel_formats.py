@@ -22,8 +22,8 @@ from realmodel import LlamaServer, RecordingProxy, llama_server
 from copage.core.config import PagerConfig
 from copage.memory import PagedMemory
 from copage.server.app import create_app
+from copage.server.server_thread import ServerThread
 from copage.server.settings import ServeSettings
-from copage.server.testing import ServerThread
 
 pytestmark = [pytest.mark.realmodel, pytest.mark.slow]
 FACTS = ["I am allergic to peanuts.", "My budget is 900 dollars.", "My sister is Maria.",

@@ -18,8 +18,8 @@ from proxy_helpers import KEY_A, KEYS, UPSTREAM_KEY, Proxy, free_port
 
 from copage.llm.fake_server import FakeServer, Reply
 from copage.server.app import app_from_env, create_app
+from copage.server.server_thread import ServerThread
 from copage.server.settings import ServeSettings
-from copage.server.testing import ServerThread
 from copage.stores.sqlite import SQLiteStore
 
 AUTH = {"authorization": f"Bearer {KEY_A}"}

@@ -23,7 +23,7 @@ from proxy_helpers import KEY_A, KEY_B, Proxy, free_port, spawn_worker
 
 from copage.llm.fake_server import FakeServer, Reply, echo
 from copage.memory import PagedMemory
-from copage.stores.base import ConversationNotFound
+from copage.stores.protocol import ConversationNotFound
 
 SLOW = "One two three four five six seven eight nine ten."
 WEATHER_TOOL = {"type": "function", "function": {

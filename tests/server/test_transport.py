@@ -14,6 +14,7 @@ import pytest
 from copage.llm.errors import ModelTimeout, RateLimited, UpstreamError
 from copage.llm.fake_server import FakeServer, Reply
 from copage.llm.http_model import HttpChatModel
+from copage.llm.model_types import ChatRequest
 from copage.llm.transport import (
     HttpxTransport,
     LoopbackTransport,
@@ -21,8 +22,7 @@ from copage.llm.transport import (
     Transport,
     transport_for,
 )
-from copage.llm.types import ChatRequest
-from copage.server.run import _NoDelayConfig
+from copage.server.launch import _NoDelayConfig
 
 Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
 OK = json.dumps({"model": "m", "choices": [{"message": {"content": "hi"},

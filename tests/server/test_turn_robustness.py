@@ -19,18 +19,18 @@ from starlette.testclient import TestClient
 from copage.core.config import PagerConfig
 from copage.llm.errors import RateLimited
 from copage.llm.fake_server import FakeServer, Reply, echo
-from copage.llm.types import ChatResponse, Usage
+from copage.llm.model_types import ChatResponse, Usage
 from copage.memory import PagedMemory
 from copage.server import inspector
 from copage.server.app import create_app
-from copage.server.errors import ProxyError, from_model_error
+from copage.server.error_body import ProxyError, from_model_error
 from copage.server.metrics import Metrics
 from copage.server.request import parse_call
 from copage.server.service import ProxyService
 from copage.server.settings import ServeSettings
 from copage.server.transcript import PostgresIndex, SQLiteIndex
-from copage.stores.base import ConversationNotFound
-from copage.stores.memory import MemoryStore
+from copage.stores.inmemory import MemoryStore
+from copage.stores.protocol import ConversationNotFound
 from copage.stores.sqlite import SQLiteStore
 
 PAGING = PagerConfig(boundary="fixed_2", resident_pages=1)

@@ -20,9 +20,9 @@ from copage.llm.errors import (
 )
 from copage.llm.fake_server import FakeServer, Reply
 from copage.llm.http_model import HttpChatModel
+from copage.llm.model_types import ChatRequest, StreamEvent, Usage
 from copage.llm.sse import events
 from copage.llm.transport import HttpxTransport, LoopbackTransport, Transport
-from copage.llm.types import ChatRequest, StreamEvent, Usage
 
 REQ = ChatRequest(messages=({"role": "user", "content": "hi"},))
 KEY = "sk-upstream-STREAM-0123456789"

@@ -1,4 +1,4 @@
-"""The one opener (``copage.session.conversations``): lock, cache, load or create."""
+"""The one opener (``copage.session.opening``): lock, cache, load or create."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ import pytest
 
 from copage.core.config import PagerConfig
 from copage.memory import PagedMemory
-from copage.session.conversations import Conversations, read
+from copage.session.opening import Conversations, read
 from copage.stores import open_store
-from copage.stores.base import ConversationNotFound
+from copage.stores.protocol import ConversationNotFound
 
 CONFIG = PagerConfig(boundary="fixed_4", policy="lru", resident_pages=2)
 

@@ -9,8 +9,8 @@ from session_helpers import TOPICS, check_pairs, new_memory
 
 from copage.core.types import ToolCall
 from copage.llm.errors import BadResponse
+from copage.llm.model_types import ChatResponse, Usage
 from copage.llm.scripted import ScriptedModel
-from copage.llm.types import ChatResponse, Usage
 from copage.session import CALLS_AFTER_CAP, PagedChat, RecallLoopError
 
 

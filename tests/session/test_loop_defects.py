@@ -11,8 +11,8 @@ from session_helpers import check_pairs, new_memory
 from copage.core.types import ToolCall
 from copage.llm import CachedModel, ResponseCache, TextProtocolModel, get_model
 from copage.llm.fake_server import FakeReply, FakeServer
+from copage.llm.model_types import ChatResponse, Usage
 from copage.llm.scripted import ScriptedModel
-from copage.llm.types import ChatResponse, Usage
 from copage.session import PagedChat, RecallLoopError, right_page_rate, trigger_rate
 
 COMPLETION = {

@@ -1,5 +1,5 @@
 """One "open a conversation" (issue 18): every front end opens through
-``copage.session.conversations``; nothing else loads-or-creates or caches one.
+``copage.session.opening``; nothing else loads-or-creates or caches one.
 
 A ``PagedMemory(store=..., conversation_id=...)`` outside ``session/`` and
 ``memory.py`` may only be a read-only copy (``create=False``, no cache); the
@@ -14,7 +14,7 @@ from pathlib import Path
 import copage
 
 SRC = Path(copage.__file__).resolve().parent
-FRONT_ENDS = ("adapters/_pool.py", "adapters/agents/session.py", "server/service.py")
+FRONT_ENDS = ("adapters/_pool.py", "adapters/agents/paged_session.py", "server/service.py")
 
 
 def _outside_runtime() -> list[Path]:
@@ -47,7 +47,7 @@ def test_the_front_ends_open_through_the_one_opener() -> None:
     for rel in FRONT_ENDS:
         tree = ast.parse((SRC / rel).read_text(encoding="utf-8"))
         imported = {a.name for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)
-                    and n.module == "copage.session.conversations" for a in n.names}
+                    and n.module == "copage.session.opening" for a in n.names}
         assert "Conversations" in imported, rel
         calls = {_name(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call)}
         assert "MemoryCache" not in calls, rel  # no cache of its own
@@ -64,7 +64,7 @@ def test_only_the_opener_deletes_a_stored_conversation() -> None:
         rel = path.relative_to(SRC).as_posix()
         # server/commit.py undoes the creation of a conversation whose first turn failed,
         # under the turn's lock: nothing of it was ever cached.
-        if rel.startswith("stores/") or rel in ("session/conversations.py", "server/commit.py"):
+        if rel.startswith("stores/") or rel in ("session/opening.py", "server/commit.py"):
             continue
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.Call) and _name(node.func) == "delete_conversation" \

@@ -9,9 +9,9 @@ from session_helpers import check_pairs, new_memory, state_of
 
 from copage.llm.errors import AuthError, ModelError, ModelTimeout, RateLimited, UpstreamError
 from copage.llm.fake_server import FakeReply, FakeServer, completion
+from copage.llm.model_types import ChatRequest, ChatResponse
 from copage.llm.openai_model import OpenAIModel
 from copage.llm.scripted import ScriptedModel
-from copage.llm.types import ChatRequest, ChatResponse
 from copage.memory import PagedMemory
 from copage.session import PagedChat
 

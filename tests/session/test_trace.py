@@ -8,8 +8,8 @@ import pytest
 from session_helpers import TOPICS, new_memory
 
 from copage.llm.errors import ModelError
+from copage.llm.model_types import ChatRequest, ChatResponse
 from copage.llm.scripted import ScriptedModel
-from copage.llm.types import ChatRequest, ChatResponse
 from copage.memory import PagedMemory
 from copage.session import PagedChat, trace
 

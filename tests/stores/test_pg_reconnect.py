@@ -63,7 +63,7 @@ def test_store_and_locks_survive_terminated_connections(pg_schema: Callable[[], 
 
 def test_a_real_failure_is_still_an_error(pg_schema: Callable[[], str]) -> None:
     """Only a connection the server ended is retried: the store closed stays an error."""
-    from copage.stores.base import StoreError
+    from copage.stores.protocol import StoreError
 
     store = open_store(f"{PG_URL}?schema={pg_schema()}")
     store.close()

@@ -6,7 +6,7 @@ from __future__ import annotations
 from store_helpers import StoreFactory
 
 from copage.core.types import Bookmark
-from copage.stores.base import ChangeSet
+from copage.stores.protocol import ChangeSet
 
 
 def bookmark(i: int, word: str) -> Bookmark:

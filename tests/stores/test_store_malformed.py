@@ -22,7 +22,7 @@ from copage.stores import (
     UnknownNameError,
     open_store,
 )
-from copage.stores.memory import MemoryStore
+from copage.stores.inmemory import MemoryStore
 from copage.stores.migrations import MIGRATION_NAMES
 from copage.stores.sqlite import SQLiteStore
 

@@ -20,8 +20,8 @@ from store_helpers import StoreFactory
 
 from copage import PagedMemory
 from copage.stores import PageStore, codec
-from copage.stores.base import ChangeSet, PageRecord
 from copage.stores.migrations import MIGRATION_NAMES
+from copage.stores.protocol import ChangeSet, PageRecord
 from copage.stores.sqlite import SQLiteStore
 
 DATA = json.loads((Path(__file__).parent / "data" / "stored_before_page_rows.json").read_text())

@@ -1,7 +1,7 @@
 """Open conversations by (tenant, id), shared by the adapters.
 
 A thin holder of a store, the settings of new conversations and the one opener,
-:class:`~copage.session.conversations.Conversations` (lock, take from the shared
+:class:`~copage.session.opening.Conversations` (lock, take from the shared
 cache caught up through ``PagedMemory.refresh``, load, or create; an operation
 that raises leaves nothing cached).
 """
@@ -13,10 +13,10 @@ from contextlib import contextmanager
 
 from copage.core.config import PagerConfig
 from copage.memory import PagedMemory
-from copage.session.conversations import Conversations
 from copage.session.memcache import DEFAULT_SIZE, MemoryCache
+from copage.session.opening import Conversations
 from copage.stores import open_store
-from copage.stores.base import PageStore
+from copage.stores.protocol import PageStore
 
 
 class ConversationPool:

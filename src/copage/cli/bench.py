@@ -117,7 +117,7 @@ def parse_units(text: str) -> list[str]:
 
 def experiment_names(text: str | None, has_model: bool) -> list[str]:
     """The experiments to run, each checked against the registry."""
-    from copage.eval.experiments.registry import EXPERIMENTS
+    from copage.eval.experiments.catalog import EXPERIMENTS
     from copage.eval.experiments.runall import default_names
 
     if not text:
@@ -128,7 +128,7 @@ def experiment_names(text: str | None, has_model: bool) -> list[str]:
 def paging_settings(args: argparse.Namespace) -> Any:
     """``copage simulate``'s options as :class:`PagingSettings` (names checked)."""
     from copage.cli.simulate import cells_from_args
-    from copage.eval.experiments.base import PagingSettings
+    from copage.eval.experiments.interface import PagingSettings
 
     ns = argparse.Namespace(**{**vars(args), "seed": args.seed})
     cells_from_args(ns)  # validates every name with the registries' friendly errors
@@ -148,12 +148,12 @@ def make_model(spec: str, timeout: float) -> Any:
 
 def build_context(args: argparse.Namespace) -> Any:
     """Datasets, models and settings of the run (everything checked before anything runs)."""
-    from copage.eval.experiments.base import BenchContext
     from copage.eval.experiments.common import (
         filter_categories,
         load_bench_dataset,
         parse_categories,
     )
+    from copage.eval.experiments.interface import BenchContext
     from copage.eval.progress import Progress
 
     paging = paging_settings(args)

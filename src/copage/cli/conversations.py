@@ -35,8 +35,8 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 def run(args: argparse.Namespace) -> int:
     from copage.cli.startup import open_checked, store_url
-    from copage.session.conversations import Conversations
-    from copage.stores.base import ConversationNotFound
+    from copage.session.opening import Conversations
+    from copage.stores.protocol import ConversationNotFound
 
     url = store_url(args.store)
     store: Any = open_checked(url)
@@ -69,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _transfer(args: argparse.Namespace, store: Any) -> int:
     """``export ID [-o FILE]`` / ``import FILE [--as ID] [--replace]``."""
-    from copage.stores.base import ConversationExists, ConversationNotFound
+    from copage.stores.protocol import ConversationExists, ConversationNotFound
 
     try:
         return _transfer_one(args, store)

@@ -145,13 +145,13 @@ def run(args: argparse.Namespace) -> int:
     if settings.workers > 1:
         os.environ["COPAGE_SERVE_FLAGS"] = json.dumps({k: v for k, v in flags.items()
                                                        if v is not None})
-        from copage.server.run import run_workers
+        from copage.server.launch import run_workers
 
         run_workers(host=settings.host, port=settings.port, workers=settings.workers,
                     log_level=args.log_level)
         return 0
     from copage.server.app import create_app
-    from copage.server.run import run_single
+    from copage.server.launch import run_single
 
     run_single(create_app(settings), host=settings.host, port=settings.port,
                log_level=args.log_level)

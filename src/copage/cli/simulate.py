@@ -58,7 +58,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 def cells_from_args(args: argparse.Namespace) -> list[Any]:
     """The grid; every name is checked before anything runs."""
-    from copage.eval.simulate import Cell
+    from copage.eval.simulation import Cell
 
     boundaries = [BOUNDARIES.check(b) for b in _names(args.boundary, "--boundary")]
     policies = [POLICIES.check(p) for p in _names(args.policy, "--policy")]
@@ -79,7 +79,7 @@ def cells_from_args(args: argparse.Namespace) -> list[Any]:
 
 def run(args: argparse.Namespace) -> int:
     from copage.eval.datasets import load_dataset
-    from copage.eval.simulate import simulate
+    from copage.eval.simulation import simulate
 
     cells = cells_from_args(args)
     dataset = load_dataset(args.dataset, seed=args.seed)

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from copage.core.config import PagerConfig
 
 if TYPE_CHECKING:
-    from copage.stores.base import PageStore
+    from copage.stores.protocol import PageStore
 
 
 def check_paging(config: PagerConfig) -> None:
@@ -61,7 +61,7 @@ def open_checked(url: str) -> PageStore:
     that cannot be opened (no such server, a read-only directory, not a database, an
     unknown scheme) is a one-line ``ValueError`` saying what is wrong."""
     from copage.stores import open_store
-    from copage.stores.base import StoreError
+    from copage.stores.protocol import StoreError
 
     make_store_dir(url)
     try:

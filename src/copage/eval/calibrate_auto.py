@@ -1,11 +1,11 @@
 """``auto``'s threshold on the benchmark's data: development and held-out conversations.
 
-Applies :func:`copage.llmkeywords.calibrate.choose_threshold` to the heuristic
-keyword mass (:func:`copage.llmkeywords.mass.heuristic_mass`) of benchmark
+Applies :func:`copage.eval.llmkeywords.calibrate.choose_threshold` to the heuristic
+keyword mass (:func:`copage.eval.llmkeywords.mass.heuristic_mass`) of benchmark
 conversations: development ``controlled`` preset (the paper: ``hybrid`` wins) and
 LoCoMo conv-26 (``llm-batch`` wins); held out ``ablation`` and LoCoMo conv-30.
 Run ``python -m copage.eval.calibrate_auto [--locomo PATH]`` for the table in
-``docs/llm-bookmarks.md``. It lives here, not in ``copage.llmkeywords``, because
+``docs/llm-bookmarks.md``. It lives here, not in ``copage.eval.llmkeywords``, because
 it reads the benchmark's datasets: the library never imports ``copage.eval``.
 """
 
@@ -16,8 +16,8 @@ import sys
 from collections.abc import Sequence
 
 from copage.eval.datasets import load_dataset
-from copage.llmkeywords.calibrate import ConversationMass, choose_threshold, conversation_pages
-from copage.llmkeywords.mass import heuristic_mass
+from copage.eval.llmkeywords.calibrate import ConversationMass, choose_threshold, conversation_pages
+from copage.eval.llmkeywords.mass import heuristic_mass
 
 LOCOMO_SAMPLE = "/work/shared/data/locomo/locomo-sample.json"
 

@@ -1,7 +1,7 @@
 """Belady with a model: the offline oracle given the *scheduled* future of a paging run.
 
 LLM-free, ``belady`` is given the whole access sequence (every admit and every
-probe's evidence pages, :func:`copage.eval.simulate.access_sequence`) and the
+probe's evidence pages, :func:`copage.eval.simulation.access_sequence`) and the
 cache checks each access against it. With a model the sequence also holds the
 model's own recalls, which nobody knows beforehand, so that check cannot hold.
 :class:`ScheduledBelady` is the same oracle (evict the page whose next *scheduled*
@@ -27,8 +27,8 @@ from collections.abc import Iterable, Sequence
 from typing import ClassVar
 
 from copage.core.policies import POLICIES
-from copage.core.policies.base import JSON, History
 from copage.core.policies.belady import BeladyPolicy
+from copage.core.policies.policy import JSON, History
 from copage.core.types import PageId
 
 NAME = "belady_scheduled"

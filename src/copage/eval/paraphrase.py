@@ -34,7 +34,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from copage.llm.messages import text_of
+from copage.llm.chat_messages import text_of
 from copage.llm.scripted import ScriptedModel
 from copage.memory import PagedMemory
 from copage.session.loop import PagedChat

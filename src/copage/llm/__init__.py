@@ -4,7 +4,7 @@ Vendor SDKs are imported only when a provider is built; see ``docs/models.md``.
 """
 
 from copage.llm.bounded import BoundedModel
-from copage.llm.cache import CachedModel, ResponseCache, default_cache_path, request_key
+from copage.llm.chat_messages import assistant_message, tool_call_dict, tool_message
 from copage.llm.errors import (
     AuthError,
     BadResponse,
@@ -19,15 +19,8 @@ from copage.llm.errors import (
     UpstreamError,
 )
 from copage.llm.guard import check_url, forbid_network, network_forbidden
-from copage.llm.messages import assistant_message, tool_call_dict, tool_message
 from copage.llm.meter import MeteredModel, UsageMeter, UsageTotals
-from copage.llm.prices import PRICES_AS_OF, cost_of, price_of, register_price
-from copage.llm.providers import PROVIDERS, ModelSpec, get_model, parse_spec
-from copage.llm.retry import RetryPolicy
-from copage.llm.scripted import ScriptedModel, ScriptExhausted
-from copage.llm.textmodel import TextProtocolModel
-from copage.llm.textproto import ParsedReply, parse_reply, render_tools
-from copage.llm.types import (
+from copage.llm.model_types import (
     ChatModel,
     ChatRequest,
     ChatResponse,
@@ -37,6 +30,13 @@ from copage.llm.types import (
     complete_sync,
     stream,
 )
+from copage.llm.prices import PRICES_AS_OF, cost_of, price_of, register_price
+from copage.llm.providers import PROVIDERS, ModelSpec, get_model, parse_spec
+from copage.llm.response_cache import CachedModel, ResponseCache, default_cache_path, request_key
+from copage.llm.retry import RetryPolicy
+from copage.llm.scripted import ScriptedModel, ScriptExhausted
+from copage.llm.textmodel import TextProtocolModel
+from copage.llm.textproto import ParsedReply, parse_reply, render_tools
 
 __all__ = [
     "PRICES_AS_OF",

@@ -20,10 +20,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from copage.core.types import ToolCall
+from copage.llm.chat_messages import call_names, text_of, tool_calls_of
 from copage.llm.errors import BadResponse, EmptyReply
-from copage.llm.messages import call_names, text_of, tool_calls_of
+from copage.llm.model_types import ChatResponse, Message, ToolSpec, Usage
 from copage.llm.prices import cost_of
-from copage.llm.types import ChatResponse, Message, ToolSpec, Usage
 
 #: The user turn put before a conversation that starts with an assistant turn.
 OPENING_USER_TEXT = "(The conversation starts.)"

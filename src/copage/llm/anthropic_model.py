@@ -16,15 +16,15 @@ from typing import Any
 
 import anthropic
 
+from copage.llm.adapter import NetworkModel, resolve_key, sdk_payload
 from copage.llm.anthropic_convert import (
     from_anthropic,
     to_anthropic_messages,
     to_anthropic_tool_choice,
     to_anthropic_tools,
 )
-from copage.llm.base import NetworkModel, resolve_key, sdk_payload
 from copage.llm.errors import BadResponse, UpstreamError, safe_url
-from copage.llm.types import ChatRequest, ChatResponse, StreamEvent, ToolCallDelta
+from copage.llm.model_types import ChatRequest, ChatResponse, StreamEvent, ToolCallDelta
 
 ANTHROPIC_URL = "https://api.anthropic.com"
 

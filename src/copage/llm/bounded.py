@@ -6,7 +6,7 @@ import asyncio
 import weakref
 from collections.abc import AsyncIterator
 
-from copage.llm.types import ChatModel, ChatRequest, ChatResponse, StreamEvent, stream
+from copage.llm.model_types import ChatModel, ChatRequest, ChatResponse, StreamEvent, stream
 from copage.llm.wrapper import ModelWrapper
 
 

@@ -11,7 +11,7 @@ replies -> BadResponse), with the key redacted from every message.
 
 :meth:`HttpChatModel.stream` asks the upstream to stream (``"stream": true`` and
 ``stream_options.include_usage``), reads the server-sent events as they arrive
-and yields :class:`~copage.llm.types.StreamEvent` s: text and tool-call deltas,
+and yields :class:`~copage.llm.model_types.StreamEvent` s: text and tool-call deltas,
 then ``done`` with the whole response, assembled by the same
 :class:`~copage.llm.openai_parse.Accumulator` as :meth:`HttpChatModel.complete`.
 Failures before the first event are retried like a non-streamed call; once
@@ -40,12 +40,12 @@ from copage.llm.errors import (
     safe_url,
 )
 from copage.llm.guard import check_url
+from copage.llm.model_types import ChatRequest, ChatResponse, StreamEvent
 from copage.llm.openai_model import chat_fields
 from copage.llm.openai_parse import Accumulator
 from copage.llm.retry import RetryPolicy, call_with_retries, parse_retry_after
 from copage.llm.sse import EventTooLarge, events
 from copage.llm.transport import RawResponse, RawStream, Transport
-from copage.llm.types import ChatRequest, ChatResponse, StreamEvent
 
 PROVIDER = "upstream"
 #: After ``[DONE]``, how long the rest of a streamed body may take to arrive (read in

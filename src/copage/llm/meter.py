@@ -6,7 +6,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
 from copage.llm.errors import EmptyReply
-from copage.llm.types import ChatModel, ChatRequest, ChatResponse, StreamEvent, stream
+from copage.llm.model_types import ChatModel, ChatRequest, ChatResponse, StreamEvent, stream
 from copage.llm.wrapper import ModelWrapper
 
 

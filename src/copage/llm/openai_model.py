@@ -18,12 +18,12 @@ from typing import Any
 
 import openai
 
-from copage.llm.base import NetworkModel, resolve_key, sdk_payload
+from copage.llm.adapter import NetworkModel, resolve_key, sdk_payload
+from copage.llm.chat_messages import tool_call_dict, tool_calls_of
 from copage.llm.errors import RequestRejected, safe_url
-from copage.llm.messages import tool_call_dict, tool_calls_of
+from copage.llm.model_types import ChatRequest, ChatResponse, Message, StreamEvent
 from copage.llm.openai_parse import Accumulator
 from copage.llm.params import ParamRule, learn_from_error, param_rule
-from copage.llm.types import ChatRequest, ChatResponse, Message, StreamEvent
 
 OPENAI_URL = "https://api.openai.com/v1"
 log = logging.getLogger("copage.llm")

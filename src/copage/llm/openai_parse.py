@@ -11,8 +11,8 @@ from typing import Any
 
 from copage.core.types import ToolCall
 from copage.llm.errors import BadResponse, EmptyReply
+from copage.llm.model_types import ChatResponse, StreamEvent, ToolCallDelta, Usage
 from copage.llm.prices import cost_of
-from copage.llm.types import ChatResponse, StreamEvent, ToolCallDelta, Usage
 
 
 class Accumulator:

@@ -4,7 +4,7 @@ Prices are list prices for standard (non-batch) input and output tokens as of
 2026-02, copied from the vendors' pricing pages, with the prompt-cache prices where
 the vendor has them: input read from the cache (OpenAI's "cached input",
 Anthropic's cache read) and input written to it (Anthropic's 5-minute cache write,
-1.25x input). A call's cost bills its :class:`~copage.llm.types.Usage` that way:
+1.25x input). A call's cost bills its :class:`~copage.llm.model_types.Usage` that way:
 ``cached_tokens`` at the cached price, ``cache_write_tokens`` at the write price,
 the rest of the prompt at the input price. They change: check them, and override
 with :func:`register_price` or a JSON file named by ``COPAGE_PRICES``
@@ -21,7 +21,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from copage.llm.types import Usage
+from copage.llm.model_types import Usage
 
 PRICES_AS_OF = "2026-02"
 ENV_VAR = "COPAGE_PRICES"

@@ -16,7 +16,7 @@ from typing import Any
 
 from copage.core.registry import Registry
 from copage.llm.errors import MissingExtraError, safe_url
-from copage.llm.types import ChatModel
+from copage.llm.model_types import ChatModel
 
 PROVIDERS: Registry[ChatModel] = Registry("model provider")
 
@@ -143,7 +143,7 @@ def get_model(
 
         model = BoundedModel(model, max_concurrency)
     if cache is not None and cache is not False:
-        from copage.llm.cache import CachedModel, ResponseCache
+        from copage.llm.response_cache import CachedModel, ResponseCache
 
         if cache is True:
             store = ResponseCache()

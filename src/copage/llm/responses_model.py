@@ -18,12 +18,10 @@ from typing import Any
 import openai
 
 from copage.core.types import ToolCall
-from copage.llm.base import NetworkModel, resolve_key, sdk_payload
+from copage.llm.adapter import NetworkModel, resolve_key, sdk_payload
+from copage.llm.chat_messages import text_of, tool_calls_of
 from copage.llm.errors import BadResponse, EmptyReply, UpstreamError, safe_url
-from copage.llm.messages import text_of, tool_calls_of
-from copage.llm.openai_model import OPENAI_URL
-from copage.llm.prices import cost_of
-from copage.llm.types import (
+from copage.llm.model_types import (
     ChatRequest,
     ChatResponse,
     Message,
@@ -32,6 +30,8 @@ from copage.llm.types import (
     ToolSpec,
     Usage,
 )
+from copage.llm.openai_model import OPENAI_URL
+from copage.llm.prices import cost_of
 
 
 def to_input(messages: Sequence[Message]) -> tuple[str | None, list[dict[str, Any]]]:

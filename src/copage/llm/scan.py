@@ -1,7 +1,7 @@
 """Reading model replies leniently: where a bracketed value ends.
 
 Shared by the text tool-call protocol (:mod:`copage.llm.textproto`) and the keyword
-generators' reply parser (:mod:`copage.llmkeywords.parse`).
+generators' reply parser (:mod:`copage.eval.llmkeywords.parse`).
 """
 
 from __future__ import annotations

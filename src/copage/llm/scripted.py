@@ -15,9 +15,9 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from copage.core.types import ToolCall
+from copage.llm.chat_messages import text_of
 from copage.llm.errors import ModelError
-from copage.llm.messages import text_of
-from copage.llm.types import ChatRequest, ChatResponse, Usage
+from copage.llm.model_types import ChatRequest, ChatResponse, Usage
 
 Step = Callable[[ChatRequest], "ChatResponse | str"]
 

@@ -12,9 +12,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from copage.llm.messages import call_names, text_of, tool_calls_of
+from copage.llm.chat_messages import call_names, text_of, tool_calls_of
+from copage.llm.model_types import ChatRequest, ChatResponse, Message
 from copage.llm.textproto import format_call, parse_reply, render_tools
-from copage.llm.types import ChatRequest, ChatResponse, Message
 from copage.llm.wrapper import ModelWrapper
 
 

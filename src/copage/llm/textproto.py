@@ -25,8 +25,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from copage.core.types import ToolCall, normal_page_id
+from copage.llm.model_types import ToolSpec
 from copage.llm.scan import balanced_end
-from copage.llm.types import ToolSpec
 
 #: How far a call's ``{...}`` is searched for its end (calls are short).
 CALL_SCAN_LIMIT = 4000

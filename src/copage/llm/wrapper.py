@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from copage.llm.types import ChatModel
+from copage.llm.model_types import ChatModel
 
 
 class ModelWrapper:

@@ -23,14 +23,15 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from copage.llm.errors import ModelError
-from copage.server import inspector, responses
+from copage.server import chat_shapes as responses
+from copage.server import inspector
 from copage.server.body import BodyError, decode, match_known, parse_body
 from copage.server.callers import Caller, ClientKeys, caller
-from copage.server.errors import ProxyError, from_model_error
+from copage.server.error_body import ProxyError, from_model_error
 from copage.server.formats.messages import error_for_path
-from copage.server.guard import BrowserGuard
 from copage.server.logs import Redactor, install_redaction
 from copage.server.metrics import Metrics
+from copage.server.origin_guard import BrowserGuard
 from copage.server.recognise import Ask
 from copage.server.request import USER_HEADER, ChatCall, check_conversation_id, parse_call
 from copage.server.service import ProxyService
@@ -39,7 +40,7 @@ from copage.server.streaming import ClientGone, EventStreamResponse, TurnStream
 from copage.server.transcript import TranscriptIndex, index_for
 from copage.server.upstream import Upstream
 from copage.session.auth import KeyRing
-from copage.stores.base import ConversationNotFound, PageStore, StoreError
+from copage.stores.protocol import ConversationNotFound, PageStore, StoreError
 
 log = logging.getLogger("copage.server")
 STATIC = Path(__file__).parent / "static"

@@ -21,13 +21,13 @@ from typing import Any
 
 from copage.memory import PagedMemory
 from copage.server.body import Messages
-from copage.server.loop import Outcome
 from copage.server.metrics import Metrics
+from copage.server.proxy_loop import Outcome
 from copage.server.recognise import RQ, Ask, Recent, Seen, request_info
 from copage.server.request import ChatCall, Message
 from copage.server.transcript import TranscriptIndex, digest, link, tail_of
 from copage.session.memcache import MemoryCache
-from copage.stores.base import PageStore
+from copage.stores.protocol import PageStore
 
 log = logging.getLogger("copage.server")
 

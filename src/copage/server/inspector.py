@@ -10,8 +10,8 @@ from collections import defaultdict
 from typing import Any
 
 from copage.core.types import Turn, page_id
-from copage.session.conversations import read
-from copage.stores.base import PageStore
+from copage.session.opening import read
+from copage.stores.protocol import PageStore
 
 PREVIEW = 160
 

@@ -18,10 +18,10 @@ from concurrent.futures import Executor
 from contextlib import AbstractContextManager, asynccontextmanager, nullcontext
 from typing import Any
 
-from copage.server.errors import ProxyError
+from copage.server.error_body import ProxyError
 from copage.server.metrics import Metrics
 from copage.server.transcript import TranscriptIndex
-from copage.stores.base import PageStore
+from copage.stores.protocol import PageStore
 
 #: Seconds a request may wait for its conversation before the 409.
 LOCK_TIMEOUT = 30.0
@@ -129,7 +129,7 @@ class Locks:
 def is_local(store: PageStore, index: TranscriptIndex) -> bool:
     """True for in-process / local-file stores and indexes with a ``try_lock``."""
     from copage.server.transcript import MemoryIndex, SQLiteIndex
-    from copage.stores.memory import MemoryStore
+    from copage.stores.inmemory import MemoryStore
     from copage.stores.sqlite import SQLiteStore
 
     return (isinstance(store, (MemoryStore, SQLiteStore))

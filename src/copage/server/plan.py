@@ -18,8 +18,9 @@ from typing import Any
 from copage.core.types import ToolCall
 from copage.memory import PagedMemory
 from copage.server.body import Messages
-from copage.server.errors import ProxyError, bad_request
-from copage.server.loop import Outcome
+from copage.server.client_window import overlapping
+from copage.server.error_body import ProxyError, bad_request
+from copage.server.proxy_loop import Outcome
 from copage.server.recognise import (
     RQ,
     Ask,
@@ -34,7 +35,6 @@ from copage.server.recognise import (
 )
 from copage.server.request import ChatCall, Message
 from copage.server.transcript import GENESIS, chain, digest
-from copage.server.window import overlapping
 from copage.session.prompts import join_system
 
 #: A request with at most this many messages may be handled on the event loop.

@@ -20,7 +20,7 @@ from typing import Any
 
 from copage.ids import CONVERSATION_ID_RULE, is_conversation_id
 from copage.server.body import Messages
-from copage.server.errors import bad_request
+from copage.server.error_body import bad_request
 
 ROLES = {"system": "system", "developer": "system", "user": "user", "assistant": "assistant",
          "tool": "tool"}

@@ -28,7 +28,7 @@ conversation a request belongs to, before the lock), :mod:`copage.server.plan`
 (what the request adds to its locked conversation: new messages, a retry, a
 regenerate) and :mod:`copage.server.commit` (committing or rolling back a turn,
 the lookup aids, the turn's stats). Conversations are opened by the one opener
-of every front end, :class:`~copage.session.conversations.Conversations` (a
+of every front end, :class:`~copage.session.opening.Conversations` (a
 per-worker cache caught up through ``PagedMemory.refresh`` when another worker
 wrote, else load, else create); the proxy adds its own rules through its
 ``create`` hook (validate the first request, or ``Stale`` when it expected an
@@ -48,21 +48,13 @@ from typing import Any, TypeVar
 
 from copage.core.config import PagerConfig
 from copage.llm.errors import BadResponse
-from copage.llm.types import ChatModel, ChatRequest, StreamEvent, events_of
+from copage.llm.model_types import ChatModel, ChatRequest, StreamEvent, events_of
 from copage.memory import PagedMemory, new_conversation_id
 from copage.server.body import Known
+from copage.server.client_window import window_guess
 from copage.server.commit import Committer, Prep
-from copage.server.errors import ProxyError
+from copage.server.error_body import ProxyError
 from copage.server.locking import LOCK_TIMEOUT, Locks, is_local, shielded
-from copage.server.loop import (
-    UPSTREAM,
-    Outcome,
-    Stream,
-    closing,
-    loop_events,
-    outcome_of,
-    replay_events,
-)
 from copage.server.metrics import Metrics
 from copage.server.plan import (
     SMALL,
@@ -77,18 +69,26 @@ from copage.server.plan import (
     system_change,
 )
 from copage.server.plan import plan as plan_turn
+from copage.server.proxy_loop import (
+    UPSTREAM,
+    Outcome,
+    Stream,
+    closing,
+    loop_events,
+    outcome_of,
+    replay_events,
+)
 from copage.server.recognise import Ask, Guess, Recent
 from copage.server.request import ChatCall, Message
 from copage.server.transcript import TranscriptIndex, chain, legacy_chain, link
 from copage.server.upstream import Upstream
-from copage.server.window import window_guess
 from copage.session import trace
-from copage.session.conversations import Conversations
 from copage.session.engine import ClientToolDelta, LoopEnd, RecallServed, TextDelta
 from copage.session.memcache import DEFAULT_SIZE
 from copage.session.modes import DEFAULT_RECALL_MODE, proxy_mode
+from copage.session.opening import Conversations
 from copage.session.speculate import DEFAULT_TOKENS, Speculator
-from copage.stores.base import PageStore
+from copage.stores.protocol import PageStore
 
 __all__ = ["ALT_TOOL_NAME", "LOCK_TIMEOUT", "SMALL", "Finished", "OpenTurn", "Opened",
            "ProxyService", "TurnEvent", "TurnResult"]
@@ -247,7 +247,7 @@ class ProxyService:
                    stream: bool = False, upstream_key: str | None = None,
                    at: At | None = None) -> AsyncIterator[TurnEvent]:
         """One turn as events: :class:`Opened`, the answer's deltas as the engine yields
-        them (:func:`copage.server.loop.loop_events`), then :class:`Finished` once the
+        them (:func:`copage.server.proxy_loop.loop_events`), then :class:`Finished` once the
         turn is committed. The same events make the streamed and the whole response;
         ``stream`` only chooses how each upstream call is made (streamed, or one reply).
 

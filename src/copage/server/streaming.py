@@ -29,10 +29,10 @@ from typing import Any, Protocol
 
 from starlette.responses import Response
 
-from copage.server.errors import ProxyError
-from copage.server.loop import closing
+from copage.server.chat_shapes import Chunks, error_event
+from copage.server.error_body import ProxyError
 from copage.server.metrics import Metrics
-from copage.server.responses import Chunks, error_event
+from copage.server.proxy_loop import closing
 from copage.server.service import Finished, Opened, TurnEvent, TurnResult
 from copage.session.engine import ClientToolDelta, TextDelta
 

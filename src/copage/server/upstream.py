@@ -11,13 +11,13 @@ from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
 import httpx
 
-from copage.llm.base import NetworkModel
+from copage.llm.adapter import NetworkModel
 from copage.llm.errors import ModelError, UpstreamError, error_for_status, redact
 from copage.llm.http_model import HttpChatModel, endpoint
+from copage.llm.model_types import ChatModel, ChatRequest, ChatResponse, StreamEvent
+from copage.llm.model_types import stream as stream_reply
 from copage.llm.transport import Transport, transport_for
-from copage.llm.types import ChatModel, ChatRequest, ChatResponse, StreamEvent
-from copage.llm.types import stream as stream_reply
-from copage.server.errors import bad_request
+from copage.server.error_body import bad_request
 
 DUMMY_KEY = "sk-no-key-required"
 MAX_MODELS = 32
@@ -134,7 +134,7 @@ class Upstream:
 
     def stream(self, model: ChatModel, request: ChatRequest) -> AsyncIterator[StreamEvent]:
         """Stream one upstream call: the model's own streaming, or its whole reply as one
-        chunk for a model that cannot stream (:func:`copage.llm.types.stream`)."""
+        chunk for a model that cannot stream (:func:`copage.llm.model_types.stream`)."""
         return stream_reply(model, request)
 
     async def models(self, key: str | None = None) -> dict[str, Any]:

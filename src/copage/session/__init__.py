@@ -1,7 +1,7 @@
 """The cooperative loop: :class:`PagedChat` joins a paged memory to a chat model.
 
 One streaming recall engine (:mod:`copage.session.engine`) serves both
-:class:`PagedChat` and the proxy (``copage.server.loop``).
+:class:`PagedChat` and the proxy (``copage.server.proxy_loop``).
 """
 
 from copage.session.engine import (
@@ -17,16 +17,16 @@ from copage.session.engine import (
     run_recall_loop,
 )
 from copage.session.loop import PagedChat, TurnDone, TurnStream
-from copage.session.metrics import (
+from copage.session.modes import DEFAULT_RECALL_MODE, RecallMode, auto_mode, parse_mode
+from copage.session.probe_metrics import (
     Rate,
     recall_precision,
     right_page_rate,
     speculative_hit_rate,
     trigger_rate,
 )
-from copage.session.modes import DEFAULT_RECALL_MODE, RecallMode, auto_mode, parse_mode
 from copage.session.prompts import PROMPT_STYLES
-from copage.session.report import ProbeRecord, RecallRecord, TurnReport
+from copage.session.records import ProbeRecord, RecallRecord, TurnReport
 from copage.session.speculate import (
     DEFAULT_THRESHOLD,
     Speculation,

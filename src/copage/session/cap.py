@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from copage.core.types import ToolCall
 from copage.llm.errors import BadResponse
 from copage.memory import PagedMemory
-from copage.session.report import RecallRecord
+from copage.session.records import RecallRecord
 from copage.session.tools import execute, refuse
 
 __all__ = ["CALLS_AFTER_CAP", "RecallCap", "RecallLoopError", "Round", "Verdict"]

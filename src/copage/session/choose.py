@@ -21,10 +21,10 @@ from dataclasses import dataclass
 from copage.core.types import page_ids_in, page_index
 from copage.llm.capabilities import JSON_SCHEMA, supports
 from copage.llm.errors import RequestRejected
-from copage.llm.types import ChatModel, ChatRequest, ChatResponse
+from copage.llm.model_types import ChatModel, ChatRequest, ChatResponse
 from copage.memory import PagedMemory
 from copage.session.prompts import bookmark_lines
-from copage.session.report import RecallRecord
+from copage.session.records import RecallRecord
 from copage.session.view import PagedView
 
 log = logging.getLogger("copage.session")

@@ -27,12 +27,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from copage.core.types import ToolCall
+from copage.llm.chat_messages import assistant_message, tool_message
 from copage.llm.errors import BadResponse, EmptyReply
-from copage.llm.messages import assistant_message, tool_message
-from copage.llm.types import ChatRequest, ChatResponse, Message, StreamEvent, ToolCallDelta
+from copage.llm.model_types import ChatRequest, ChatResponse, Message, StreamEvent, ToolCallDelta
 from copage.memory import PagedMemory
 from copage.session.cap import CALLS_AFTER_CAP, RecallCap, RecallLoopError, Verdict
-from copage.session.report import RecallRecord, UsageSum
+from copage.session.records import RecallRecord, UsageSum
 from copage.session.textfilter import CallTextFilter, recall_stub, text_calls
 from copage.session.trace import NULL, TurnTrace, now_ns
 

@@ -16,7 +16,7 @@ from typing import Any, Self
 
 from copage.core.pager import Context
 from copage.core.types import PageId
-from copage.llm.types import (
+from copage.llm.model_types import (
     ChatModel,
     ChatRequest,
     StreamEvent,
@@ -39,7 +39,7 @@ from copage.session.engine import (
 )
 from copage.session.modes import DEFAULT_RECALL_MODE, RecallMode, parse_mode
 from copage.session.prompts import PROMPT_STYLES, styled
-from copage.session.report import ProbeRecord, RecallRecord, TurnReport, UsageSum
+from copage.session.records import ProbeRecord, RecallRecord, TurnReport, UsageSum
 from copage.session.speculate import (
     DEFAULT_PAGES,
     DEFAULT_RELATIVE,

@@ -25,7 +25,7 @@ from collections import OrderedDict
 from typing import Protocol, runtime_checkable
 
 from copage.memory import PagedMemory
-from copage.stores.base import PageStore
+from copage.stores.protocol import PageStore
 
 Key = tuple[str, str]  # (tenant, conversation id)
 DEFAULT_SIZE = 256

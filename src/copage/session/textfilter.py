@@ -22,8 +22,8 @@ from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 from copage.core.types import ToolCall, normal_page_id
+from copage.llm.model_types import ToolSpec
 from copage.llm.textproto import parse_reply
-from copage.llm.types import ToolSpec
 
 # ``{{"name"``: Qwen2.5's template shows calls in doubled braces, and the model copies them.
 _JSONISH = r'\{(?:\s*\{)?\s*"(?:name|tool|function)"'

@@ -7,7 +7,7 @@ from typing import Any
 
 from copage.core.types import ToolCall, page_index
 from copage.memory import PagedMemory
-from copage.session.report import RecallRecord
+from copage.session.records import RecallRecord
 
 
 def _error(call: ToolCall, status: str, message: str, **kw: Any) -> tuple[str, RecallRecord]:

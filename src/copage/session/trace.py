@@ -39,7 +39,7 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from copage.session.report import RecallRecord
+from copage.session.records import RecallRecord
 from copage.session.speculate import Speculation
 
 __all__ = ["NULL", "TRACER_NAME", "OtelMissing", "TurnTrace", "active", "configure",

@@ -15,7 +15,9 @@ from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from copage.core.registry import Registry, UnknownNameError, check_options
-from copage.stores.base import (
+from copage.stores.change_checks import InvalidChange
+from copage.stores.codec import CorruptRow
+from copage.stores.protocol import (
     ChangeSet,
     ConversationExists,
     ConversationInfo,
@@ -29,15 +31,13 @@ from copage.stores.base import (
     UnknownStoreSetting,
     VersionConflict,
 )
-from copage.stores.changes import InvalidChange
-from copage.stores.codec import CorruptRow
 
 STORES: Registry[PageStore] = Registry("store scheme")
 """URL scheme -> factory taking the rest of the URL as ``target=``."""
 
 
 def _memory(target: str = "", **options: Any) -> PageStore:
-    from copage.stores.memory import MemoryStore
+    from copage.stores.inmemory import MemoryStore
 
     if target.strip("/") or options:
         raise StoreError("a memory store takes no path or options: use 'memory://'")

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from copage.core.types import Bookmark, ToolCall, Turn
-from copage.stores.base import ChangeSet, StoreError
+from copage.stores.protocol import ChangeSet, StoreError
 
 
 class CorruptRow(StoreError):

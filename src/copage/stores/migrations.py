@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from copage.stores.base import StoreError
+from copage.stores.protocol import StoreError
 
 
 @dataclass(frozen=True, slots=True)

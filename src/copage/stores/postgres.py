@@ -28,8 +28,8 @@ from typing import Any, cast
 import psycopg
 from psycopg import sql
 
-from copage.stores.base import StoreError
 from copage.stores.migrations import CREATE_MIGRATIONS_TABLE, POSTGRES, pending
+from copage.stores.protocol import StoreError
 from copage.stores.sqlcore import Cursor, SqlStore
 
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}\Z")

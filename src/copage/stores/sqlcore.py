@@ -12,7 +12,8 @@ from contextlib import AbstractContextManager
 from typing import Any, Protocol, Self
 
 from copage.stores import codec
-from copage.stores.base import (
+from copage.stores.change_checks import InvalidChange, check_change, where
+from copage.stores.protocol import (
     ChangeSet,
     ConversationExists,
     ConversationInfo,
@@ -22,7 +23,6 @@ from copage.stores.base import (
     StoredConversation,
     VersionConflict,
 )
-from copage.stores.changes import InvalidChange, check_change, where
 
 
 class Cursor(Protocol):

@@ -29,8 +29,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from copage.stores.base import StoreError, UnknownStoreSetting
 from copage.stores.migrations import CREATE_MIGRATIONS_TABLE, SQLITE, pending
+from copage.stores.protocol import StoreError, UnknownStoreSetting
 from copage.stores.sqlcore import Cursor, SqlStore
 
 SYNCHRONOUS_LEVELS = ("OFF", "NORMAL", "FULL", "EXTRA")

@@ -35,7 +35,7 @@ from copage.core.config import PagerConfig
 from copage.core.pager import Pager
 from copage.core.types import Bookmark, Turn
 from copage.stores import codec
-from copage.stores.base import ConversationExists, PageStore, StoreError
+from copage.stores.protocol import ConversationExists, PageStore, StoreError
 
 __all__ = ["FORMAT", "VERSION", "BadExport", "Exported", "export_conversation",
            "import_conversation", "read_export", "write_conversation"]

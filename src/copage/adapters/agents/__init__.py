@@ -9,7 +9,7 @@ from __future__ import annotations
 from copage.adapters._extra import missing_extra
 
 try:
-    from copage.adapters.agents.session import CopageSession
+    from copage.adapters.agents.paged_session import CopageSession
 except ModuleNotFoundError as e:  # the extra is not installed: say which one
     raise missing_extra(e, "agents", "agents") from None
 

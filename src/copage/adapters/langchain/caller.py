@@ -3,7 +3,7 @@
 The middleware's model call is one run of :func:`copage.session.engine.run_recall_loop`,
 the loop of ``PagedChat`` and the proxy. :class:`HandlerCall` stands between the two:
 
-* the engine's :class:`~copage.llm.types.ChatRequest` becomes the agent's
+* the engine's :class:`~copage.llm.model_types.ChatRequest` becomes the agent's
   ``ModelRequest`` overridden with the paged view: the engine's first messages stand
   for the view's own message objects (the system text, then the visible messages and,
   in modes with the speculative step, the fill just before the latest human message:
@@ -14,7 +14,7 @@ the loop of ``PagedChat`` and the proxy. :class:`HandlerCall` stands between the
   after the cap) is passed on, otherwise the agent's own choice is kept;
 * the handler's reply (``AIMessage``, ``ModelResponse`` or ``ExtendedModelResponse``)
   becomes stream events: its text, its tool calls, then ``done`` with usage and
-  finish reason (:func:`copage.llm.types.events_of`).
+  finish reason (:func:`copage.llm.model_types.events_of`).
 
 Each model call runs inside :func:`~copage.adapters.langchain.stream.held_stream`; the
 held round is dropped when the engine calls the model again (its recalls were served
@@ -44,7 +44,7 @@ from langchain_core.messages import ToolCall as LcToolCall
 from copage.adapters.langchain.convert import without_calls
 from copage.adapters.langchain.stream import HeldStream, held_stream
 from copage.core.types import ToolCall
-from copage.llm.types import ChatRequest, ChatResponse, Message, StreamEvent, Usage, events_of
+from copage.llm.model_types import ChatRequest, ChatResponse, Message, StreamEvent, Usage, events_of
 from copage.session.engine import LoopOutcome
 from copage.session.speculate import Filled, Speculation
 from copage.session.textfilter import recall_stub

@@ -60,7 +60,7 @@ from copage.session.engine import LoopEnd, LoopSettings, run_recall_loop
 from copage.session.modes import DEFAULT_RECALL_MODE, RecallMode, parse_mode
 from copage.session.prompts import join_system, styled
 from copage.session.speculate import DEFAULT_THRESHOLD, DEFAULT_TOKENS, Speculator, speculate
-from copage.stores.base import PageStore
+from copage.stores.protocol import PageStore
 
 ConversationId = str | Callable[[Runtime[Any]], str] | None
 RECALL_MODES = ("speculative", "tool", "speculative+tool", "none")

@@ -31,7 +31,7 @@ from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, LLMResul
 from langchain_core.runnables.config import var_child_runnable_config
 
 from copage.adapters.langchain.convert import without_calls
-from copage.llm.types import ToolSpec
+from copage.llm.model_types import ToolSpec
 from copage.session.engine import separated
 from copage.session.textfilter import CallTextFilter, text_calls
 

@@ -28,7 +28,7 @@ from typing import Any, Literal
 
 from copage.core.types import Turn
 from copage.ids import check_conversation_id
-from copage.llm.messages import text_of
+from copage.llm.chat_messages import text_of
 
 __all__ = ["HEADER", "META_KEY", "Alignment", "align", "conversation_of", "message_key",
            "transparent_id", "turn_key"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from copage.llm.messages import text_of
+from copage.llm.chat_messages import text_of
 
 __all__ = ["Assembled", "answer_of", "last_user", "usage_of"]
 

@@ -54,17 +54,17 @@ except ImportError as e:  # pragma: no cover - the extra's message
 from copage.adapters.litellm.align import SYSTEM_ROLES, Alignment, align, conversation_of
 from copage.adapters.litellm.answer import Assembled, answer_of, last_user, usage_of
 from copage.core.config import PagerConfig
-from copage.llm.messages import text_of
+from copage.llm.chat_messages import text_of
 from copage.memory import PagedMemory
 from copage.session import trace
-from copage.session.conversations import Conversations
 from copage.session.drive import in_thread
 from copage.session.modes import RecallMode, parse_mode
+from copage.session.opening import Conversations
 from copage.session.prompts import join_system, styled
 from copage.session.speculate import DEFAULT_THRESHOLD, DEFAULT_TOKENS, Speculator, speculate
 from copage.session.trace import now_ns
 from copage.stores import open_store
-from copage.stores.base import PageStore
+from copage.stores.protocol import PageStore
 
 __all__ = ["CALL_TYPES", "CopageHook", "hook_mode"]
 

@@ -20,7 +20,7 @@ from mcp.types import ToolAnnotations
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr
 
 from copage.adapters._pool import ConversationPool
-from copage.adapters.mcp import tools
+from copage.adapters.mcp import handlers as tools
 
 T = TypeVar("T")
 #: ASGI scope key under which the HTTP app puts the caller's tenant.

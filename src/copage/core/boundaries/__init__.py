@@ -16,8 +16,8 @@ from copage.core.types import Turn
 
 from ._common import BoundaryParameterError, check_cuts
 from .fixed import FixedTurns, TokenBudget, make_fixed, make_tokens
-from .metrics import default_k, pk, window_diff
 from .segment import Segment, make_segment
+from .segmentation_errors import default_k, pk, window_diff
 from .session import SessionBoundary, make_session
 from .topic_shift import TopicShift, make_topic_shift
 

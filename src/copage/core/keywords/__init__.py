@@ -12,14 +12,14 @@ change as the corpus grows (``refresh_with_corpus``); the pager asks through
 
 from __future__ import annotations
 
-from copage.core.keywords.base import (
+from copage.core.keywords.corpus import Corpus
+from copage.core.keywords.extractor import (
     DEFAULT_N_KEYWORDS,
     KeywordExtractor,
     check_n,
     refreshes_with_corpus,
     uses_corpus,
 )
-from copage.core.keywords.corpus import Corpus
 from copage.core.registry import Registry, check_options
 
 __all__ = [

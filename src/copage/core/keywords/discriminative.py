@@ -35,8 +35,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from math import log, sqrt
 
-from copage.core.keywords.base import check_n, taken_count
 from copage.core.keywords.corpus import Corpus
+from copage.core.keywords.extractor import check_n, taken_count
 from copage.core.keywords.limits import bounded
 from copage.core.keywords.names import PageNames, page_names
 from copage.core.keywords.routable import routable, speaker_words

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from copage.core.keywords.base import BatchByCorpus, check_n
 from copage.core.keywords.corpus import Corpus
+from copage.core.keywords.extractor import BatchByCorpus, check_n
 from copage.core.text import words
 from copage.core.types import Page
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping
 
-from copage.core.keywords.base import BatchByCorpus, check_n
 from copage.core.keywords.corpus import Corpus
+from copage.core.keywords.extractor import BatchByCorpus, check_n
 from copage.core.keywords.limits import MAX_KEYWORD_WORDS, bounded
 from copage.core.keywords.surface import find_spans, trim_phrase
 from copage.core.keywords.terms import body, is_content, sentence_initial, tokenize

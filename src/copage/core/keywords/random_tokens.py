@@ -5,8 +5,8 @@ from __future__ import annotations
 import random
 from collections.abc import Mapping
 
-from copage.core.keywords.base import BatchByCorpus, check_n, stable_seed
 from copage.core.keywords.corpus import Corpus
+from copage.core.keywords.extractor import BatchByCorpus, check_n, stable_seed
 from copage.core.keywords.limits import bounded
 from copage.core.keywords.terms import body, is_content, tokenize
 from copage.core.types import Page

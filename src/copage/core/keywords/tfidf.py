@@ -5,8 +5,8 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 
-from copage.core.keywords.base import BatchByCorpus, check_n
 from copage.core.keywords.corpus import Corpus
+from copage.core.keywords.extractor import BatchByCorpus, check_n
 from copage.core.keywords.limits import bounded
 from copage.core.keywords.terms import body, display_forms, is_bigram, term_counts
 from copage.core.types import Page

@@ -11,7 +11,7 @@ import importlib
 import inspect
 from collections.abc import Callable
 
-from copage.core.policies.base import EvictionPolicy, History, Limit
+from copage.core.policies.policy import EvictionPolicy, History, Limit
 from copage.core.registry import Registry, UnknownNameError, check_options
 
 __all__ = [

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from copage.core.policies.base import JSON, History, Limit
+from copage.core.policies.policy import JSON, History, Limit
 from copage.core.types import PageId
 
 Key = Callable[[PageId, History], tuple[float, ...]]

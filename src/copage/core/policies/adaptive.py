@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import ClassVar
 
 from copage.core.policies._shadow import ShadowCache
-from copage.core.policies.base import JSON, EvictionPolicy, History, Limit, lfu_key, lru_key
+from copage.core.policies.policy import JSON, EvictionPolicy, History, Limit, lfu_key, lru_key
 from copage.core.types import PageId
 
 DEFAULT_HALF_LIFE = 50.0

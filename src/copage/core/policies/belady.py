@@ -6,7 +6,7 @@ from bisect import bisect_left
 from collections.abc import Iterable, Sequence
 from typing import ClassVar
 
-from copage.core.policies.base import JSON, EvictionPolicy, History
+from copage.core.policies.policy import JSON, EvictionPolicy, History
 from copage.core.types import PageId
 
 NEVER = float("inf")

@@ -6,7 +6,7 @@ import math
 from collections.abc import Sequence
 from typing import ClassVar
 
-from copage.core.policies.base import JSON, EvictionPolicy, History, Limit
+from copage.core.policies.policy import JSON, EvictionPolicy, History, Limit
 from copage.core.types import PageId
 
 

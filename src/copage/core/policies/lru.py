@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import ClassVar
 
-from copage.core.policies.base import EvictionPolicy, History, lru_key
+from copage.core.policies.policy import EvictionPolicy, History, lru_key
 from copage.core.types import PageId
 
 

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import ClassVar
 
 from copage.core.policies._shadow import ShadowCache
-from copage.core.policies.base import JSON, EvictionPolicy, History, Limit, lru_key
+from copage.core.policies.policy import JSON, EvictionPolicy, History, Limit, lru_key
 from copage.core.retrieval import BM25Index
 from copage.core.text import index_terms
 from copage.core.types import PageId

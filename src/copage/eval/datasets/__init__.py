@@ -1,7 +1,7 @@
 """Datasets: conversations with probes (LoCoMo format) and the built-in ones."""
 
 from copage.eval.datasets.locomo import load_locomo, parse_locomo
-from copage.eval.datasets.model import Conversation, Dataset, DatasetError, Probe
+from copage.eval.datasets.probes import Conversation, Dataset, DatasetError, Probe
 
 __all__ = ["Conversation", "Dataset", "DatasetError", "Probe", "load_locomo", "parse_locomo"]
 

@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from copage.core.types import Turn
-from copage.eval.datasets.model import Conversation, Dataset, DatasetError, Probe
+from copage.eval.datasets.probes import Conversation, Dataset, DatasetError, Probe
 
 _SESSION = re.compile(r"session_(\d+)\Z")
 _EVID = re.compile(r"D\d+:\d+")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from copage.eval.datasets.locomo import load_locomo, parse_locomo
-from copage.eval.datasets.model import Dataset, DatasetError
+from copage.eval.datasets.probes import Dataset, DatasetError
 
 
 def preset_names() -> list[str]:

@@ -8,11 +8,11 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from copage.eval.datasets.model import Conversation, Dataset, Probe
-from copage.eval.experiments.base import BenchContext, PagingSettings
+from copage.eval.datasets.probes import Conversation, Dataset, Probe
+from copage.eval.experiments.interface import BenchContext, PagingSettings
 from copage.eval.methods import MethodSettings
-from copage.llm.cache import CachedModel, ResponseCache
-from copage.llm.types import ChatModel
+from copage.llm.model_types import ChatModel
+from copage.llm.response_cache import CachedModel, ResponseCache
 
 _DEFAULT = PagingSettings()
 CONTROLLED_RESIDENT_PAGES = 2

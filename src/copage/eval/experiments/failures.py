@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from copage.eval.experiments.base import BenchContext, ExperimentResult
 from copage.eval.experiments.grid import (
     breakdown,
     datasets_of,
@@ -21,6 +20,7 @@ from copage.eval.experiments.grid import (
     mean,
     probe_outcomes,
 )
+from copage.eval.experiments.interface import BenchContext, ExperimentResult
 
 
 class FailuresExperiment:

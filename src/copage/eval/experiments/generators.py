@@ -9,8 +9,8 @@ registered as keyword extractors and a model is given.
 from __future__ import annotations
 
 from copage.core.keywords import EXTRACTORS
-from copage.eval.experiments.base import BenchContext, ExperimentResult
 from copage.eval.experiments.grid import fixed_cell, study
+from copage.eval.experiments.interface import BenchContext, ExperimentResult
 
 OFFLINE = ("random", "heuristic", "tfidf", "discriminative", "generic")
 LLM = ("llm-contextual", "llm-batch", "hybrid", "auto")
@@ -45,7 +45,7 @@ class GeneratorsExperiment:
             # The LLM generators call the answering model (through the response cache);
             # they are registered for this run only.
             from copage.eval.experiments.common import cached
-            from copage.llmkeywords import register_llm_extractors
+            from copage.eval.llmkeywords import register_llm_extractors
 
             added = [n for n in LLM if n not in EXTRACTORS]
             register_llm_extractors(cached(ctx.model, ctx.options))

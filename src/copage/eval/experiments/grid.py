@@ -1,6 +1,6 @@
 """Shared helpers of the paging experiments: probe caps, the parallel grid, averages.
 
-The grid itself is :func:`copage.eval.simulate.simulate`; cells are split by
+The grid itself is :func:`copage.eval.simulation.simulate`; cells are split by
 boundary (the unit of its memo and Belady cache) over worker processes.
 """
 
@@ -13,10 +13,10 @@ from dataclasses import replace
 from multiprocessing import get_context
 from typing import Any
 
-from copage.eval.datasets.model import Dataset
-from copage.eval.experiments.base import BenchContext
+from copage.eval.datasets.probes import Dataset
 from copage.eval.experiments.common import mean, sample_probes
-from copage.eval.simulate import Cell, simulate
+from copage.eval.experiments.interface import BenchContext
+from copage.eval.simulation import Cell, simulate
 
 __all__ = ["COPAGE_POLICIES", "PAPER_BOUNDARIES", "PAPER_POLICIES", "breakdown", "capped",
            "cells_for", "datasets_of", "fixed_cell", "for_dataset", "group_key", "mean",
@@ -90,7 +90,7 @@ def fixed_cell(ctx: BenchContext, *, boundary: str = "fixed_10", policy: str = "
 
     A non-default ``--boundary``/``--policy``/``-k`` replaces the default by its first value.
     """
-    from copage.eval.experiments.base import PagingSettings
+    from copage.eval.experiments.interface import PagingSettings
 
     d, p = PagingSettings(), ctx.paging
     b = p.boundary[0] if tuple(p.boundary) != tuple(d.boundary) else boundary
@@ -101,7 +101,7 @@ def fixed_cell(ctx: BenchContext, *, boundary: str = "fixed_10", policy: str = "
 
 def probe_outcomes(dataset: Dataset, cell: Cell) -> list[dict[str, Any]]:
     """Per probe under ``cell``: hit, routing credit, fact type and category (one simulation)."""
-    from copage.eval.simulate import run_conversation
+    from copage.eval.simulation import run_conversation
 
     memo: dict[tuple[Any, ...], Any] = {}
     out: list[dict[str, Any]] = []
@@ -144,7 +144,7 @@ def for_dataset(ctx: BenchContext, dataset: Dataset, cell: Cell) -> Cell:
     """``cell`` for ``dataset``: on ``controlled`` (no ``--boundary``/``-k`` given), fixed_5 with
     2 resident pages, the paper's section 4 setting (early pages compressed to 3-5 bookmarks),
     as ``main`` uses; at fixed_10 + k=5 its 20-35 turns would never fault."""
-    from copage.eval.experiments.base import PagingSettings
+    from copage.eval.experiments.interface import PagingSettings
 
     d, p = PagingSettings(), ctx.paging
     if dataset.name != "controlled" or tuple(p.boundary) != tuple(d.boundary) or tuple(p.k) != tuple(d.k):

@@ -25,13 +25,13 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from copage.eval.datasets.model import Conversation, Dataset, Probe
-from copage.eval.experiments.base import BenchContext
+from copage.eval.datasets.probes import Conversation, Dataset, Probe
 from copage.eval.experiments.common import cached, judges_for, mean
+from copage.eval.experiments.interface import BenchContext
 from copage.eval.methods.templates import config_id, judge_template_id
 from copage.eval.runner.judging import exact_any
 from copage.eval.runner.log import JsonlLog
-from copage.eval.simulate import Cell, schedule
+from copage.eval.simulation import Cell, schedule
 
 CELL_KEYS = ("boundary", "policy", "k", "keywords", "format", "placement", "order")
 RECORD_KEY = ("dataset", "model", *CELL_KEYS, "seed", "config", "conversation", "probe")
@@ -52,7 +52,7 @@ def records_config(judge: str | None) -> str:
 def judge_binary(judges: dict[str, Any], probe: Probe, answer: str) -> float | None:
     """The first judge's CORRECT (1.0) / WRONG (0.0) verdict, None when unreadable or no judge."""
     from copage.eval.scoring import build_judge_messages, parse_binary
-    from copage.llm.types import complete_sync
+    from copage.llm.model_types import complete_sync
 
     if not judges:
         return None
@@ -76,7 +76,7 @@ def run_conversation_model(conv: Conversation, cell: Cell, model: Any) -> Iterat
         from copage.core.boundaries import get_boundary
         from copage.core.paginate import paginate
         from copage.eval.oracle import NAME, register
-        from copage.eval.simulate import access_sequence
+        from copage.eval.simulation import access_sequence
 
         register()
         spans = paginate(conv.turns, get_boundary(cell.boundary))
@@ -106,9 +106,9 @@ def run_conversation_model(conv: Conversation, cell: Cell, model: Any) -> Iterat
 
 def probe_starts(spans: Sequence[Any], plan: Sequence[tuple[int, Probe]], page_of: dict[str, int],
                  n: int) -> list[int]:
-    """Where each probe's accesses begin in :func:`copage.eval.simulate.access_sequence`
+    """Where each probe's accesses begin in :func:`copage.eval.simulation.access_sequence`
     (the same walk: the admits of the pages closed by the probe's turn, then its pages)."""
-    from copage.eval.simulate import _closed_by, _needed
+    from copage.eval.simulation import _closed_by, _needed
 
     starts: list[int] = []
     count = admitted = 0

@@ -1,6 +1,6 @@
 """``paging``: the boundary x eviction grid (paper Tables 7, 8 and 10; Figures 4-5).
 
-LLM-free, always: :func:`copage.eval.simulate.simulate` over the grid (hit rate,
+LLM-free, always: :func:`copage.eval.simulation.simulate` over the grid (hit rate,
 Belady hit rate, routing_top1, tokens). With a model: every cell is also run
 through :class:`copage.session.PagedChat` (see :mod:`.model_probe`), giving
 accuracy (binary judge; exact gold-string match beside it), trigger rate and
@@ -16,7 +16,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from copage.eval.experiments.base import BenchContext, ExperimentResult
 from copage.eval.experiments.grid import (
     COPAGE_POLICIES,
     PAPER_POLICIES,
@@ -26,6 +25,7 @@ from copage.eval.experiments.grid import (
     run_grid,
     workers,
 )
+from copage.eval.experiments.interface import BenchContext, ExperimentResult
 
 _METRICS = ("hit_rate", "routing_top1", "accuracy", "exact", "trigger_rate", "right_page_rate")
 

@@ -14,8 +14,8 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from copage.eval.experiments.base import BenchContext, ExperimentResult
-from copage.eval.experiments.registry import ORDER, Unavailable, get_experiment
+from copage.eval.experiments.catalog import ORDER, Unavailable, get_experiment
+from copage.eval.experiments.interface import BenchContext, ExperimentResult
 from copage.eval.jsonsafe import clean, dumps
 
 DEFAULT_SKIP = ("topology",)

@@ -27,10 +27,10 @@ from copage.core.config import PagerConfig
 from copage.core.keywords import get_extractor
 from copage.core.pager import Pager
 from copage.core.text import content_words
-from copage.eval.datasets.model import Conversation, Dataset
-from copage.eval.experiments.base import BenchContext, ExperimentResult
+from copage.eval.datasets.probes import Conversation, Dataset
 from copage.eval.experiments.common import is_synthetic
 from copage.eval.experiments.grid import datasets_of, fixed_cell, for_dataset, probe_outcomes
+from copage.eval.experiments.interface import BenchContext, ExperimentResult
 
 HIGH, LOW = "heuristic", "discriminative"
 

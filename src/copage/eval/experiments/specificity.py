@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from copage.eval.experiments.base import BenchContext, ExperimentResult
 from copage.eval.experiments.grid import (
     breakdown,
     datasets_of,
@@ -20,6 +19,7 @@ from copage.eval.experiments.grid import (
     probe_outcomes,
     study,
 )
+from copage.eval.experiments.interface import BenchContext, ExperimentResult
 
 EXTRACTORS_COMPARED = ("generic", "heuristic", "tfidf", "discriminative")
 

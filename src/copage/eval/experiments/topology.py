@@ -16,10 +16,10 @@ from typing import Any
 
 from copage.core.boundaries import get_boundary
 from copage.core.paginate import paginate
-from copage.eval.datasets.model import Conversation, Dataset
-from copage.eval.experiments.base import BenchContext, ExperimentResult
+from copage.eval.datasets.probes import Conversation, Dataset
 from copage.eval.experiments.grid import datasets_of, mean
-from copage.eval.simulate import Cell, run_conversation, schedule
+from copage.eval.experiments.interface import BenchContext, ExperimentResult
+from copage.eval.simulation import Cell, run_conversation, schedule
 
 DEFAULT_BOUNDARY = "fixed_10"
 POLICIES = ("fifo", "lru", "lfu")

@@ -39,7 +39,8 @@ in ``docs/benchmark-methods.md``.
 from __future__ import annotations
 
 from copage.core.registry import Registry
-from copage.eval.methods.base import (
+from copage.eval.methods.bookmark import BookmarkMethod, Variant
+from copage.eval.methods.method import (
     ABSTAIN_ANSWER,
     DEFAULT_BUDGET,
     INSTRUCTION,
@@ -53,8 +54,6 @@ from copage.eval.methods.base import (
     message_tokens,
     request_tokens,
 )
-from copage.eval.methods.bookmark import BookmarkMethod, Variant
-from copage.eval.methods.calls import Recorder
 from copage.eval.methods.pages import (
     BASELINES,
     SEPARATOR,
@@ -64,6 +63,7 @@ from copage.eval.methods.pages import (
     pages_method,
     split_name,
 )
+from copage.eval.methods.recorder import Recorder
 from copage.eval.methods.search import SearchToolMethod
 from copage.eval.methods.units import Coverage, Unit, coverage, evidence_groups, split_units
 from copage.eval.methods.window import WindowMethod

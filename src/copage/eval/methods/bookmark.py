@@ -60,8 +60,8 @@ from copage.core.retrieval import BM25Index
 from copage.core.text import content_words, index_terms, query_terms
 from copage.core.tokens import default_tokenizer
 from copage.core.types import PageId, page_id, page_index
-from copage.eval.datasets.model import Conversation, Probe
-from copage.eval.methods.base import (
+from copage.eval.datasets.probes import Conversation, Probe
+from copage.eval.methods.method import (
     DOES_NOT_FIT,
     INSTRUCTION,
     MethodAnswer,
@@ -76,12 +76,12 @@ from copage.eval.methods.base import (
     request_parts,
     request_tokens,
 )
-from copage.eval.methods.calls import Recorder
 from copage.eval.methods.readers import DEFAULT_TRIGGER, ORACLE_ROUTER, ORACLES, decide
+from copage.eval.methods.recorder import Recorder
 from copage.eval.methods.templates import session_templates_id
 from copage.eval.routing import route
-from copage.llm.messages import text_of, tool_message
-from copage.llm.types import ChatModel, ChatRequest
+from copage.llm.chat_messages import text_of, tool_message
+from copage.llm.model_types import ChatModel, ChatRequest
 from copage.memory import PagedMemory
 from copage.session import PagedChat, Speculator, with_fill
 from copage.session.choose import choose_request
@@ -594,7 +594,7 @@ class BookmarkConversation:
 
     def _parts(self, total: int, messages: list[dict[str, Any]], tools: list[dict[str, Any]],
                state: _State, paged: tuple[PageId, ...]) -> dict[str, int]:
-        """The billed parts of one answer call (see :data:`copage.eval.methods.base.PARTS`)."""
+        """The billed parts of one answer call (see :data:`copage.eval.methods.method.PARTS`)."""
         tok = self.tokenizer
         count = tok.count
         out: dict[str, int] = {}

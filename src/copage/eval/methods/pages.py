@@ -20,9 +20,9 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from copage.core.boundaries import BOUNDARIES
-from copage.eval.datasets.model import Conversation
-from copage.eval.methods.base import MethodSettings
+from copage.eval.datasets.probes import Conversation
 from copage.eval.methods.bookmark import BookmarkConversation, Variant
+from copage.eval.methods.method import MethodSettings
 from copage.eval.methods.search import search_conversation
 from copage.eval.methods.window import SCORERS, WindowConversation
 from copage.session.modes import DEFAULT_RECALL_MODE

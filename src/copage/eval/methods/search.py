@@ -20,8 +20,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from copage.eval.datasets.model import Conversation, Probe
-from copage.eval.methods.base import (
+from copage.eval.datasets.probes import Conversation, Probe
+from copage.eval.methods.method import (
     INSTRUCTION,
     MethodAnswer,
     MethodPrompt,
@@ -32,11 +32,11 @@ from copage.eval.methods.base import (
     does_not_fit,
     message_tokens,
 )
-from copage.eval.methods.calls import Recorder
+from copage.eval.methods.recorder import Recorder
 from copage.eval.methods.units import Unit
 from copage.eval.methods.window import WindowConversation, bm25_scorer
-from copage.llm.messages import assistant_message, tool_message
-from copage.llm.types import ChatModel, ChatRequest
+from copage.llm.chat_messages import assistant_message, tool_message
+from copage.llm.model_types import ChatModel, ChatRequest
 
 TOOL_NAME = "memory_search"
 SEARCH_HINT = (

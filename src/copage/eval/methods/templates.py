@@ -27,7 +27,7 @@ def fingerprint(value: Any) -> str:
 @lru_cache(maxsize=1)
 def template_texts() -> dict[str, str]:
     """Every answering template rendered with sample values (instruction, tools, turns, pages)."""
-    from copage.eval.methods.base import INSTRUCTION
+    from copage.eval.methods.method import INSTRUCTION
     from copage.eval.methods.search import SEARCH_HINT, search_tool_schema
     from copage.eval.methods.window import RETRIEVED_HEADER
 

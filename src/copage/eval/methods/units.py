@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from copage.core.boundaries import get_boundary
 from copage.core.paginate import paginate
 from copage.core.types import Turn, render_turns
-from copage.eval.datasets.model import Conversation, Probe
+from copage.eval.datasets.probes import Conversation, Probe
 
 EvidenceGroups = tuple[frozenset[str], ...]
 

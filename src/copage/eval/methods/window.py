@@ -30,8 +30,8 @@ from copage.core.retrieval import BM25Index, word_overlap_scores
 from copage.core.text import index_terms, query_terms
 from copage.core.tokens import default_tokenizer
 from copage.core.types import Turn
-from copage.eval.datasets.model import Conversation, Probe
-from copage.eval.methods.base import (
+from copage.eval.datasets.probes import Conversation, Probe
+from copage.eval.methods.method import (
     INSTRUCTION,
     MethodAnswer,
     MethodPrompt,
@@ -40,7 +40,7 @@ from copage.eval.methods.base import (
     does_not_fit,
     question_message,
 )
-from copage.eval.methods.calls import Recorder
+from copage.eval.methods.recorder import Recorder
 from copage.eval.methods.units import (
     Unit,
     evicted_units,
@@ -49,7 +49,7 @@ from copage.eval.methods.units import (
     unit_text,
     unit_turn_ids,
 )
-from copage.llm.types import ChatModel, ChatRequest
+from copage.llm.model_types import ChatModel, ChatRequest
 
 Scorer = Callable[[Sequence[str]], list[float]]
 ScorerFactory = Callable[[Sequence[Sequence[str]]], Scorer]
@@ -224,7 +224,7 @@ class WindowConversation:
         return ids, missing
 
     def _count(self, messages: Sequence[dict[str, Any]]) -> int:
-        from copage.eval.methods.base import message_tokens
+        from copage.eval.methods.method import message_tokens
 
         return message_tokens(messages, [], self.tokenizer)
 

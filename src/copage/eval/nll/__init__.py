@@ -6,7 +6,14 @@ the full context (A) and with a gist-compressed context (B); see ``docs/nll.md``
 """
 
 from copage.eval.nll.cases import CASES, FACT_TYPES, Exchange, NllCase
-from copage.eval.nll.metrics import (
+from copage.eval.nll.nll_runner import (
+    DEFAULT_MAX_TOKENS,
+    NllError,
+    NllResult,
+    run_nll,
+    run_nll_async,
+)
+from copage.eval.nll.nll_stats import (
     DEFAULT_WINDOW,
     CaseResult,
     NllSummary,
@@ -15,7 +22,6 @@ from copage.eval.nll.metrics import (
     rolling_mean,
     summarise,
 )
-from copage.eval.nll.run import DEFAULT_MAX_TOKENS, NllError, NllResult, run_nll, run_nll_async
 
 __all__ = [
     "CASES",

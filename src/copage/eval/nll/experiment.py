@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dataclasses import asdict
 
-from copage.eval.experiments.base import BenchContext, ExperimentResult
-from copage.eval.nll.metrics import DEFAULT_WINDOW
-from copage.eval.nll.run import DEFAULT_MAX_TOKENS, NllError, run_nll
+from copage.eval.experiments.interface import BenchContext, ExperimentResult
+from copage.eval.nll.nll_runner import DEFAULT_MAX_TOKENS, NllError, run_nll
+from copage.eval.nll.nll_stats import DEFAULT_WINDOW
 
 
 class NllExperiment:

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from copage.eval.nll.metrics import CaseResult, NllSummary
+from copage.eval.nll.nll_stats import CaseResult, NllSummary
 
 
 @dataclass(frozen=True, slots=True)

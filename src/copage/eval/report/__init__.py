@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from copage.eval.experiments.base import ExperimentResult
+from copage.eval.experiments.interface import ExperimentResult
 from copage.eval.jsonsafe import dumps
 from copage.eval.report.headline import headline, lead_sentences
 from copage.eval.report.html import write_html

@@ -2,7 +2,7 @@
 
 Accuracy of a probe: the primary (first) judge's binary verdict CORRECT; without a
 judge, exact match on synthetic data. ``judge_scale5`` averages the 1-5 scores over
-judges per probe first. Recall metrics use :mod:`copage.session.metrics`.
+judges per probe first. Recall metrics use :mod:`copage.session.probe_metrics`.
 """
 
 from __future__ import annotations
@@ -14,14 +14,14 @@ from dataclasses import replace
 from typing import Any
 
 from copage.eval.stats import mcnemar_exact, paired_bootstrap, wilson_interval
-from copage.session.metrics import (
+from copage.session.probe_metrics import (
     Rate,
     recall_precision,
     right_page_rate,
     speculative_hit_rate,
     trigger_rate,
 )
-from copage.session.report import ProbeRecord, RecallRecord
+from copage.session.records import ProbeRecord, RecallRecord
 
 Row = dict[str, Any]
 GROUP = ("dataset", "model", "method")
@@ -180,9 +180,9 @@ def summarise(rows: Sequence[Row]) -> Row:
 
 def part_shares(rows: Sequence[Row], budget: int) -> Row:
     """``share_<part>``: the mean billed tokens of each prompt part over ``rows`` as a
-    share of the budget (:data:`copage.eval.methods.base.PARTS`; the shares add up to
+    share of the budget (:data:`copage.eval.methods.method.PARTS`; the shares add up to
     ``budget_spent``)."""
-    from copage.eval.methods.base import PARTS
+    from copage.eval.methods.method import PARTS
 
     if not rows or budget <= 0:
         return {}

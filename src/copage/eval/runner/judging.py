@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from copage.eval.datasets.model import Probe
+from copage.eval.datasets.probes import Probe
 from copage.eval.scoring import (
     JUDGE_KINDS,
     build_judge_messages,
@@ -14,7 +14,7 @@ from copage.eval.scoring import (
     locomo_f1,
     parse_judge_reply,
 )
-from copage.llm.types import ChatModel, ChatRequest
+from copage.llm.model_types import ChatModel, ChatRequest
 
 #: The gold shown to judges for a LoCoMo category-5 probe (it has no answer).
 UNANSWERABLE_GOLD = "The conversation does not contain this information."

@@ -15,14 +15,14 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from copage.eval.datasets.model import Probe
+from copage.eval.datasets.probes import Probe
 from copage.eval.methods import MethodAnswer, MethodPrompt, PreparedConversation, coverage
 from copage.eval.methods.units import EvidenceGroups
 from copage.eval.runner.judging import Usage, gold_of, judge_all, missing_verdicts, static_scores
 from copage.eval.runner.log import ProbeLog
 from copage.eval.scoring import category_label
 from copage.llm.errors import BadResponse
-from copage.llm.types import ChatModel, run_sync
+from copage.llm.model_types import ChatModel, run_sync
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,7 +20,7 @@ from copage.eval.scoring.judge_parse import (
     parse_scale5,
 )
 from copage.eval.scoring.judge_prompts import JUDGE_KINDS, build_judge_messages
-from copage.eval.scoring.locomo import (
+from copage.eval.scoring.locomo_f1 import (
     abstains,
     exact_match,
     f1_multi,

@@ -78,11 +78,11 @@ same seed gives byte-identical JSON from :func:`write_json`.
 """
 
 from copage.eval.synthetic.builder import CATEGORY, locomo_datetime
-from copage.eval.synthetic.config import PRESETS, SyntheticConfig, get_preset
 from copage.eval.synthetic.facts import FACT_TYPES, get_fact_type
 from copage.eval.synthetic.generate import generate, generate_preset, write_json
 from copage.eval.synthetic.measures import keyword_turns, revisit_rate
-from copage.eval.synthetic.model import FACT_TYPE_NAMES, mentions, mentions_any
+from copage.eval.synthetic.presets import PRESETS, SyntheticConfig, get_preset
+from copage.eval.synthetic.values import FACT_TYPE_NAMES, mentions, mentions_any
 
 __all__ = [
     "CATEGORY",

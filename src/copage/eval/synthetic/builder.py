@@ -6,13 +6,13 @@ import datetime as dt
 import random
 from typing import Any, Literal
 
-from copage.eval.synthetic.config import SyntheticConfig
 from copage.eval.synthetic.facts import FACT_TYPES
 from copage.eval.synthetic.filler import labelled_filler
 from copage.eval.synthetic.filler_b import CLOSINGS, GREETINGS
 from copage.eval.synthetic.layout import plan_positions
-from copage.eval.synthetic.model import Unit
 from copage.eval.synthetic.planting import PlantedFact, plant, render, render_distractor
+from copage.eval.synthetic.presets import SyntheticConfig
+from copage.eval.synthetic.values import Unit
 
 USER, ASSISTANT = "User", "Assistant"
 CATEGORY = {"direct": 4, "indirect": 3}  # LoCoMo ids: 4 single-hop, 3 open-domain

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from copage.eval.synthetic.facts_health import ALLERGY, MEDICAL, PREFERENCE
 from copage.eval.synthetic.facts_plans import BUDGET, CONTACT, DEADLINE, SCHEDULE
-from copage.eval.synthetic.model import FACT_TYPE_NAMES, FactType
+from copage.eval.synthetic.values import FACT_TYPE_NAMES, FactType
 
 FACT_TYPES: dict[str, FactType] = {
     t.name: t for t in (ALLERGY, BUDGET, DEADLINE, MEDICAL, PREFERENCE, SCHEDULE, CONTACT)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from copage.eval.synthetic.model import FactType, Topic, Value
+from copage.eval.synthetic.values import FactType, Topic, Value
 
 
 def _allergen(key: str, adj: str) -> Value:

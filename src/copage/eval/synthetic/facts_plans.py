@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import random
 
-from copage.eval.synthetic.model import DrawContext, FactType, Topic, Value
+from copage.eval.synthetic.values import DrawContext, FactType, Topic, Value
 
 _WORDS = {
     400: "four hundred",

@@ -13,7 +13,7 @@ from typing import NamedTuple
 
 from copage.eval.synthetic.filler_a import FAMILIES_A
 from copage.eval.synthetic.filler_b import CLOSINGS, FAMILIES_B, GREETINGS, SMALL_TALK
-from copage.eval.synthetic.model import Exchange
+from copage.eval.synthetic.values import Exchange
 
 FAMILIES: dict[str, tuple[Exchange, ...]] = {**FAMILIES_A, **FAMILIES_B}
 _SMALL_TALK_P = 0.05

@@ -6,7 +6,7 @@ money amount, so it can neither contradict nor accidentally restate a planted fa
 
 from __future__ import annotations
 
-from copage.eval.synthetic.model import Exchange as E
+from copage.eval.synthetic.values import Exchange as E
 
 TRAVEL = (
     E(

@@ -5,7 +5,7 @@ Same rule as part one: no fact keywords, allergens, meat, weekdays, dates or amo
 
 from __future__ import annotations
 
-from copage.eval.synthetic.model import Exchange as E
+from copage.eval.synthetic.values import Exchange as E
 
 GARDENING = (
     E(

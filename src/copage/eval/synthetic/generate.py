@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from copage.eval.synthetic.builder import build_sample
-from copage.eval.synthetic.config import SyntheticConfig, get_preset
+from copage.eval.synthetic.presets import SyntheticConfig, get_preset
 
 
 def generate(config: SyntheticConfig, seed: int) -> list[dict[str, Any]]:

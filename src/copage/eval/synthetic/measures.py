@@ -6,7 +6,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from copage.eval.synthetic.model import mentions_any
+from copage.eval.synthetic.values import mentions_any
 
 _SESSION = re.compile(r"session_(\d+)\Z")
 

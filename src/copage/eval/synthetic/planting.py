@@ -7,7 +7,7 @@ import random
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 
-from copage.eval.synthetic.model import DrawContext, Exchange, FactType, Topic, Value
+from copage.eval.synthetic.values import DrawContext, Exchange, FactType, Topic, Value
 
 _DRAW_TRIES = 100
 

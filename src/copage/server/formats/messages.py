@@ -16,8 +16,8 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from copage.server.body import Messages
-from copage.server.errors import ProxyError, bad_request
-from copage.server.loop import Outcome
+from copage.server.error_body import ProxyError, bad_request
+from copage.server.proxy_loop import Outcome
 from copage.server.service import TurnResult
 from copage.session.engine import ClientToolDelta, TextDelta
 

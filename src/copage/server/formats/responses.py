@@ -26,8 +26,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from copage.server.errors import ProxyError, bad_request
-from copage.server.loop import Outcome
+from copage.server.error_body import ProxyError, bad_request
+from copage.server.proxy_loop import Outcome
 from copage.server.service import Opened, TurnResult
 from copage.session.engine import ClientToolDelta, TextDelta
 

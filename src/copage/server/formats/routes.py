@@ -34,11 +34,11 @@ from copage.server.app import (
 )
 from copage.server.body import BodyError, decode, parse_body
 from copage.server.callers import Caller, caller
-from copage.server.errors import ProxyError, bad_request
+from copage.server.error_body import ProxyError, bad_request
 from copage.server.formats import messages as anthropic
 from copage.server.formats import responses as oai
-from copage.server.loop import closing
 from copage.server.plan import At, last_rq
+from copage.server.proxy_loop import closing
 from copage.server.recognise import RQ, Ask, answer_of, is_retry
 from copage.server.request import (
     USER_HEADER,
@@ -50,8 +50,8 @@ from copage.server.request import (
 from copage.server.service import SMALL, Finished, Opened, TurnResult
 from copage.server.streaming import ClientGone, EventStreamResponse, Renderer, TurnStream
 from copage.server.transcript import chain
-from copage.session.conversations import read
-from copage.stores.base import ConversationNotFound, PageStore
+from copage.session.opening import read
+from copage.stores.protocol import ConversationNotFound, PageStore
 
 log = logging.getLogger("copage.server")
 Handler = Callable[[Request], Awaitable[Response]]

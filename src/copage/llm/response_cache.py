@@ -17,8 +17,14 @@ import warnings
 from collections.abc import AsyncIterator
 from pathlib import Path
 
-from copage.llm.types import ChatModel, ChatRequest, ChatResponse, StreamEvent, fallback_stream
-from copage.llm.types import stream as stream_of
+from copage.llm.model_types import (
+    ChatModel,
+    ChatRequest,
+    ChatResponse,
+    StreamEvent,
+    fallback_stream,
+)
+from copage.llm.model_types import stream as stream_of
 from copage.llm.wrapper import ModelWrapper
 
 ENV_DIR = "COPAGE_CACHE_DIR"

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from copage.eval.nll.cases import CASES, NllCase
-from copage.eval.nll.metrics import (
+from copage.eval.nll.nll_stats import (
     DEFAULT_WINDOW,
     CaseResult,
     ReplyStats,
@@ -23,7 +23,7 @@ from copage.eval.nll.metrics import (
     rolling_mean,
     summarise,
 )
-from copage.eval.nll.report import write_outputs
+from copage.eval.nll.nll_tables import write_outputs
 from copage.eval.nll.result import NllResult
 
 __all__ = ["DEFAULT_MAX_TOKENS", "NllError", "NllResult", "run_nll", "run_nll_async"]
@@ -40,7 +40,7 @@ class NllError(ValueError):
 
 async def _answer(model: Any, case: NllCase, condition: str, max_tokens: int,
                   temperature: float, window: int) -> ReplyStats:
-    from copage.llm.types import ChatRequest
+    from copage.llm.model_types import ChatRequest
 
     # The OpenAI adapter sends top_logprobs=1 with logprobs: llama.cpp's llama-server
     # returns no logprobs without it, or with top_logprobs=0.

@@ -1,7 +1,7 @@
 """OpenAI response shapes: a ``chat.completion`` and the SSE ``chat.completion.chunk`` s.
 
 Both are built from the same turn events (:meth:`copage.server.service.ProxyService.turn`):
-a whole response from the committed :class:`~copage.server.loop.Outcome`, a
+a whole response from the committed :class:`~copage.server.proxy_loop.Outcome`, a
 streamed one by :class:`Chunks` as the events arrive.
 """
 
@@ -13,9 +13,9 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from copage.llm.messages import tool_call_dict
-from copage.server.errors import ProxyError
-from copage.server.loop import Outcome
+from copage.llm.chat_messages import tool_call_dict
+from copage.server.error_body import ProxyError
+from copage.server.proxy_loop import Outcome
 from copage.server.service import TurnResult
 from copage.session.engine import ClientToolDelta, TextDelta
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from copage.core.types import PageId
-from copage.llm.types import ChatResponse
+from copage.llm.model_types import ChatResponse
 
 #: Status of a recall call: the pager's ``paged_in`` / ``resident`` / ``error``;
 #: ``refused`` when the per-turn cap was already reached or recall was not offered
@@ -114,7 +114,7 @@ class TurnReport:
 
 @dataclass(frozen=True, slots=True)
 class ProbeRecord:
-    """One probe question, for the loop measures in :mod:`copage.session.metrics`.
+    """One probe question, for the loop measures in :mod:`copage.session.probe_metrics`.
 
     Attributes:
         needed: pages holding the evidence the question needs.

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from copage.stores.base import ChangeSet, StoreError
+from copage.stores.protocol import ChangeSet, StoreError
 
 
 class InvalidChange(StoreError, ValueError):

@@ -11,8 +11,8 @@ format let the question find its page.
 from __future__ import annotations
 
 from copage.core.bookmarks import FORMATS
-from copage.eval.experiments.base import BenchContext, ExperimentResult, PagingSettings
 from copage.eval.experiments.grid import fixed_cell, study
+from copage.eval.experiments.interface import BenchContext, ExperimentResult, PagingSettings
 
 
 class FormatsExperiment:

@@ -15,9 +15,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 from copage.core.tokens import Tokenizer, default_tokenizer
-from copage.eval.methods.base import CallRecord, request_parts, request_tokens
+from copage.eval.methods.method import CallRecord, request_parts, request_tokens
 from copage.llm.errors import BadResponse
-from copage.llm.types import ChatModel, ChatRequest, ChatResponse, Usage
+from copage.llm.model_types import ChatModel, ChatRequest, ChatResponse, Usage
 
 REFUSED_ANSWER = "(not asked: the probe does not fit in the token budget)"
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from copage.eval.datasets.model import Dataset
+from copage.eval.datasets.probes import Dataset
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,11 +20,11 @@ from copage.core.keywords import Corpus, KeywordExtractor, check_n, get_extracto
 from copage.core.keywords.terms import is_bigram
 from copage.core.keywords.tfidf import smooth_idf
 from copage.core.types import Page, PageId
+from copage.eval.llmkeywords.keyword_prompts import SYSTEM
+from copage.llm.model_types import ChatModel, ChatRequest, ChatResponse
 from copage.llm.runner import run_blocking
-from copage.llm.types import ChatModel, ChatRequest, ChatResponse
-from copage.llmkeywords.prompts import SYSTEM
 
-log = logging.getLogger("copage.llmkeywords")
+log = logging.getLogger("copage.eval.llmkeywords")
 
 DIGEST_KEYWORDS = 4
 """Keywords per digest line (heuristic keywords of the other pages)."""

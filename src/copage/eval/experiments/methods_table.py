@@ -18,7 +18,6 @@ from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
-from copage.eval.experiments.base import BenchContext, ExperimentResult
 from copage.eval.experiments.common import (
     cached,
     is_synthetic,
@@ -26,6 +25,7 @@ from copage.eval.experiments.common import (
     sample_probes,
     settings_for,
 )
+from copage.eval.experiments.interface import BenchContext, ExperimentResult
 from copage.eval.experiments.leader import leaders, wanted
 from copage.eval.jsonsafe import dumps
 from copage.eval.methods import (

@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from copage.stores import codec
-from copage.stores.base import (
+from copage.stores.change_checks import InvalidChange, check_change, where
+from copage.stores.protocol import (
     ChangeSet,
     ConversationExists,
     ConversationInfo,
@@ -24,7 +25,6 @@ from copage.stores.base import (
     StoredConversation,
     VersionConflict,
 )
-from copage.stores.changes import InvalidChange, check_change, where
 
 
 @dataclass(slots=True)

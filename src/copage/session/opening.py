@@ -37,7 +37,7 @@ from typing import Any
 from copage.core.config import PagerConfig
 from copage.memory import PagedMemory
 from copage.session.memcache import DEFAULT_SIZE, MemoryCache, Versioned
-from copage.stores.base import ConversationNotFound, PageStore
+from copage.stores.protocol import ConversationNotFound, PageStore
 
 __all__ = ["Conversations", "Create", "Opened", "read"]
 

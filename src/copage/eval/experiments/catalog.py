@@ -11,18 +11,18 @@ import importlib
 from collections.abc import Callable
 
 from copage.core.registry import Registry
-from copage.eval.experiments.base import BenchContext, Experiment, ExperimentResult
+from copage.eval.experiments.interface import BenchContext, Experiment, ExperimentResult
 
 ORDER: tuple[str, ...] = ("main", "judges", "paging", "topology", "formats", "specificity",
                           "generators", "selection", "failures", "nll")
 """Names in the order ``copage bench`` runs them."""
 
 _MODULES: dict[str, str] = {
-    "main": "copage.eval.experiments.main",
-    "judges": "copage.eval.experiments.judges",
+    "main": "copage.eval.experiments.methods_table",
+    "judges": "copage.eval.experiments.multi_judge",
     "paging": "copage.eval.experiments.paging",
     "topology": "copage.eval.experiments.topology",
-    "formats": "copage.eval.experiments.formats",
+    "formats": "copage.eval.experiments.bookmark_formats",
     "specificity": "copage.eval.experiments.specificity",
     "generators": "copage.eval.experiments.generators",
     "selection": "copage.eval.experiments.selection",

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Literal
 
-from copage.eval.synthetic.model import FACT_TYPE_NAMES
+from copage.eval.synthetic.values import FACT_TYPE_NAMES
 
 Topology = Literal["forward", "revisit", "mixed"]
 Placement = Literal["spread", "early"]

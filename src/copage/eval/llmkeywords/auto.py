@@ -2,7 +2,7 @@
 
 Paper section 6: "use hybrid when the heuristic base is informative; use
 llm-batch when it is not. A practical proxy is the average TF-IDF mass of
-heuristic-extracted tokens." The mass is defined in :mod:`copage.llmkeywords.mass`;
+heuristic-extracted tokens." The mass is defined in :mod:`copage.eval.llmkeywords.mass`;
 a conversation whose mass is at least ``threshold`` gets ``hybrid``, otherwise
 ``llm-batch``. :data:`DEFAULT_THRESHOLD` was chosen LLM-free on development data
 only (see ``docs/llm-bookmarks.md``).
@@ -21,11 +21,11 @@ from statistics import fmean
 
 from copage.core.keywords import Corpus, check_n
 from copage.core.types import Page, PageId
-from copage.llm.types import ChatModel
-from copage.llmkeywords.base import LLMGenerator, LLMOptions, check_pages
-from copage.llmkeywords.batch import BatchGenerator
-from copage.llmkeywords.hybrid import HybridGenerator
-from copage.llmkeywords.mass import heuristic_mass, page_mass
+from copage.eval.llmkeywords.generator import LLMGenerator, LLMOptions, check_pages
+from copage.eval.llmkeywords.batch import BatchGenerator
+from copage.eval.llmkeywords.hybrid import HybridGenerator
+from copage.eval.llmkeywords.mass import heuristic_mass, page_mass
+from copage.llm.model_types import ChatModel
 
 DEFAULT_THRESHOLD = 0.544
 """Midpoint of the gap between the ``controlled`` preset (lowest conversation mass

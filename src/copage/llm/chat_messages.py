@@ -7,7 +7,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from copage.core.types import ToolCall
-from copage.llm.types import Message
+from copage.llm.model_types import Message
 
 
 def tool_call_dict(call: ToolCall) -> dict[str, Any]:

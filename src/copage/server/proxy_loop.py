@@ -25,9 +25,9 @@ from dataclasses import dataclass, field, replace
 from typing import TypeVar
 
 from copage.core.types import ToolCall
+from copage.llm.chat_messages import text_of
 from copage.llm.errors import BadResponse
-from copage.llm.messages import text_of
-from copage.llm.types import ChatModel, ChatRequest, ChatResponse, StreamEvent, ToolCallDelta
+from copage.llm.model_types import ChatModel, ChatRequest, ChatResponse, StreamEvent, ToolCallDelta
 from copage.memory import PagedMemory
 from copage.server.request import ChatCall
 from copage.session.engine import (
@@ -40,7 +40,7 @@ from copage.session.engine import (
 )
 from copage.session.modes import RecallMode
 from copage.session.prompts import styled
-from copage.session.report import RecallRecord
+from copage.session.records import RecallRecord
 from copage.session.speculate import Speculator, speculate
 from copage.session.trace import NULL, TurnTrace, now_ns
 

@@ -16,9 +16,9 @@ from typing import Any, Protocol
 
 from copage.core.tokens import Tokenizer
 from copage.core.types import PageId
-from copage.eval.datasets.model import Conversation, Probe
-from copage.llm.messages import text_of
-from copage.llm.types import ChatModel, ChatRequest
+from copage.eval.datasets.probes import Conversation, Probe
+from copage.llm.chat_messages import text_of
+from copage.llm.model_types import ChatModel, ChatRequest
 from copage.session.prompts import PROMPT_STYLES
 from copage.session.speculate import DEFAULT_THRESHOLD
 
@@ -188,7 +188,7 @@ def does_not_fit(needed: tuple[str, ...], evicted: tuple[str, ...], trigger: str
     """The prompt of a probe that cannot be answered within the budget: a miss.
 
     ``billed``: the calls already sent before the one that would go over the budget
-    (a provider bills them: a model run's :class:`~copage.eval.methods.calls.Recorder`
+    (a provider bills them: a model run's :class:`~copage.eval.methods.recorder.Recorder`
     sends them and refuses only the next), with their ``parts``; ``would_need``: what
     the whole probe would have billed. Nothing sent when ``billed`` is empty.
     """

@@ -13,9 +13,9 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from copage.eval.experiments.base import BenchContext, ExperimentResult
 from copage.eval.experiments.common import cached, judges_for
-from copage.eval.experiments.main import build_tasks
+from copage.eval.experiments.interface import BenchContext, ExperimentResult
+from copage.eval.experiments.methods_table import build_tasks
 from copage.eval.methods import COMPETITIVE, method_names
 from copage.eval.runner import ProbeLog, base_row, row_key, run_tasks_sync
 from copage.eval.runner.aggregate import group, judge_mean

@@ -12,14 +12,14 @@ from collections.abc import Mapping, Sequence
 
 from copage.core.keywords import Corpus, check_n
 from copage.core.types import Page, PageId
-from copage.llmkeywords.base import (
+from copage.eval.llmkeywords.generator import (
     DIGEST_KEYWORDS,
     LLMGenerator,
     check_pages,
     other_digests,
 )
-from copage.llmkeywords.parse import parse_keyword_list
-from copage.llmkeywords.prompts import contextual_prompt
+from copage.eval.llmkeywords.parse import parse_keyword_list
+from copage.eval.llmkeywords.keyword_prompts import contextual_prompt
 
 
 class ContextualGenerator(LLMGenerator):

@@ -42,10 +42,10 @@ from copage.core.types import ToolCall, Turn
 from copage.ids import MAX_CONVERSATION_ID, check_conversation_id
 from copage.memory import PagedMemory
 from copage.session.cap import RecallCap
-from copage.session.conversations import Conversations, read
+from copage.session.opening import Conversations, read
 from copage.session.speculate import DEFAULT_THRESHOLD, DEFAULT_TOKENS, Speculator, with_fill
 from copage.stores import open_store
-from copage.stores.base import ConversationNotFound, PageStore
+from copage.stores.protocol import ConversationNotFound, PageStore
 
 POP_SUFFIX = "~pop"
 RECALL_HINT = (" Evicted pages are listed as bookmarks such as [p3: keyword keyword] in the "
@@ -113,7 +113,7 @@ class CopageSession:
     @contextmanager
     def _memory(self, create: bool = True) -> Iterator[PagedMemory | None]:
         """The conversation under the store's lock on ``session_id`` (None if absent),
-        opened by the one opener (:mod:`copage.session.conversations`): put back in
+        opened by the one opener (:mod:`copage.session.opening`): put back in
         the cache only if the block succeeds."""
         with self.store.lock(self.session_id, tenant=self.tenant):
             try:

@@ -15,7 +15,7 @@ from copage.core import prompt
 from copage.core.types import page_id, page_index, parse_page_arg
 from copage.ids import CONVERSATION_ID_RULE, is_conversation_id
 from copage.memory import PagedMemory
-from copage.stores.base import ConversationNotFound
+from copage.stores.protocol import ConversationNotFound
 
 MAX_TURNS_PER_CALL = 500
 MAX_TURN_CHARS = 200_000

@@ -19,7 +19,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from copage.session.report import ProbeRecord
+from copage.session.records import ProbeRecord
 
 __all__ = ["Rate", "recall_precision", "right_page_rate", "speculative_hit_rate", "trigger_rate"]
 

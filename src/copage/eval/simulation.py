@@ -34,7 +34,7 @@ from copage.core.pager import Pager
 from copage.core.paginate import Span, paginate
 from copage.core.tokens import get_tokenizer
 from copage.core.types import PageId, page_id, page_index
-from copage.eval.datasets.model import Conversation, Dataset, Probe
+from copage.eval.datasets.probes import Conversation, Dataset, Probe
 from copage.eval.routing import bm25_candidates, route
 
 PLACEMENTS = ("end", "interleaved")

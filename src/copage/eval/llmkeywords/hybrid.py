@@ -15,8 +15,7 @@ from collections.abc import Mapping, Sequence
 
 from copage.core.keywords import Corpus, check_n
 from copage.core.types import Page, PageId
-from copage.llm.types import ChatModel
-from copage.llmkeywords.base import (
+from copage.eval.llmkeywords.generator import (
     DIGEST_KEYWORDS,
     LLMGenerator,
     LLMOptions,
@@ -24,8 +23,9 @@ from copage.llmkeywords.base import (
     chunk_pages,
     other_digests,
 )
-from copage.llmkeywords.parse import parse_keyword_list, parse_page_keywords
-from copage.llmkeywords.prompts import hybrid_prompt
+from copage.eval.llmkeywords.parse import parse_keyword_list, parse_page_keywords
+from copage.eval.llmkeywords.keyword_prompts import hybrid_prompt
+from copage.llm.model_types import ChatModel
 
 
 class HybridGenerator(LLMGenerator):
