@@ -451,7 +451,7 @@ def bm25_scores(
     The same scores as ``BM25Index(docs).scores(query)``, without building postings:
     it touches only the query's terms, which is what a one-off ranking of a
     candidate list (routing over the evicted pages' bookmarks) needs
-    (``bench/bench_bm25.py`` measures both).
+    (``docs/benchmarks-record.md`` measured both).
     """
     k1, b = _check_params(k1, b)
     counted = [_counts(d, f"document {i}") for i, d in enumerate(docs)]

@@ -120,8 +120,8 @@ def counted_at_noun_rank(scores: dict[str, float]) -> dict[str, float]:
     just above that word at most: a number makes every small-talk line ("I had 32
     coffees") look unlike the others, while a question asks about the word. The pair
     is still shown when it is chosen, so the number stays beside what it counts. On six
-    chats answered by SmolLM2 (``bench/bench_chat_bookmarks.py``, ``docs/keywords.md``
-    sixth round) more pages holding a planted fact named it; LoCoMo routing unchanged."""
+    chats answered by SmolLM2 (``docs/keywords-record.md``, sixth round) more
+    pages holding a planted fact named it; LoCoMo routing unchanged."""
     for term, score in scores.items():
         first, _, second = term.partition(" ")
         if not second:
