@@ -301,7 +301,7 @@ def routing_with(files: Sequence[str], base: str, options: dict[str, object], bo
                  only: Sequence[str] = (), bookmark_tokens: int | None = None
                  ) -> dict[str, tuple[float, int, float]]:
     """:func:`conversation_routing` with the extractor's options given as objects
-    (``bench/fit_askable.py`` passes fitted weights); ``only``: these conversations."""
+    (``tools/fit_askable.py`` passes fitted weights); ``only``: these conversations."""
     from copage.eval.datasets import load_dataset
     from copage.eval.simulation import Cell, run_conversation
 

@@ -4,7 +4,7 @@
 that it will be asked about (``contrast.py``). ``askable`` adds to that score
 ``beta`` times a weighted sum of per-term features (``features.FEATURES``: the
 same cues, the z-score, rarity over pages, names, phrases, word shapes). The
-weights (``askable_weights``) were fitted by ``bench/fit_askable.py`` on the
+weights (``askable_weights``) were fitted by ``tools/fit_askable.py`` on the
 routing measure itself (routing_top1 of the simulation, fixed_10 + LRU, k = 5,
 the shipped bookmarks: ``compact``, 12 keywords offered, a 12-token cap): the
 mean of coordinate ascents from ``contrast`` (all weights 0), each on four of the

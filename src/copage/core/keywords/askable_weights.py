@@ -1,6 +1,6 @@
 """``askable``'s weights, one per ``features.FEATURES``.
 
-Written by ``bench/fit_askable.py fit`` with
+Written by ``tools/fit_askable.py fit`` with
 ``--method routing --format compact --n-keywords 12 --bookmark-tokens 12 --bag``
 on conv-26, conv-30, conv-41, conv-42, conv-43. Do not edit by hand: fit again.
 """

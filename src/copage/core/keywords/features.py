@@ -2,7 +2,7 @@
 
 ``askable`` (``core/keywords/askable.py``) adds to ``contrast``'s score of each
 candidate term of a page a weighted sum of these features, the weights fitted
-offline by ``bench/fit_askable.py`` (the shipped ones: the mean of coordinate ascents on
+offline by ``tools/fit_askable.py`` (the shipped ones: the mean of coordinate ascents on
 routing_top1; ``--method logit`` fits a conditional logit instead). Every feature is one
 already measured as a cue (``docs/keywords.md``): the Fightin' Words z-score,
 rarity over pages, ``contrast``'s word cues, the everyday-word list, names, and

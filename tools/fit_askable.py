@@ -27,7 +27,7 @@ conversations out (in ``loco``, nested: four fits on three conversations per fol
 ``--leave N``: ``loco`` over every N conversations held out.
 
 ``loco``: for each conversation, fit on the others, then score it with the real
-simulation (``bench_keywords.routing_with``); prints the fold's weights, its
+simulation (``bench/bench_keywords.py``'s ``routing_with``); prints the fold's weights, its
 training objective, the held-out routing_top1 / bookmark tokens, and the mean.
 ``fit``: fit on every conversation of FILES and write the weights module
 (``--write``; by default print it). numpy only.
@@ -35,10 +35,10 @@ training objective, the held-out routing_top1 / bookmark tokens, and the mean.
 Run::
 
     L=../shared/data/locomo
-    .venv/bin/python bench/fit_askable.py loco $L/locomo-sample.json $L/locomo-more.json
-    .venv/bin/python bench/fit_askable.py loco $L/locomo-sample.json $L/locomo-more.json \\
+    .venv/bin/python tools/fit_askable.py loco $L/locomo-sample.json $L/locomo-more.json
+    .venv/bin/python tools/fit_askable.py loco $L/locomo-sample.json $L/locomo-more.json \\
         --method logit --beta 1
-    .venv/bin/python bench/fit_askable.py fit $L/locomo-sample.json $L/locomo-more.json \\
+    .venv/bin/python tools/fit_askable.py fit $L/locomo-sample.json $L/locomo-more.json \\
         --format compact --n-keywords 12 --bookmark-tokens 12 --bag \\
         --write src/copage/core/keywords/askable_weights.py
 """
@@ -57,7 +57,7 @@ from typing import Any
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))  # bench_keywords
 from bench_keywords import routing_with, use_reader
 
 from copage.core.bookmarks import get_format, make_bookmark
@@ -285,7 +285,7 @@ def weights_module(w: np.ndarray, convs: Sequence[str], method: str) -> str:
     how += " --bag" if BAG else ""
     return (
         '"""``askable``\'s weights, one per ``features.FEATURES``.\n\n'
-        f"Written by ``bench/fit_askable.py fit`` with\n``{how}``\non "
+        f"Written by ``tools/fit_askable.py fit`` with\n``{how}``\non "
         f"{', '.join(convs)}. Do not edit by hand: fit again.\n"
         '"""\n\n'
         "ASKABLE_WEIGHTS: tuple[float, ...] = (\n" + rows + "\n)\n"
