@@ -77,8 +77,8 @@ class PagerConfig:
             tokens, so the prompt's prefix changes once per ``budget_tokens -
             budget_floor`` tokens of conversation (page-ins evict just enough).
         budget_floor: see ``budget_tokens`` (0 <= ``budget_floor`` < ``budget_tokens``).
-        keywords: keyword extractor name (``random``, ``heuristic``, ``tfidf``,
-            ``discriminative``).
+        keywords: keyword extractor name (``askable``, the default; ``contrast``,
+            ``discriminative``, ``tfidf``, ``heuristic``, ``random``, ``generic``).
         n_keywords: keywords the extractor offers per bookmark (all shown when
             ``bookmark_tokens`` is None; else those that fit, in rank order).
         bookmark_tokens: each bookmark's token cap (None or 0: no cap, ``n_keywords``
@@ -99,7 +99,7 @@ class PagerConfig:
         evict_batch: when a closing page must evict, this many pages go at once
             (page-count limits only; capped at ``resident_pages``; page-ins still evict
             one), so the prompt's prefix changes once per batch; stale bookmarks are
-            then refreshed on those turns only. 1 is the paper's.
+            then refreshed on those turns only. 2 by default; 1 is the paper's.
         boundary_options, policy_options, keyword_options: extra factory options.
     """
 

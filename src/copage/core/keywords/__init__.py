@@ -110,6 +110,7 @@ def get_extractor(name: str, **options: object) -> KeywordExtractor:
     Options: ``random(seed=0)``,
     ``discriminative(alpha0=2000.0, penalty=1.5, skip_speakers=True)``,
     ``contrast(alpha0=2000.0, penalty=0.0, skip_speakers=True, z_weight=0.5, rarity=0.25,
-    cue_weight=1.0)``, ``askable(...contrast's..., beta=1.0, weights=None)``.
+    cue_weight=1.0, name_cue=0.5, spread=2.0)``, ``askable(...contrast's..., beta=1.0,
+    weights=None)``; ``heuristic``, ``tfidf`` and ``generic`` take none.
     """
     return EXTRACTORS.create(name, **options)
