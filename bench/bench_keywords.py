@@ -181,7 +181,7 @@ class PackedExtractor:
     ``depth``: how many ranked keywords are tried, ``most``: how many are kept;
     ``single=1``: one-word keywords
     only; ``dedup=1``: skip a keyword sharing a :func:`light_stem` with a chosen
-    one. A measurement of packing under a token budget (``docs/keywords.md``)."""
+    one. A measurement of packing under a token budget (``docs/keywords-record.md``)."""
 
     name = "packed"
     uses_corpus = True

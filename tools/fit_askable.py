@@ -9,7 +9,7 @@ the weights, both on LoCoMo-format files with pages cut as in the simulation
 itself, the mean routing_top1 of the training conversations (fixed_10 + LRU,
 k = 5, placement end, the bookmark shape given: the shipped weights with
 ``--format compact --n-keywords 12 --bookmark-tokens 12 --bag``, the ninth round
-of docs/keywords.md; the simulation's faults and the library's BM25 reader),
+of docs/keywords-record.md; the simulation's faults and the library's BM25 reader),
 starting from ``contrast`` (all weights 0), trying each
 weight in turn at +-0.25, 0.5, 1 (``digit`` is always 0: digits are never
 routable alone), keeping a change only if it raises the objective, two rounds.

@@ -30,7 +30,7 @@ more than full context's cached one (docs/paging-budget.md)."""
 DEFAULT_KEYWORDS = "askable"
 DEFAULT_FORMAT = "compact"
 """``[p3: kw kw]`` (``minimal``, the paper's ``[p3:kw, kw]``, before the measurement of
-docs/keywords.md, fifth round: a comma costs a token, so within the cap a compact
+docs/keywords-record.md, fifth round: a comma costs a token, so within the cap a compact
 bookmark shows about twice the words)."""
 DEFAULT_N_KEYWORDS = 12
 """Keywords the extractor offers; those that fit ``bookmark_tokens`` are shown."""

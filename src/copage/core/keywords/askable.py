@@ -10,7 +10,7 @@ the shipped bookmarks: ``compact``, 12 keywords offered, a 12-token cap): the
 mean of coordinate ascents from ``contrast`` (all weights 0), each on four of the
 five LoCoMo development conversations. Fitted on four and scored on the fifth,
 the same procedure scored a held-out mean of 0.416 against ``contrast``'s 0.392
-(``docs/keywords.md``, ninth round). The fitted weights are small corrections:
+(``docs/keywords-record.md``, ninth round). The fitted weights are small corrections:
 words in sentences that say when, names, words asked about in the page and
 first-person statements higher; words said only in questions, two-word phrases
 and ``-ly`` words lower.

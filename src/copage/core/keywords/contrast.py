@@ -5,7 +5,7 @@ conversation; in chat that is often a word said once ("swamped", "guts",
 "lately"), while questions ask about the things a page talks about ("pottery",
 "charity race", "necklace"). ``contrast`` keeps the Fightin' Words z-score (at a
 lower weight) and the cross-bookmark penalty of ``discriminative`` and adds cues,
-measured on the development data (see ``docs/keywords.md``), that a word names
+measured on the development data (see ``docs/keywords-record.md``), that a word names
 something people will ask about later, cues that hold in any English chat:
 
 * it is not an everyday word (``common_words.COMMON_WORDS``: verbs of saying and
@@ -23,7 +23,7 @@ something people will ask about later, cues that hold in any English chat:
 Words of a two-word term are averaged. A term few pages hold gains
 ``RARITY * ln(pages / pages holding it)``, and ``contrast`` has no cross-bookmark
 penalty by default (``CONTRAST_PENALTY``): both chosen by leave-one-conversation-out
-over five LoCoMo conversations (``docs/keywords.md``, third round). Phrases, names
+over five LoCoMo conversations (``docs/keywords-record.md``, third round). Phrases, names
 ("Project Hail Mary"), the number and speaker rules (``routable``) and the greedy
 choice are those of ``discriminative``. Cost: O(page), like
 ``discriminative``.
@@ -61,12 +61,12 @@ QUESTION_ONLY = 0.8
 NAME_CUE = NOUN_CUE
 """Points for a word of a name that no determiner precedes ("a trip to Lisbon") in a
 chat with a model (roles, no speaker names): a name is a thing as much as "a trip"
-is. Not tuned (``docs/keywords.md``, sixth round)."""
+is. Not tuned (``docs/keywords-record.md``, sixth round)."""
 SPREAD = 2.0
 """In a chat with a model, points off per share of pages holding a term beyond
 ``SPREAD_FROM``: what a model says on most pages ("PhD dream", "previous step")
 tells none apart (scikit-learn's ``max_df``, as a penalty). Not applied to named
-speakers (LoCoMo), where the held-out protocol rejected it (``docs/keywords.md``)."""
+speakers (LoCoMo), where the held-out protocol rejected it (``docs/keywords-record.md``)."""
 SPREAD_FROM = 0.5
 """Share of pages a term may hold before the spread penalty starts."""
 SPREAD_MIN_PAGES = 4

@@ -4,7 +4,7 @@
 candidate term of a page a weighted sum of these features, the weights fitted
 offline by ``tools/fit_askable.py`` (the shipped ones: the mean of coordinate ascents on
 routing_top1; ``--method logit`` fits a conditional logit instead). Every feature is one
-already measured as a cue (``docs/keywords.md``): the Fightin' Words z-score,
+already measured as a cue (``docs/keywords-record.md``): the Fightin' Words z-score,
 rarity over pages, ``contrast``'s word cues, the everyday-word list, names, and
 (ninth round) sentences that say when.
 
