@@ -207,8 +207,9 @@ class CopageMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         prep = prepare(mem, messages=sent, tools=ctx.tools, offer_tool=self.mode.tool,
                        speculator=self.speculator if self.mode.speculative else None,
                        system_prompt=system_prompt or None)
-        if prep.fill is not None:
-            shown = filled_view(shown, sent, Filled(prep.messages, prep.fill))
+        if prep.fill is not None:  # the "paper" style changes the system message only
+            styled_sent = [prep.messages[0], *sent[1:]]
+            shown = filled_view(shown, styled_sent, Filled(prep.messages, prep.fill))
         tool = dict(prep.tools[0]) if prep.tools else None
         return View(str(prep.messages[0]["content"]), shown, tool, mem.config.tool_name,
                     prep.fill)
