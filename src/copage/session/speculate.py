@@ -443,8 +443,8 @@ class Filled:
 
 def speculate(speculator: Speculator, pager: PagedView, messages: Sequence[Mapping[str, Any]],
               text: str) -> Filled:
-    """The speculative step of a turn, shared by every front end (:class:`PagedChat`, the
-    proxy): plan the fill for ``text`` (recorded as a ``speculative`` event) and put it
-    into ``messages`` (:func:`with_fill`)."""
+    """The speculative step on its own: plan the fill for ``text`` (recorded as a
+    ``speculative`` event) and put it into ``messages`` (:func:`with_fill`). The front
+    ends run it within the one turn preparation, :func:`copage.session.prepare.prepare`."""
     spec = speculator.page_in(pager, text)
     return Filled(with_fill(messages, spec), spec)
