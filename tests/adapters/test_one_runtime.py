@@ -4,8 +4,9 @@ PagedChat, the LangChain middleware, the proxy (``copage serve``, header mode) a
 the Agents session are each driven against the same loopback OpenAI-compatible
 server with the same script; what reaches the model and what comes back as the
 answer must be the same. In their default recall mode (speculative), PagedChat, the
-middleware and the proxy send the same fill, and so does the Agents session given
-its ``run_config()``.
+middleware and the proxy send the fill, and so does the Agents session given its
+``run_config()`` (all prepare it with one function, ``copage.session.prepare``:
+tests/session/test_prepare.py).
 """
 
 from __future__ import annotations
@@ -223,31 +224,29 @@ def test_text_written_before_a_recall_is_part_of_the_answer(driver: str) -> None
 
 
 
-def test_the_default_mode_sends_the_same_fill() -> None:
-    """PagedChat's default recall mode is the middleware's and the proxy's: the same
+@pytest.mark.parametrize("driver", LOOP_OWNERS)
+def test_the_default_mode_sends_the_fill(driver: str) -> None:
+    """PagedChat's default recall mode is the middleware's and the proxy's: the
     speculative step (the matching evicted page just before the question, no recall
-    tool) reaches the model the same way, and none of them stores the fill."""
-    sent: dict[str, list[tuple[str, str]]] = {}
-    for driver in LOOP_OWNERS:
-        answer, mem, received = _run(driver, [Reply(text="It is 4471.")], 3, mode=None)
-        assert answer == "It is 4471." and len(received) == 1
-        assert not received[0].get("tools")
-        sent[driver] = [(m["role"], str(m["content"])) for m in received[0]["messages"]]
-        assert not any(FILL_HEADER in t.text for t in mem.turns)
-        assert "p1" in mem.evicted  # shown for the turn, not made resident
-    assert sent["paged_chat"] == sent["langchain"] == sent["proxy"]
-    role, fill = sent["langchain"][-2]
+    tool) reaches the model, and none of them stores the fill. (That they prepare it
+    with one function: tests/session/test_prepare.py.)"""
+    answer, mem, received = _run(driver, [Reply(text="It is 4471.")], 3, mode=None)
+    assert answer == "It is 4471." and len(received) == 1
+    assert not received[0].get("tools")
+    sent = [(m["role"], str(m["content"])) for m in received[0]["messages"]]
+    role, fill = sent[-2]
     assert role == "user" and fill.startswith(FILL_HEADER) and "4471" in fill
-    assert sent["langchain"][-1] == ("user", QUESTION)
+    assert sent[-1] == ("user", QUESTION)
+    assert not any(FILL_HEADER in t.text for t in mem.turns)
+    assert "p1" in mem.evicted  # shown for the turn, not made resident
 
 
-def test_the_agents_run_config_sends_the_same_fill() -> None:
-    """The Agents session's ``run_config()`` runs the same speculative step: the same
-    fill just before the question as PagedChat's default mode, not stored."""
-    _, _, chat = _run("paged_chat", [Reply(text="It is 4471.")], 3, mode=None)
+def test_the_agents_run_config_sends_the_fill() -> None:
+    """The Agents session's ``run_config()`` runs the speculative step: the fill just
+    before the question, not stored."""
     answer, mem, agents = _run("agents", [Reply(text="It is 4471.")], 3, fill=True)
     assert answer == "It is 4471."
     tail = [(m["role"], str(m["content"])) for m in agents[0]["messages"]][-2:]
-    assert tail == [(m["role"], str(m["content"])) for m in chat[0]["messages"]][-2:]
-    assert tail[0][1].startswith(FILL_HEADER) and "4471" in tail[0][1]
+    assert tail[0][0] == "user" and tail[0][1].startswith(FILL_HEADER) and "4471" in tail[0][1]
+    assert tail[1] == ("user", QUESTION)
     assert not any(FILL_HEADER in t.text for t in mem.turns)

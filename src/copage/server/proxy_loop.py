@@ -25,7 +25,6 @@ from dataclasses import dataclass, field, replace
 from typing import TypeVar
 
 from copage.core.types import ToolCall
-from copage.llm.chat_messages import text_of
 from copage.llm.errors import BadResponse
 from copage.llm.model_types import ChatModel, ChatRequest, ChatResponse, StreamEvent, ToolCallDelta
 from copage.memory import PagedMemory
@@ -39,10 +38,10 @@ from copage.session.engine import (
     run_recall_loop,
 )
 from copage.session.modes import RecallMode
-from copage.session.prompts import styled
+from copage.session.prepare import prepare
 from copage.session.records import RecallRecord
-from copage.session.speculate import Speculator, speculate
-from copage.session.trace import NULL, TurnTrace, now_ns
+from copage.session.speculate import Speculator
+from copage.session.trace import NULL, TurnTrace
 
 Complete = Callable[[ChatModel, ChatRequest], Awaitable[tuple[ChatResponse, float]]]
 """One upstream call: the reply and its latency in seconds."""
@@ -103,24 +102,18 @@ def loop_events(
     be stored (lone surrogates) first.
 
     ``mode`` (default: the recall tool only) runs the same steps as :class:`PagedChat`
-    in that mode: the speculative fill (:func:`copage.session.speculate.speculate`, with
-    ``speculator``) before the latest user message, and the recall tool offered or
-    not (without it, the answer-only prompt of :func:`copage.session.prompts.styled`).
+    in that mode, prepared by the one turn preparation (:func:`copage.session.prepare.prepare`):
+    the speculative fill (with ``speculator``) before the latest user message, and the
+    recall tool offered or not (without it, the answer-only prompt).
     The ``choose`` step is not run by the proxy (its settings refuse it). ``trace`` gets
     the fill, each upstream call and each recall (:mod:`copage.session.trace`)."""
     mode = mode or RecallMode()
-    filled: tuple[str, ...] = ()
-    ctx = mem.context(meter=False)
-    messages, tools = styled("paper", mem, ctx.messages, ctx.tools, offer_tool=mode.tool)
-    if mode.speculative:
-        text = next((text_of(m.get("content")) for m in reversed(messages)
-                     if m.get("role") == "user"), "")
-        if text.strip():
-            t0 = now_ns()
-            done = speculate(speculator or Speculator(), mem, messages, text)
-            trace.fill(done.speculation, t0)
-            messages, filled = done.messages, tuple(done.speculation.paged_in)
-    mem.meter_request(messages, tools)  # what is sent, fill included
+    # the one turn preparation: context, the "paper" style of the mode, the fill for the
+    # latest user message, the meter (what is sent, fill included)
+    prep = prepare(mem, offer_tool=mode.tool,
+                   speculator=(speculator or Speculator()) if mode.speculative else None,
+                   trace=trace)
+    messages, tools, filled = prep.messages, prep.tools, prep.filled
 
     async def checked(request: ChatRequest) -> AsyncIterator[StreamEvent]:
         async with closing(upstream(model, request)) as events:

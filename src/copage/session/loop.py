@@ -8,13 +8,11 @@
 from __future__ import annotations
 
 import asyncio
-import copy
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Self
 
-from copage.core.pager import Context
 from copage.core.types import PageId
 from copage.llm.model_types import (
     ChatModel,
@@ -38,7 +36,8 @@ from copage.session.engine import (
     run_recall_loop,
 )
 from copage.session.modes import DEFAULT_RECALL_MODE, RecallMode, parse_mode
-from copage.session.prompts import PROMPT_STYLES, styled
+from copage.session.prepare import plan_fill, prepare
+from copage.session.prompts import PROMPT_STYLES
 from copage.session.records import ProbeRecord, RecallRecord, TurnReport, UsageSum
 from copage.session.speculate import (
     DEFAULT_PAGES,
@@ -47,7 +46,6 @@ from copage.session.speculate import (
     DEFAULT_TOKENS,
     Speculation,
     Speculator,
-    with_fill,
 )
 from copage.session.trace import TurnTrace
 
@@ -333,9 +331,7 @@ class PagedChat:
         """Speculative page-in, choose, then the recall engine; ``_End`` last."""
         # The fill is planned first (on the evicted set the message arrived with) and
         # shown just before the user's message, after the choose step's page-in.
-        t0 = trace.now_ns()
-        spec = self._speculator.page_in(mem, text) if mode.speculative else None
-        tr.fill(spec, t0)
+        spec = plan_fill(self._speculator, mem, text, trace=tr) if mode.speculative else None
         records: list[RecallRecord] = []
         usage = UsageSum()
         if mode.choose:
@@ -346,12 +342,10 @@ class PagedChat:
                 if record is not None:
                     records.append(record)
                     yield RecallServed(record)
-        context = mem.context(question, meter=False)
-        messages, tools = styled(
-            style, mem, context.messages, self._tools(context), offer_tool=mode.tool,
-        )
-        messages = with_fill(messages, spec)
-        mem.meter_request(messages, tools, question)  # what is sent, fill included
+        # context, style, the fill planned above, the meter (what is sent, fill included)
+        prep = prepare(mem, question=question, style=style, offer_tool=mode.tool,
+                       enum_pages=self.enum_pages, planned=spec)
+        messages, tools = prep.messages, prep.tools
         settings = LoopSettings(
             max_recalls=self.max_recalls + len(records), offer_recall=mode.tool,
             force_recall=force_recall and mode.tool, temperature=self.temperature,
@@ -371,18 +365,6 @@ class PagedChat:
 
     def _completer(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
         return fallback_stream(self.model, request)
-
-    def _tools(self, context: Context) -> list[dict[str, Any]]:
-        tools = context.tools
-        evicted = self.memory.evicted
-        if not self.enum_pages or not evicted:
-            return tools
-        out = copy.deepcopy(tools)
-        for t in out:
-            fn = t.get("function", {})
-            if fn.get("name") == self.memory.config.tool_name:
-                fn["parameters"]["properties"]["page"]["enum"] = evicted
-        return out
 
     def _report(
         self, end: _End, user_id: str | None, answer_id: str | None, mode: RecallMode

@@ -84,15 +84,30 @@ def parse_mode(text: str, *, model: Any = None, speculative: bool = False) -> Re
     return mode
 
 
-def proxy_mode(text: str) -> RecallMode:
-    """The recall mode of the proxy's turns from a ``recall_mode`` name (``ValueError``
-    if bad): the steps of :class:`PagedChat`'s mode of that name; ``choose`` and ``auto``
-    (which needs the model) are not run by the proxy."""
+LOOP_MODES = ("speculative", "tool", "speculative+tool", "none")
+"""The recall modes of a front end that runs no ``choose`` step (the proxy, the LangChain
+middleware): :class:`PagedChat`'s, without ``choose`` and ``auto``."""
+
+
+def loop_mode(text: str, *, owner: str, name: str = "recall_mode") -> RecallMode:
+    """The one mode check of the front ends that run no ``choose`` step: the steps of
+    :class:`PagedChat`'s mode of that name (:func:`parse_mode`); ``choose`` and ``auto``
+    (which needs the model) are refused (``ValueError``). ``owner`` names the front end
+    and ``name`` its setting in the messages."""
+    valid = ", ".join(LOOP_MODES)
     if isinstance(text, str) and text.strip().lower() == "auto":
-        raise ValueError("--recall-mode auto is not available in the proxy: name the steps "
-                         "(e.g. speculative+tool)")
-    mode = parse_mode(text)
+        raise ValueError(f"{name} auto is not available in {owner}: name the steps "
+                         f"(e.g. speculative+tool); valid: {valid}")
+    try:
+        mode = parse_mode(text)
+    except ValueError as err:
+        raise ValueError(f"unknown recall_mode {text!r} for {owner}; valid: {valid}") from err
     if mode.choose:
-        raise ValueError(f"--recall-mode {text!r}: the proxy does not run the choose step; "
-                         "use speculative, tool, speculative+tool or none")
+        raise ValueError(f"{name} {text!r}: {owner} does not run the choose step; "
+                         f"valid: {valid}")
     return mode
+
+
+def proxy_mode(text: str) -> RecallMode:
+    """The proxy's :func:`loop_mode` (its messages name ``--recall-mode``)."""
+    return loop_mode(text, owner="the proxy", name="--recall-mode")

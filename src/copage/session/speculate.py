@@ -443,10 +443,8 @@ class Filled:
 
 def speculate(speculator: Speculator, pager: PagedView, messages: Sequence[Mapping[str, Any]],
               text: str) -> Filled:
-    """The speculative step of a turn for the front ends that are handed a message list
-    (the proxy, the LiteLLM hook, the LangChain middleware): plan the fill for ``text``
-    (recorded as a ``speculative`` event) and put it into ``messages``
-    (:func:`with_fill`). :class:`PagedChat` and the Agents session call
-    :meth:`Speculator.page_in` themselves and add the fill to the messages they build."""
+    """The speculative step on its own: plan the fill for ``text`` (recorded as a
+    ``speculative`` event) and put it into ``messages`` (:func:`with_fill`). The front
+    ends run it within the one turn preparation, :func:`copage.session.prepare.prepare`."""
     spec = speculator.page_in(pager, text)
     return Filled(with_fill(messages, spec), spec)

@@ -43,7 +43,8 @@ from copage.ids import MAX_CONVERSATION_ID, check_conversation_id
 from copage.memory import PagedMemory
 from copage.session.cap import RecallCap
 from copage.session.opening import Conversations, read
-from copage.session.speculate import DEFAULT_THRESHOLD, DEFAULT_TOKENS, Speculator, with_fill
+from copage.session.prepare import prepare
+from copage.session.speculate import DEFAULT_THRESHOLD, DEFAULT_TOKENS, Speculator
 from copage.stores import open_store
 from copage.stores.protocol import ConversationNotFound, PageStore
 
@@ -180,8 +181,8 @@ class CopageSession:
             sent = ([msgs[0]] if head else []) + (msgs[-kept:] if kept else [])
             if self._filtered:  # metered with the run's fill by fill_filter
                 self._pending = (sent, [dict(t) for t in ctx.tools])
-            else:
-                mem.meter_request(sent, ctx.tools)
+            else:  # the one turn preparation, as the view is given ("paper": unchanged)
+                prepare(mem, messages=sent, tools=ctx.tools)
         return view
 
     async def add_items(self, items: list[TResponseInputItem]) -> None:
@@ -268,7 +269,7 @@ class CopageSession:
 
     async def fill_filter(self, data: CallModelData[Any]) -> ModelInputData:
         """The speculative step of PagedChat, the proxy and the LangChain middleware
-        (:func:`copage.session.speculate.speculate`), as the SDK's
+        (the fill of :func:`copage.session.prepare.prepare`), as the SDK's
         ``call_model_input_filter``: the evicted pages best matching the latest user
         item, within ``speculative_tokens``, shown in one user item just before it.
         Planned once per turn (recorded as a ``speculative`` event) and shown on every
@@ -288,13 +289,15 @@ class CopageSession:
             with self._memory(create=False) as mem:
                 if mem is None:
                     return data
-                spec = self.speculator.page_in(mem, question)
-                self._turn_fill = (question, spec.text if spec.paged_in else None)
-                if self._pending is not None:  # this run's view, as sent: question and fill
-                    messages, tools = self._pending
-                    self._pending = None
-                    mem.meter_request(with_fill([*messages, {"role": "user", "content": question}],
-                                                spec), tools)
+                # the one turn preparation: the fill for the question and, with this
+                # run's view (get_items), the meter of the request as sent, fill included
+                view, self._pending = self._pending, None
+                messages, tools = view if view is not None else ([], [])
+                prep = prepare(mem, messages=[*messages, {"role": "user", "content": question}],
+                               tools=tools, speculator=self.speculator, fill_for=question,
+                               meter=view is not None)
+                spec = prep.fill
+                self._turn_fill = (question, spec.text if spec and spec.paged_in else None)
         fill = self._turn_fill[1]
         if fill is None:
             return data

@@ -7,8 +7,8 @@ of :class:`~copage.session.PagedChat` and the proxy,
 :data:`~copage.session.modes.DEFAULT_RECALL_MODE`):
 
 * ``speculative``: the evicted pages best matching the latest human message (BM25,
-  :func:`copage.session.speculate.speculate`, the step of ``PagedChat`` and the
-  proxy) are shown in one message just before it, for this model call only: never
+  the fill of :func:`copage.session.prepare.prepare`, the step of ``PagedChat`` and
+  the proxy) are shown in one message just before it, for this model call only: never
   stored as a turn, never returned to the agent's state;
 * ``tool``: copage's preamble and the bookmarks of evicted pages in the system
   prompt, and the recall tool. Recall calls are served here, inside the model call,
@@ -18,8 +18,9 @@ of :class:`~copage.session.PagedChat` and the proxy,
 
 Without ``tool`` (``speculative``, ``none``) the system prompt gets the short
 answer-only preamble, with no bookmarks and no recall tool
-(:func:`copage.session.prompts.styled`). The request as sent (fill included) is what
-``stats().prompt_cache`` counts (``PagedMemory.meter_request``).
+(:func:`copage.session.prompts.styled`). The request as sent (fill and the agent's
+system prompt included) is what ``stats().prompt_cache`` counts (the one turn
+preparation, :func:`copage.session.prepare.prepare`, meters it).
 
 Each model call is one run of the engine's recall loop
 (:func:`copage.session.engine.run_recall_loop`, the loop of ``PagedChat`` and the
@@ -57,33 +58,20 @@ from copage.ids import check_conversation_id
 from copage.memory import PagedMemory
 from copage.session.drive import in_worker, iterate_sync
 from copage.session.engine import LoopEnd, LoopSettings, run_recall_loop
-from copage.session.modes import DEFAULT_RECALL_MODE, RecallMode, parse_mode
-from copage.session.prompts import join_system, styled
-from copage.session.speculate import DEFAULT_THRESHOLD, DEFAULT_TOKENS, Speculator, speculate
+from copage.session.modes import DEFAULT_RECALL_MODE, LOOP_MODES, RecallMode, loop_mode
+from copage.session.prepare import prepare
+from copage.session.prompts import join_system
+from copage.session.speculate import DEFAULT_THRESHOLD, DEFAULT_TOKENS, Filled, Speculator
 from copage.stores.protocol import PageStore
 
 ConversationId = str | Callable[[Runtime[Any]], str] | None
-RECALL_MODES = ("speculative", "tool", "speculative+tool", "none")
+RECALL_MODES = LOOP_MODES
 """The recall modes the middleware runs (``PagedChat``'s, without ``choose`` and ``auto``)."""
 
 
 def middleware_mode(text: str) -> RecallMode:
-    """The middleware's :class:`RecallMode` from a ``recall_mode`` name, validated as
-    :class:`~copage.session.PagedChat`'s (:func:`~copage.session.modes.parse_mode`);
-    ``choose`` and ``auto`` are refused, as the proxy refuses them (``ValueError``)."""
-    valid = ", ".join(RECALL_MODES)
-    if isinstance(text, str) and text.strip().lower() == "auto":
-        raise ValueError("recall_mode 'auto' is not available in CopageMiddleware: "
-                         f"name the steps; valid: {valid}")
-    try:
-        mode = parse_mode(text)
-    except ValueError as err:
-        raise ValueError(f"unknown recall_mode {text!r} for CopageMiddleware; "
-                         f"valid: {valid}") from err
-    if mode.choose:
-        raise ValueError(f"recall_mode {text!r}: CopageMiddleware does not run the choose "
-                         f"step; valid: {valid}")
-    return mode
+    """The middleware's :func:`~copage.session.modes.loop_mode` (the proxy's check)."""
+    return loop_mode(text, owner="CopageMiddleware")
 
 
 class CopageMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
@@ -184,20 +172,15 @@ class CopageMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     def _opened(self, cid: str, request: ModelRequest[Any]
                 ) -> Iterator[tuple[PagedMemory, HandlerCall]]:
         """The conversation, locked for the block, with the request's messages stored;
-        the model call of its view (metered as it is sent)."""
+        the model call of its view (metered as it is sent: :func:`~copage.session.prepare.prepare`)."""
         with self.pool.use(cid, tenant=self.tenant, create=True) as mem:
             self._ingest(mem, request.messages)
-            call = HandlerCall(request, self._view(mem, request.messages))
-            mem.meter_request(call.messages, call.recall_tools)  # what is sent, fill included
-            yield mem, call
+            yield mem, HandlerCall(request, self._view(mem, request.messages,
+                                                       request.system_prompt))
 
-    def _prepare(self, cid: str, messages: Sequence[BaseMessage]) -> View:
-        with self.pool.use(cid, tenant=self.tenant, create=True) as mem:
-            self._ingest(mem, messages)
-            return self._view(mem, messages)
-
-    def _view(self, mem: PagedMemory, messages: Sequence[BaseMessage]) -> View:
-        ctx = mem.context(meter=False)  # the request is metered as sent (_opened)
+    def _view(self, mem: PagedMemory, messages: Sequence[BaseMessage],
+              system_prompt: str | None) -> View:
+        ctx = mem.context(meter=False)  # the request is metered as sent, by prepare
         turns = [t for t in mem.visible_turns() if t.role != "system"]
         # the state's own message objects for the visible turns: when the state holds
         # them (a checkpointer) they are its latest messages, so only its tail is looked at
@@ -216,20 +199,20 @@ class CopageMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
                     by_id[t.id] = messages[i]
         shown: list[Any] = [m if (m := by_id.get(t.id)) is not None else from_turn(t)
                             for t in turns]
-        # the mode's prompt: without the tool, the answer-only preamble (no bookmarks)
-        sys_msgs, tools = styled("paper", mem, ctx.messages[:1], ctx.tools,
-                                 offer_tool=self.mode.tool)
-        head = sys_msgs[0] if sys_msgs else {}
-        system = str(head["content"]) if head.get("role") == "system" else ""
-        tool = dict(tools[0]) if tools else None
-        spec = None
-        if self.mode.speculative:  # PagedChat's and the proxy's step, on the engine's form
-            sent = engine_messages(system, shown)
-            text = next((str(m["content"]) for m in reversed(sent) if m["role"] == "user"), "")
-            if text.strip():
-                filled = speculate(self.speculator, mem, sent, text)
-                shown, spec = filled_view(shown, sent, filled), filled.speculation
-        return View(system, shown, tool, mem.config.tool_name, spec)
+        # the one preparation on the engine's form of the view: the mode's prompt (without
+        # the tool, the answer-only preamble, no bookmarks), the fill, the meter
+        head = ctx.messages[0] if ctx.messages else {}
+        sent = engine_messages(str(head["content"]) if head.get("role") == "system" else "",
+                               shown)
+        prep = prepare(mem, messages=sent, tools=ctx.tools, offer_tool=self.mode.tool,
+                       speculator=self.speculator if self.mode.speculative else None,
+                       system_prompt=system_prompt or None)
+        if prep.fill is not None:  # the "paper" style changes the system message only
+            styled_sent = [prep.messages[0], *sent[1:]]
+            shown = filled_view(shown, styled_sent, Filled(prep.messages, prep.fill))
+        tool = dict(prep.tools[0]) if prep.tools else None
+        return View(str(prep.messages[0]["content"]), shown, tool, mem.config.tool_name,
+                    prep.fill)
 
     def _record(self, cid: str, messages: Sequence[BaseMessage]) -> None:
         with self.pool.use(cid, tenant=self.tenant, create=True) as mem:

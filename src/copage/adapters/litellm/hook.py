@@ -60,8 +60,9 @@ from copage.session import trace
 from copage.session.drive import in_thread
 from copage.session.modes import RecallMode, parse_mode
 from copage.session.opening import Conversations
-from copage.session.prompts import join_system, styled
-from copage.session.speculate import DEFAULT_THRESHOLD, DEFAULT_TOKENS, Speculator, speculate
+from copage.session.prepare import prepare
+from copage.session.prompts import join_system
+from copage.session.speculate import DEFAULT_THRESHOLD, DEFAULT_TOKENS, Speculator
 from copage.session.trace import now_ns
 from copage.stores import open_store
 from copage.stores.protocol import PageStore
@@ -378,31 +379,28 @@ class CopageHook(CustomLogger):
     def _view(self, mem: PagedMemory, question: str, tr: trace.TurnTrace
               ) -> list[dict[str, Any]]:
         """PagedChat's and the proxy's steps: context, prompt style, fill, meter."""
-        ctx = mem.context(meter=False)
-        messages, tools = styled("paper", mem, ctx.messages, ctx.tools, offer_tool=False)
-        return self._filled(mem, messages, tools, question, tr)
+        return self._prepared(mem, None, question, tr)
 
     def _retry_view(self, mem: PagedMemory, question: str, tr: trace.TurnTrace
                     ) -> list[dict[str, Any]]:
         """The view of a retried request: the stored context without the answer(s) after
         its last user or tool message."""
         ctx = mem.context(meter=False)
-        messages, tools = styled("paper", mem, ctx.messages, ctx.tools, offer_tool=False)
+        messages = list(ctx.messages)
         while messages and messages[-1].get("role") not in ("user", "tool", "system"):
             messages.pop()
-        return self._filled(mem, messages, tools, question, tr)
+        return self._prepared(mem, (messages, ctx.tools), question, tr)
 
-    def _filled(self, mem: PagedMemory, messages: list[dict[str, Any]],
-                tools: list[dict[str, Any]], question: str, tr: trace.TurnTrace
-                ) -> list[dict[str, Any]]:
-        if self.mode.speculative and question.strip():
-            t0 = trace.now_ns()
-            done = speculate(self.speculator, mem, messages, question)
-            tr.fill(done.speculation, t0)
-            messages = done.messages
-        mem.meter_request(messages, tools)  # what is sent, fill included
+    def _prepared(self, mem: PagedMemory,
+                  context: tuple[list[dict[str, Any]], list[dict[str, Any]]] | None,
+                  question: str, tr: trace.TurnTrace) -> list[dict[str, Any]]:
+        """The one turn preparation (:func:`copage.session.prepare.prepare`), no tool."""
+        messages, tools = context if context is not None else (None, None)
+        prep = prepare(mem, messages=messages, tools=tools, offer_tool=False,
+                       speculator=self.speculator if self.mode.speculative else None,
+                       fill_for=question, trace=tr)
         tr.set(**{"turn.resident_pages": len(mem.resident)} if tr.enabled else {})
-        return messages
+        return prep.messages
 
     def _finish(self, turn: _Turn, text: str, calls: list[dict[str, Any]]) -> None:
         """Add the answer, commit, release (a retry stores nothing)."""

@@ -83,9 +83,10 @@ from copage.eval.routing import route
 from copage.llm.chat_messages import text_of, tool_message
 from copage.llm.model_types import ChatModel, ChatRequest
 from copage.memory import PagedMemory
-from copage.session import PagedChat, Speculator, with_fill
+from copage.session import PagedChat, Speculator
 from copage.session.choose import choose_request
 from copage.session.modes import parse_mode
+from copage.session.prepare import plan_fill, prepare
 from copage.session.prompts import ANSWER_ONLY_PREAMBLE, REMINDER, styled
 from copage.session.speculate import FILL_HEADER, Speculation
 
@@ -566,8 +567,9 @@ class BookmarkConversation:
         """The speculative fill of ``question`` within :attr:`fill` (memoised; it does not
         depend on the trigger or the evidence)."""
         if question not in self._speculated:
-            self._speculated[question] = self.speculator.plan(self.pager, question,
-                                                              self.fill_allowance(question))
+            self._speculated[question] = plan_fill(
+                self.speculator, self.pager, question, tokens=self.fill_allowance(question),
+                record=False)
         return self._speculated[question]
 
     # ------------------------------------------------------------------ the LLM-free view
@@ -687,11 +689,15 @@ class BookmarkConversation:
             chosen = self._resolve(base, pick, question) if pick is not None else None
         paged = (chosen,) if chosen is not None else ()
         state = self.state(paged) if chosen is not None else base
-        messages, tools = styled(self.settings.prompt_style, state.pager,
-                                 [*state.messages, question_message(probe)], state.tools,
-                                 offer_tool=self.tool_kind is not None)
-        messages = with_fill(messages, spec)  # as PagedChat: after the style, before the question
-        first = message_tokens(messages, tools, self.tokenizer)
+        # the runtime's one turn preparation: style, the fill planned above (placed after
+        # the style, before the question, as PagedChat does), the request's billed tokens
+        prep = prepare(state.pager, messages=[*state.messages, question_message(probe)],
+                       tools=state.tools, style=self.settings.prompt_style,
+                       offer_tool=self.tool_kind is not None, planned=spec, meter=False,
+                       count=lambda m, t: message_tokens(m, t, self.tokenizer))
+        messages, tools = list(prep.messages), prep.tools
+        first = prep.tokens
+        assert first is not None
         calls.append(first)
         parts.append(self._parts(first, messages, tools, state, paged))
         budget = self.settings.budget
