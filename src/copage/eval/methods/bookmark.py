@@ -80,6 +80,7 @@ from copage.eval.methods.readers import DEFAULT_TRIGGER, ORACLE_ROUTER, ORACLES,
 from copage.eval.methods.recorder import Recorder
 from copage.eval.methods.templates import session_templates_id
 from copage.eval.routing import route
+from copage.eval.runner.probe_driver import ask_probe
 from copage.llm.chat_messages import text_of, tool_message
 from copage.llm.model_types import ChatModel, ChatRequest
 from copage.memory import PagedMemory
@@ -760,7 +761,7 @@ class BookmarkConversation:
         async with self.lock:
             chat = PagedChat(self.memory, rec, **self.variant.chat_options(self.settings),
                              speculative_tokens=self.fill_allowance(probe.question))
-            record = await chat.ask_probe(probe.question, self.needed(probe), keep_pages=False)
+            record = await ask_probe(chat, probe.question, self.needed(probe), keep_pages=False)
         infos = tuple(RecallInfo(r.tool, r.arguments, r.status, r.page) for r in record.recalls)
         return MethodAnswer(record.answer, tuple(rec.calls), record.needed, record.evicted,
                             infos, record.speculative,
