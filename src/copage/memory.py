@@ -407,7 +407,7 @@ class PagedMemory(MemoryReads):
 
     def pager_for_change(self) -> Pager:
         """The pager, for a change made to it directly and not stored (the benchmark's
-        probes and policy clocks, :mod:`copage.eval.probe_driver`): checks the object is in
+        probes and policy clocks, :mod:`copage.eval.methods.probe_driver`): checks the object is in
         step with the store, and the latest commit can no longer be taken back."""
         self._live()
         self._undo.plain = False

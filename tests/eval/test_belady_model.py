@@ -85,8 +85,8 @@ def test_the_scheduled_oracle_is_not_left_registered(tmp_path: Path, tiny: Datas
 
 def test_paged_memory_sets_the_oracle_clock_and_no_other_policy() -> None:
     from copage.core.config import PagerConfig
+    from copage.eval.methods.probe_driver import set_policy_clock
     from copage.eval.oracle import NAME, register
-    from copage.eval.runner.probe_driver import set_policy_clock
     from copage.memory import PagedMemory
 
     register()

@@ -9,7 +9,7 @@ import pytest
 from session_helpers import check_pairs, new_memory
 
 from copage.core.types import ToolCall
-from copage.eval.runner.probe_driver import ask_probe
+from copage.eval.methods.probe_driver import ask_probe
 from copage.eval.runner.probe_metrics import right_page_rate, trigger_rate
 from copage.llm import CachedModel, ResponseCache, TextProtocolModel, get_model
 from copage.llm.fake_server import FakeReply, FakeServer

@@ -8,7 +8,7 @@ import re
 import pytest
 from session_helpers import TOPICS, new_memory
 
-from copage.eval.runner.probe_driver import ask_probe
+from copage.eval.methods.probe_driver import ask_probe
 from copage.eval.runner.probe_metrics import right_page_rate, trigger_rate
 from copage.llm import TextProtocolModel, get_model
 from copage.llm.fake_server import FakeReply, FakeServer

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from session_helpers import new_memory, state_of
 
-from copage.eval.runner.probe_driver import ask_probe
+from copage.eval.methods.probe_driver import ask_probe
 from copage.eval.runner.probe_metrics import recall_precision, trigger_rate
 from copage.llm.scripted import ScriptedModel
 from copage.session import PagedChat, Speculator

@@ -2,7 +2,7 @@
 
 Per (dataset, cell, conversation): a fresh in-memory :class:`PagedMemory` with the
 cell's settings gets the conversation's turns; probes are asked with
-``ask_probe`` (:mod:`copage.eval.runner.probe_driver`; keep_pages=True, so recalls
+``ask_probe`` (:mod:`copage.eval.methods.probe_driver`; keep_pages=True, so recalls
 change the resident set as accesses do in ``copage simulate``) in the same schedule as the simulation. Each probe's
 record (needed and evicted pages, recalls, answer, exact gold-string match, the
 binary judge's verdict, prompt tokens summed over all calls) is appended to
@@ -64,7 +64,7 @@ def judge_binary(judges: dict[str, Any], probe: Probe, answer: str) -> float | N
 
 def run_conversation_model(conv: Conversation, cell: Cell, model: Any) -> Iterator[tuple[Probe, Any]]:
     """Replay ``conv`` into a :class:`PagedChat` and yield (probe, ProbeRecord) in schedule order."""
-    from copage.eval.runner.probe_driver import ask_probe_sync, set_policy_clock
+    from copage.eval.methods.probe_driver import ask_probe_sync, set_policy_clock
     from copage.memory import PagedMemory
     from copage.session import PagedChat
 

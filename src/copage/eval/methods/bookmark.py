@@ -77,10 +77,10 @@ from copage.eval.methods.method import (
     request_parts,
     request_tokens,
 )
+from copage.eval.methods.probe_driver import ask_probe
 from copage.eval.methods.readers import DEFAULT_TRIGGER, ORACLE_ROUTER, ORACLES, decide
 from copage.eval.methods.recorder import Recorder
 from copage.eval.routing import route
-from copage.eval.runner.probe_driver import ask_probe
 from copage.llm.chat_messages import text_of, tool_message
 from copage.llm.model_types import ChatModel, ChatRequest
 from copage.memory import PagedMemory
