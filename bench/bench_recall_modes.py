@@ -1,7 +1,7 @@
 """Recall modes of PagedChat against a real model on a few seeded LoCoMo probes.
 
 For each mode (``recall_mode:prompt``) it asks the same probes (categories 1, 2
-and 4 whose evidence is in an evicted page) with ``PagedChat.ask_probe`` and
+and 4 whose evidence is in an evicted page) with ``copage.eval.methods.probe_driver.ask_probe`` and
 prints trigger rate, right-page rate, LoCoMo F1, prompt tokens and model calls.
 Rows are appended to a JSONL file and skipped when run again (resumable; the
 shared local server is slow). Not the benchmark (``copage bench``): a probe of
@@ -26,9 +26,11 @@ from typing import Any
 from copage.eval.datasets.locomo import load_locomo
 from copage.eval.methods.bookmark import BookmarkConversation, Variant
 from copage.eval.methods.method import MethodSettings
+from copage.eval.methods.probe_driver import ask_probe
+from copage.eval.runner.probe_metrics import right_page_rate, trigger_rate
 from copage.eval.scoring.locomo_f1 import locomo_f1
 from copage.llm import get_model
-from copage.session import PagedChat, right_page_rate, trigger_rate
+from copage.session import PagedChat
 from copage.session.records import ProbeRecord
 
 
@@ -90,7 +92,7 @@ async def main() -> None:
             if (spec, probe.id) in done:
                 continue
             start = time.perf_counter()
-            rec = await chat.ask_probe(probe.question, conv.needed(probe), keep_pages=False)
+            rec = await ask_probe(chat, probe.question, conv.needed(probe), keep_pages=False)
             rep = rec.report
             assert rep is not None
             row = {

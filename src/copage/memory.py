@@ -2,40 +2,24 @@
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import secrets
 import time
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from typing import Any, TextIO
 
 from copage.core.changes import ChangeSet
 from copage.core.config import PagerConfig
-from copage.core.pager import Context, EvictedMatch, Pager, PagerStats, RecallResult
-from copage.core.passages import PassageIndex
+from copage.core.pager import Context, Pager, RecallResult
 from copage.core.registry import UnknownNameError
-from copage.core.retrieval import BM25Index
-from copage.core.text import query_terms
-from copage.core.types import Bookmark, Page, PageId, ToolCall, Turn, page_id, parse_page_arg
+from copage.core.types import PageId, ToolCall, Turn
+from copage.memory_reads import MemoryReads, SearchHit  # noqa: F401 - SearchHit: its public path
 from copage.stores.protocol import ConversationExists, ConversationNotFound, PageStore, StoreError
+from copage.undo import UndoLog, pop_turn
 
 ROLES = ("user", "assistant", "tool", "system")
-_SETTINGS = ("boundary", "policy", "resident_pages", "resident_tokens", "budget_tokens",
-             "budget_floor", "keywords",
-             "n_keywords", "bookmark_tokens", "bookmark_format", "tokenizer", "tool_name", "recall_by_query",
-             "index", "index_tokens", "group_by", "group_pages", "evict_batch")
-
-
-@dataclass(frozen=True, slots=True)
-class SearchHit:
-    """An evicted page matching a query: its id, BM25 score and bookmark."""
-
-    page: PageId
-    score: float
-    bookmark: Bookmark
 
 
 class MemoryOutOfSync(StoreError):
@@ -47,19 +31,6 @@ class MemoryOutOfSync(StoreError):
     """
 
 
-@dataclass(frozen=True, slots=True)
-class _Undo:
-    """How to take back the latest commit, when it only added turns: the state stored
-    before it and how many turns and pages (and from which event seq) were there."""
-
-    version: int  # the version the commit made
-    turns: int
-    pages: int
-    events: int | None  # the commit's first event seq (None: it stored none)
-    state: Mapping[str, Any]
-    rows: Mapping[int, Mapping[str, Any]]  # stored page states of older pages it rewrote
-
-
 _OPEN_ATTEMPTS = 5  # open-or-create retries when another process creates or deletes meanwhile
 
 
@@ -68,7 +39,7 @@ def new_conversation_id() -> str:
     return "c_" + secrets.token_urlsafe(16)
 
 
-class PagedMemory:
+class PagedMemory(MemoryReads):
     """A paged conversation, persisted in a :class:`PageStore` after every change.
 
     Create one with paging settings (a new conversation), or reopen one with its
@@ -125,11 +96,7 @@ class PagedMemory:
         self._deferred = False
         self._broken: str | None = None
         self._idset: set[str] | None = None
-        self._undo: _Undo | None = None  # the latest commit, if it can be taken back
-        self._stored_state: Mapping[str, Any] | None = None  # the snapshot as stored
-        #: the page states (Pager.page_state) as stored, for taking back a commit
-        self._rows: dict[int, Mapping[str, Any]] = {}
-        self._plain = True  # only turns were added since the latest commit
+        self._undo = UndoLog()  # how to take back the latest commit (pop_turn)
         self._open(config, create)
 
     def _open(self, config: PagerConfig | None, create: bool) -> None:
@@ -156,8 +123,7 @@ class PagedMemory:
             except ConversationExists:
                 continue  # another opener created it first: load theirs
             self.pager, self.version, self._idset = pager, 0, None
-            self._undo, self._stored_state = None, {}  # as a load of it would restore
-            self._rows = {}
+            self._undo.created()
             return
         raise StoreError(
             f"conversation {cid!r} of tenant {tenant!r} was created and deleted "
@@ -177,8 +143,7 @@ class PagedMemory:
         self.version = conv.version
         self._idset = None
         self._broken = None
-        self._undo, self._stored_state, self._plain = None, conv.state, True
-        self._rows = dict(conv.page_state)
+        self._undo.loaded(conv)
 
     def reload(self) -> None:
         """Re-read the conversation from the store, dropping what this object holds.
@@ -226,8 +191,7 @@ class PagedMemory:
             self._load()
             return
         self.version = conv.version
-        self._undo, self._stored_state, self._plain = None, conv.state, True
-        self._rows.update(conv.page_state)
+        self._undo.refreshed(conv)
         if self._idset is not None:
             self._idset.update(t.id for t in new[1:])
 
@@ -266,7 +230,6 @@ class PagedMemory:
             return  # inside transaction(): stored once at its end
         if change is None:
             change = self.pager.drain()
-        before = self._stored_state
         try:
             self.version = self.store.commit(
                 self.conversation_id, change, tenant=self.tenant,
@@ -276,24 +239,7 @@ class PagedMemory:
             # Leave memory as the store has it: the failed operation did not happen.
             self._rollback(e)
             raise
-        pages = len(self.pager.pages) - len(change.pages)
-        # the rows this commit rewrote of pages it did not add, as stored before it
-        old = {i: self._rows.get(i) for i, _ in change.page_state if i < pages}
-        self._undo = _Undo(
-            self.version, len(self.pager.turns) - len(change.turns), pages,
-            change.events[0].seq if change.events else None, before,
-            {i: r for i, r in old.items() if r is not None},
-        ) if (self._plain and before is not None and change.turns and change.truncate is None
-              and change.drop_pages is None and change.drop_events is None
-              and all(r is not None for r in old.values())
-              and all(i >= pages for i, _ in change.bookmarks)) else None
-        if change.drop_pages is not None:
-            for i in [i for i in self._rows if i >= change.drop_pages]:
-                del self._rows[i]
-        self._rows.update(change.page_state)
-        if change.state is not None:
-            self._stored_state = change.state
-        self._plain = True
+        self._undo.committed(change, self.pager, self.version)
 
     @contextmanager
     def transaction(self) -> Iterator[PagedMemory]:
@@ -348,7 +294,7 @@ class PagedMemory:
         except UnicodeEncodeError as e:
             raise ValueError(f"text is not valid Unicode (lone surrogate at {e.start})") from None
         if role == "system":
-            self._plain = False
+            self._undo.plain = False
             with self._applying():
                 self.pager.set_system(text)
             self._commit()
@@ -379,48 +325,11 @@ class PagedMemory:
         nothing changed, when there is no turn or neither holds (the latest turn is on a
         closed page that this object did not just close: then only a rebuild of the
         conversation removes it)."""
-        self._plain = False
-        undo, version = self._undo, self.version
-        with self._applying():
-            turn = self.pager.pop_turn()
-        if turn is None:
-            return self._take_back()
-        if self._idset is not None:
-            self._idset.discard(turn.id)
-        self._commit()
-        if (undo is not None and undo.version == version and not self._deferred
-                and len(self.pager.turns) >= undo.turns):
-            # still that commit's turns on the same stored state: it can be taken back
-            self._undo = dataclasses.replace(undo, version=self.version)
-        return turn
-
-    def _take_back(self) -> Turn | None:
-        """Pop the latest turn by taking back the commit that added it (see pop_turn)."""
-        undo, old = self._undo, self.pager
-        if (self._deferred or undo is None or undo.version != self.version
-                or not undo.turns < len(old.turns)
-                or not old.can_rewind(undo.turns, undo.pages, undo.state)):
-            return None
-        turn, redo = old.turns[-1], old.turns[undo.turns:-1]
-        with self._applying():
-            self.pager = old.rewind(undo.turns, undo.pages, undo.state, undo.rows)
-            for t in redo:  # the taken-back commit's other turns, added again
-                self.pager.add(t)
-            change = self.pager.drain()
-            change.state = self.pager.snapshot()  # the stored one is the taken-back commit's
-            change.truncate, change.drop_pages = undo.turns, undo.pages
-            change.drop_events = undo.events
-        if self._idset is not None:
-            self._idset.discard(turn.id)
-        self._commit(change)
-        if all(i >= undo.pages for i, _ in change.bookmarks):
-            # this commit goes back to the same stored state: it can be taken back too
-            self._undo = dataclasses.replace(undo, version=self.version)
-        return turn
+        return pop_turn(self)
 
     def close_page(self) -> list[PageId]:
         """Close the open page now (e.g. at the end of a session)."""
-        self._plain = False
+        self._undo.plain = False
         with self._applying():
             closed = self.pager.close_open_page()
         self._commit()
@@ -429,7 +338,7 @@ class PagedMemory:
     def refresh_bookmarks(self) -> None:
         """Recompute every bookmark with the whole conversation known (the extractor's
         batch mode, as ``copage simulate``'s placement "end" does), and store them."""
-        self._plain = False
+        self._undo.plain = False
         with self._applying():
             self.pager.refresh_all_bookmarks()
         self._commit()
@@ -471,7 +380,7 @@ class PagedMemory:
 
     def recall_result(self, page: object = None, *, query: object = None) -> RecallResult:
         """Like :meth:`recall`, with the status and page id."""
-        self._plain = False
+        self._undo.plain = False
         with self._applying():
             result = self.pager.recall(page, query=query)
         self._commit()
@@ -483,44 +392,31 @@ class PagedMemory:
 
         ``protect``: pages the eviction must not pick; ``kind``: the access's kind in
         the event log and counts (``probe``, ``speculative``, ...)."""
-        self._plain = False
+        self._undo.plain = False
         with self._applying():
             hit = self.pager.access(page, protect=protect, kind=kind)
         self._commit()
         return hit
 
-    def set_policy_clock(self, position: int) -> bool:
-        """Tell a replacement policy that follows a planned access sequence (the oracle's
-        ``at``) that the next access is ``position``; False (nothing done) for a policy
-        without such a clock."""
-        at = getattr(self.pager.cache.policy, "at", None)
-        if at is None:
-            return False
-        self._plain = False
-        at(position)
-        return True
-
     def note(self, kind: str, page: PageId | None, detail: dict[str, Any] | None = None) -> None:
         """Record an event made outside the pager (e.g. ``speculative`` by the chat loop)."""
-        self._plain = False
+        self._undo.plain = False
         with self._applying():
             self.pager.note(kind, page, detail)
         self._commit()
 
-    def begin_probe(self, question: str) -> None:
-        """Start a question that is not a turn (a probe): pages recalled before are no
-        longer protected, and query-aware eviction scores pages against ``question``."""
+    def pager_for_change(self) -> Pager:
+        """The pager, for a change made to it directly and not stored (the benchmark's
+        probes and policy clocks, :mod:`copage.eval.methods.probe_driver`): checks the object is in
+        step with the store, and the latest commit can no longer be taken back."""
         self._live()
-        self._plain = False
-        self.pager.begin_turn()
-        self.pager.cache.set_query(question)
+        self._undo.plain = False
+        return self.pager
 
-    def end_probe(self) -> None:
-        """After a probe: query-aware eviction scores against the latest user turn again."""
+    def has_turn(self, turn_id: str) -> bool:
+        """Whether a turn with this id is stored (a set lookup)."""
         self._live()
-        self._plain = False
-        self.pager.cache.set_query(
-            next((t.text for t in reversed(self.pager.turns) if t.role == "user"), None))
+        return turn_id in self._ids()
 
     # ------------------------------------------------------------ transfer
     def export_jsonl(self, file: str | os.PathLike[str] | TextIO) -> int:
@@ -560,144 +456,6 @@ class PagedMemory:
                                       conversation_id=conversation_id, tenant=tenant,
                                       replace=replace)
         return cls(store=target, conversation_id=cid, tenant=tenant, clock=clock, create=False)
-
-    # ------------------------------------------------------------- read-only
-    @property
-    def config(self) -> PagerConfig:
-        """The conversation's settings (as stored)."""
-        return self.pager.config
-
-    @property
-    def pages(self) -> list[Page]:
-        """Closed pages, in order."""
-        self._live()
-        return list(self.pager.pages)
-
-    @property
-    def turns(self) -> list[Turn]:
-        """All turns, in order (the pinned system prompt is not a turn)."""
-        self._live()
-        return list(self.pager.turns)
-
-    @property
-    def resident(self) -> list[PageId]:
-        """Resident closed pages, in page order."""
-        self._live()
-        return self.pager.resident
-
-    @property
-    def evicted(self) -> list[PageId]:
-        """Evicted pages, in page order."""
-        self._live()
-        return self.pager.evicted
-
-    def page(self, page: object) -> Page:
-        """A closed page by id (``"p3"``, ``"3"`` or ``3``); ``KeyError`` if there is none."""
-        self._live()
-        idx = parse_page_arg(page)
-        if idx is None or idx >= len(self.pager.pages):
-            raise KeyError(f"unknown page {page!r}")
-        return self.pager.pages[idx]
-
-    def visible_turns(self) -> list[Turn]:
-        """The turns the model is shown as messages: the resident pages', then the open
-        page's (cost: the visible turns, not the conversation)."""
-        self._live()
-        pages = self.pager.pages
-        out = [t for pid in self.pager.resident for t in pages[parse_page_arg(pid) or 0].turns]
-        out.extend(self.pager.open_turns)
-        return out
-
-    def has_turn(self, turn_id: str) -> bool:
-        """Whether a turn with this id is stored (a set lookup)."""
-        self._live()
-        return turn_id in self._ids()
-
-    @property
-    def last_turn(self) -> Turn | None:
-        """The latest turn, None before the first."""
-        self._live()
-        return self.pager.turns[-1] if self.pager.turns else None
-
-    @property
-    def open_turns(self) -> Sequence[Turn]:
-        """The turns of the open page (always shown)."""
-        self._live()
-        return self.pager.open_turns
-
-    @property
-    def system(self) -> str | None:
-        """The conversation's system prompt (None when it has none)."""
-        return self.pager.system
-
-    def is_resident(self, page: PageId) -> bool:
-        """Whether a closed page is resident."""
-        return self.pager.is_resident(page)
-
-    def bookmark(self, page: PageId) -> Bookmark:
-        """The current bookmark of a closed page."""
-        self._live()
-        return self.pager.bookmark(page)
-
-    @property
-    def evicted_index(self) -> BM25Index[int]:
-        """The BM25 index over the evicted pages (read-only use)."""
-        return self.pager.evicted_index
-
-    @property
-    def passages(self) -> PassageIndex:
-        """The BM25 index over passages of the closed pages (read-only use)."""
-        return self.pager.passages
-
-    def search_evicted(self, text: str) -> EvictedMatch:
-        """The best evicted page for ``text`` (see :meth:`Pager.search_evicted`)."""
-        self._live()
-        return self.pager.search_evicted(text)
-
-    def bookmarks(self) -> dict[PageId, Bookmark]:
-        """Current bookmark of every closed page."""
-        self._live()
-        return {p.id: self.pager.bookmark(p.id) for p in self.pager.pages}
-
-    def search(self, query: str, limit: int = 5) -> list[SearchHit]:
-        """Evicted pages ranked by BM25 against ``query``, best first (ties: older page).
-
-        Read-only: nothing is paged in (recall a hit for that). Pages sharing no
-        content word with the query are left out, so the list may be empty.
-        """
-        self._live()
-        if limit < 1:
-            raise ValueError(f"limit must be >= 1, got {limit}")
-        terms = list(query_terms(query))
-        if not terms or not self.pager.evicted:
-            return []
-        return [SearchHit(page_id(i), score, self.pager.bookmark(page_id(i)))
-                for i, score in self.pager.evicted_index.top(terms, limit)]
-
-    def stats(self, question: str | None = None) -> PagerStats:
-        """The paging figures now: pages, resident set, counts and tokens.
-
-        Returns a frozen :class:`~copage.core.pager.PagerStats` (``.to_dict()`` for
-        JSON). ``faults``/``hits`` count uses through :meth:`access`; recall and
-        speculative page-ins are counted apart (``recall_page_ins``,
-        ``speculative_page_ins``; ``page_ins`` sums all three). Token figures are for
-        the prompt :meth:`context` would build for ``question``, except ``prompt_tokens``
-        without a question once a request has been sent: then it counts the latest
-        request as it was sent (:meth:`meter_request`: the speculative fill, bookmarks,
-        tool schemas and message framing included), as the prompt meter renders it.
-        ``savings`` says, per priced model, whether paging has saved money so far
-        (caching priced). With a model-backed keyword generator, ``keyword_generator``
-        counts its calls, failed calls and pages that fell back to offline keywords.
-        """
-        self._live()
-        stats = self.pager.stats(question)
-        meter = self.pager.prompt_meter
-        if question is None and meter.last_tokens:  # what was sent, not what context() builds
-            stats = dataclasses.replace(stats, prompt_tokens=meter.last_tokens)
-        counts = getattr(getattr(self.pager.extractor, "stats", None), "as_dict", None)
-        if callable(counts):
-            stats = dataclasses.replace(stats, keyword_generator=counts())
-        return stats
 
 
 def _make_turn(role: str, text: str, seq: int, meta: dict[str, Any]) -> Turn:

@@ -85,12 +85,13 @@ def test_the_scheduled_oracle_is_not_left_registered(tmp_path: Path, tiny: Datas
 
 def test_paged_memory_sets_the_oracle_clock_and_no_other_policy() -> None:
     from copage.core.config import PagerConfig
+    from copage.eval.methods.probe_driver import set_policy_clock
     from copage.eval.oracle import NAME, register
     from copage.memory import PagedMemory
 
     register()
     mem = PagedMemory(config=PagerConfig(policy=NAME), future=["p1", "p2", "p1"])
-    assert mem.set_policy_clock(2) is True
-    assert mem.set_policy_clock(1) is True  # never backwards
+    assert set_policy_clock(mem, 2) is True
+    assert set_policy_clock(mem, 1) is True  # never backwards
     assert mem.pager.cache.policy.cursor == 2  # type: ignore[attr-defined]
-    assert PagedMemory(config=PagerConfig(policy="lru")).set_policy_clock(2) is False
+    assert set_policy_clock(PagedMemory(config=PagerConfig(policy="lru")), 2) is False

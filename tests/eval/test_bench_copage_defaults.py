@@ -13,7 +13,7 @@ from test_methods import PAD, SETTINGS, _conv
 
 from copage.core.config import PagerConfig
 from copage.eval.methods import MethodSettings, Variant, get_method
-from copage.eval.methods.bookmark import pager_config
+from copage.eval.methods.bookmark_pages import pager_config
 from copage.llm import ScriptedModel
 from copage.session import DEFAULT_RECALL_MODE, parse_mode
 from copage.session.speculate import FILL_HEADER

@@ -22,7 +22,7 @@ from copage.eval.methods import (
     request_tokens,
     split_units,
 )
-from copage.eval.methods.bookmark import build_memory, build_pager, pager_config
+from copage.eval.methods.bookmark_pages import build_memory, build_pager, pager_config
 from copage.eval.methods.method import DOES_NOT_FIT
 from copage.eval.methods.readers import TRIGGERS, page_reader
 from copage.eval.methods.window import WHOLE
@@ -179,7 +179,7 @@ def test_search_tool_reader_searches_once_with_the_question() -> None:
 def _budget_for(conv: Conversation, resident: int) -> int:
     """A budget that leaves room for ``resident`` sessions besides the fixed part, in both
     billed calls (the first call and the call after the recall), and a recall."""
-    from copage.eval.methods.bookmark import measure
+    from copage.eval.methods.bookmark_pages import measure
 
     cfg = pager_config(SETTINGS, get_method("bookmark_recall").variant)  # type: ignore[attr-defined]
     over = measure(conv, cfg)

@@ -9,11 +9,13 @@ import pytest
 from session_helpers import check_pairs, new_memory
 
 from copage.core.types import ToolCall
+from copage.eval.methods.probe_driver import ask_probe
+from copage.eval.runner.probe_metrics import right_page_rate, trigger_rate
 from copage.llm import CachedModel, ResponseCache, TextProtocolModel, get_model
 from copage.llm.fake_server import FakeReply, FakeServer
 from copage.llm.model_types import ChatResponse, Usage
 from copage.llm.scripted import ScriptedModel
-from copage.session import PagedChat, RecallLoopError, right_page_rate, trigger_rate
+from copage.session import PagedChat, RecallLoopError
 
 COMPLETION = {
     "id": "c1", "object": "chat.completion", "created": 0, "model": "m",
@@ -121,7 +123,7 @@ async def test_force_recall_in_text_mode() -> None:
 async def test_recall_of_a_resident_page_is_not_the_right_page() -> None:
     mem = new_memory()
     model = ScriptedModel().tool_call("recall", {"page": "p6"}).reply("ok")
-    rec = await PagedChat(mem, model, recall_mode="tool").ask_probe("q", ["p1", "p6"], keep_pages=False)
+    rec = await ask_probe(PagedChat(mem, model, recall_mode="tool"), "q", ["p1", "p6"], keep_pages=False)
     assert rec.recalls[0].status == "resident"
     assert rec.triggered and not rec.right_page
     assert right_page_rate([rec]).hits == 0
@@ -130,7 +132,7 @@ async def test_recall_of_a_resident_page_is_not_the_right_page() -> None:
 async def test_unknown_tool_call_is_not_a_trigger() -> None:
     mem = new_memory()
     model = ScriptedModel().tool_call("search", {"q": "peanuts"}).reply("ok")
-    rec = await PagedChat(mem, model, recall_mode="tool").ask_probe("q", ["p1"], keep_pages=False)
+    rec = await ask_probe(PagedChat(mem, model, recall_mode="tool"), "q", ["p1"], keep_pages=False)
     assert rec.recalls[0].status == "unknown_tool"
     assert not rec.triggered and trigger_rate([rec]).hits == 0
 
@@ -142,8 +144,8 @@ async def test_cached_replies_are_not_paid(tmp_path: Path) -> None:
     script = ScriptedModel().then(lambda _r: reply)
     cache = ResponseCache(tmp_path / "cache.sqlite")
     chat = PagedChat(mem, CachedModel(script, cache), recall_mode="tool")
-    first = await chat.ask_probe("allergy?", keep_pages=False)
-    second = await chat.ask_probe("allergy?", keep_pages=False)  # same request: a cache hit
+    first = await ask_probe(chat, "allergy?", keep_pages=False)
+    second = await ask_probe(chat, "allergy?", keep_pages=False)  # same request: a cache hit
     cache.close()
     assert first.report is not None and second.report is not None
     assert first.report.cost_usd == pytest.approx(0.01) and first.report.cached_calls == 0

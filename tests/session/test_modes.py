@@ -8,11 +8,13 @@ import re
 import pytest
 from session_helpers import TOPICS, new_memory
 
+from copage.eval.methods.probe_driver import ask_probe
+from copage.eval.runner.probe_metrics import right_page_rate, trigger_rate
 from copage.llm import TextProtocolModel, get_model
 from copage.llm.fake_server import FakeReply, FakeServer
 from copage.llm.scripted import ScriptedModel
 from copage.memory import PagedMemory
-from copage.session import DEFAULT_RECALL_MODE, PagedChat, parse_mode, right_page_rate, trigger_rate
+from copage.session import DEFAULT_RECALL_MODE, PagedChat, parse_mode
 
 
 def completion(text: str) -> dict[str, object]:
@@ -60,7 +62,7 @@ async def test_choose_pages_in_the_chosen_page_then_answers_without_tools() -> N
     mem = new_memory()
     model = ScriptedModel().reply('{"page": "p3"}').reply("Tuesday at 9.")
     chat = PagedChat(mem, model, recall_mode="choose")
-    rec = await chat.ask_probe("When is my dentist appointment?", ["p3"], keep_pages=False)
+    rec = await ask_probe(chat, "When is my dentist appointment?", ["p3"], keep_pages=False)
     choose, answer = model.requests
     assert choose.tools == () and "p1" in choose.messages[-1]["content"]
     assert "When is my dentist appointment?" in choose.messages[-1]["content"]
@@ -83,7 +85,7 @@ async def test_choose_pages_in_the_chosen_page_then_answers_without_tools() -> N
 ])
 async def test_choose_reply_parsing(reply: str, expect: list[tuple[str | None, str]]) -> None:
     model = ScriptedModel().reply(reply).reply("ok")
-    rec = await PagedChat(new_memory(), model, recall_mode="choose").ask_probe("q")
+    rec = await ask_probe(PagedChat(new_memory(), model, recall_mode="choose"), "q")
     assert [(r.page, r.status) for r in rec.recalls] == expect
     assert rec.triggered == bool(expect)
 
@@ -142,7 +144,7 @@ def dated_memory() -> PagedMemory:
 async def test_paper_prompt_is_the_pagers_context_unchanged() -> None:
     mem = dated_memory()
     model = ScriptedModel().reply("ok")
-    await PagedChat(mem, model, recall_mode="tool").ask_probe("When did I adopt a cat?")
+    await ask_probe(PagedChat(mem, model, recall_mode="tool"), "When did I adopt a cat?")
     ctx = mem.context("When did I adopt a cat?")
     assert list(model.requests[0].messages) == ctx.messages
     assert list(model.requests[0].tools) == ctx.tools
@@ -151,7 +153,7 @@ async def test_paper_prompt_is_the_pagers_context_unchanged() -> None:
 async def test_compact_prompt_dates_bookmarks_reminds_and_shows_no_example_id() -> None:
     mem = dated_memory()
     model = ScriptedModel().reply("ok")
-    await PagedChat(mem, model, prompt="compact", recall_mode="tool").ask_probe(
+    await ask_probe(PagedChat(mem, model, prompt="compact", recall_mode="tool"),
         "When did I adopt a cat?")
     req = model.requests[0]
     system = req.messages[0]["content"]
@@ -176,11 +178,11 @@ def test_bad_prompt_style() -> None:
 async def test_ask_probe_overrides_mode_and_prompt() -> None:
     model = ScriptedModel().reply('{"page": "p1"}').reply("peanuts").reply("ok")
     chat = PagedChat(new_memory(), model, recall_mode="tool")  # tool, paper
-    rec = await chat.ask_probe("allergy?", ["p1"], recall_mode="choose", keep_pages=False)
+    rec = await ask_probe(chat, "allergy?", ["p1"], recall_mode="choose", keep_pages=False)
     assert rec.report is not None and rec.report.recall_mode == "choose"
     assert rec.recalls[0].tool == "choose" and rec.right_page
-    await chat.ask_probe("allergy?", prompt="compact")
+    await ask_probe(chat, "allergy?", prompt="compact")
     assert model.requests[2].messages[-1]["content"].endswith("most likely to hold it.)")
     assert chat.recall_mode == "tool"
     with pytest.raises(ValueError, match="paper, compact"):
-        await chat.ask_probe("q", prompt="tiny")
+        await ask_probe(chat, "q", prompt="tiny")

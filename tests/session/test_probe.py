@@ -5,15 +5,17 @@ from __future__ import annotations
 import pytest
 from session_helpers import new_memory, state_of
 
+from copage.eval.methods.probe_driver import ask_probe
+from copage.eval.runner.probe_metrics import recall_precision, trigger_rate
 from copage.llm.scripted import ScriptedModel
-from copage.session import PagedChat, Speculator, recall_precision, trigger_rate
+from copage.session import PagedChat, Speculator
 
 
 async def test_probe_is_not_stored_but_recall_kept() -> None:
     mem = new_memory()
     n = len(mem.turns)
     model = ScriptedModel().tool_call("recall", {"page": "p1"}).reply("peanuts")
-    rec = await PagedChat(mem, model, recall_mode="tool").ask_probe("What am I allergic to?", ["p1"])
+    rec = await ask_probe(PagedChat(mem, model, recall_mode="tool"), "What am I allergic to?", ["p1"])
     assert len(mem.turns) == n
     assert rec.answer == "peanuts" and rec.evicted == ("p1",) and rec.right_page
     assert rec.report is not None and rec.report.user_turn_id is None
@@ -26,7 +28,7 @@ async def test_probe_keep_pages_false_rolls_back() -> None:
     mem = new_memory()
     before = state_of(mem)
     model = ScriptedModel().tool_call("recall", {"page": "p1"}).reply("peanuts")
-    rec = await PagedChat(mem, model, recall_mode="tool").ask_probe(
+    rec = await ask_probe(PagedChat(mem, model, recall_mode="tool"),
         "allergy?", ["p1", "p6"], keep_pages=False)
     assert rec.evicted == ("p1",) and rec.recalls[0].status == "paged_in"
     assert state_of(mem) == before
@@ -35,7 +37,7 @@ async def test_probe_keep_pages_false_rolls_back() -> None:
 async def test_probe_unknown_page() -> None:
     chat = PagedChat(new_memory(), ScriptedModel())
     with pytest.raises(ValueError, match=r"unknown needed page\(s\) \['p42'\]; pages are p1..p6"):
-        await chat.ask_probe("q", ["p42"])
+        await ask_probe(chat, "q", ["p42"])
 
 
 def test_speculative_score_definition() -> None:
@@ -52,7 +54,7 @@ async def test_speculative_page_in_on() -> None:
     mem = new_memory()
     model = ScriptedModel().reply("No satay.")
     chat = PagedChat(mem, model, speculative=True)
-    rec = await chat.ask_probe("Can I eat peanut satay with my allergy?", ["p1"])
+    rec = await ask_probe(chat, "Can I eat peanut satay with my allergy?", ["p1"])
     # a first-person question, and the four evicted pages fit the allowance: all of
     # them, the best-matching first (``Speculator.whole``)
     assert rec.speculative[0] == "p1" and set(rec.speculative) == {"p1", "p2", "p3", "p4"}
@@ -70,10 +72,10 @@ async def test_speculative_page_in_on() -> None:
 
 async def test_speculative_off_in_tool_mode_and_below_threshold() -> None:
     mem = new_memory()
-    rec = await PagedChat(mem, ScriptedModel().reply("?"), recall_mode="tool").ask_probe(
+    rec = await ask_probe(PagedChat(mem, ScriptedModel().reply("?"), recall_mode="tool"),
         "Can I eat peanut satay with my allergy?", ["p1"])
     assert rec.speculative == () and rec.needs_recall
-    rec = await PagedChat(mem, ScriptedModel().reply("?")).ask_probe(  # the default mode
+    rec = await ask_probe(PagedChat(mem, ScriptedModel().reply("?")),  # the default mode
         "Can one eat peanut satay with that allergy?", ["p1"])
     # the best passage holds p1's turns (and, past its end, the next page's first turn)
     assert rec.speculative[0] == "p1" and rec.speculative_hit

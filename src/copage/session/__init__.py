@@ -18,13 +18,6 @@ from copage.session.engine import (
 )
 from copage.session.loop import PagedChat, TurnDone, TurnStream
 from copage.session.modes import DEFAULT_RECALL_MODE, RecallMode, auto_mode, parse_mode
-from copage.session.probe_metrics import (
-    Rate,
-    recall_precision,
-    right_page_rate,
-    speculative_hit_rate,
-    trigger_rate,
-)
 from copage.session.prompts import PROMPT_STYLES
 from copage.session.records import ProbeRecord, RecallRecord, TurnReport
 from copage.session.speculate import (
@@ -47,7 +40,6 @@ __all__ = [
     "LoopSettings",
     "PagedChat",
     "ProbeRecord",
-    "Rate",
     "RecallLoopError",
     "RecallMode",
     "RecallRecord",
@@ -60,11 +52,7 @@ __all__ = [
     "TurnStream",
     "auto_mode",
     "parse_mode",
-    "recall_precision",
-    "right_page_rate",
     "run_recall_loop",
     "speculate",
-    "speculative_hit_rate",
-    "trigger_rate",
     "with_fill",
 ]

@@ -8,12 +8,11 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Self
 
-from copage.core.types import PageId
 from copage.llm.model_types import (
     ChatModel,
     ChatRequest,
@@ -38,7 +37,7 @@ from copage.session.engine import (
 from copage.session.modes import DEFAULT_RECALL_MODE, RecallMode, parse_mode
 from copage.session.prepare import plan_fill, prepare
 from copage.session.prompts import PROMPT_STYLES
-from copage.session.records import ProbeRecord, RecallRecord, TurnReport, UsageSum
+from copage.session.records import RecallRecord, TurnReport, UsageSum
 from copage.session.speculate import (
     DEFAULT_PAGES,
     DEFAULT_RELATIVE,
@@ -50,10 +49,6 @@ from copage.session.speculate import (
 from copage.session.trace import TurnTrace
 
 __all__ = ["CALLS_AFTER_CAP", "PagedChat", "RecallLoopError", "TurnDone", "TurnStream"]
-
-
-class _Discard(Exception):
-    """Internal: leave a transaction without storing it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -251,64 +246,6 @@ class PagedChat:
                       "turn.recalls": len(end.outcome.records)})
             tr.end(stored=True)
         yield TurnDone(self._report(end, user_id, answer_id, self.mode))
-
-    async def ask_probe(
-        self, question: str, needed_pages: Sequence[PageId] = (), *,
-        force_recall: bool = False, keep_pages: bool = True,
-        recall_mode: str | None = None, prompt: str | None = None,
-    ) -> ProbeRecord:
-        """Ask a question without adding it (or the answer) to the conversation.
-
-        Recalls and chosen page-ins change the resident set like in a turn (the
-        speculative fill is shown for the probe only); with ``keep_pages=False`` they
-        are rolled back afterwards. Returns
-        which needed pages were evicted at the start, paged in speculatively and
-        recalled. ``recall_mode`` and ``prompt`` override the chat's for this probe.
-        """
-        _check_text(question, "question")
-        mode = self.mode if recall_mode is None else parse_mode(recall_mode, model=self.model)
-        style = self.prompt if prompt is None else _check_style(prompt)
-        async with self._lock:
-            mem = self.memory
-            known = {p.id for p in mem.pages}
-            bad = [p for p in needed_pages if p not in known]
-            if bad:
-                raise ValueError(f"unknown needed page(s) {bad}; pages are p1..p{len(known)}")
-            evicted = set(mem.evicted)
-            needed = tuple(needed_pages)
-            record: ProbeRecord | None = None
-            try:
-                with mem.transaction():
-                    mem.begin_probe(question)  # pages recalled by an earlier probe are fair game
-                    end: _End | None = None
-                    events = self._turn(mem, question, question, force_recall, False, mode, style)
-                    async for event in events:
-                        if isinstance(event, _End):
-                            end = event
-                    assert end is not None
-                    mem.end_probe()
-                    report = self._report(end, None, None, mode)
-                    record = ProbeRecord(
-                        needed, tuple(p for p in needed if p in evicted), report.speculative,
-                        report.recalls, question, report.answer, report,
-                    )
-                    if not keep_pages:
-                        raise _Discard
-            except _Discard:
-                pass
-        assert record is not None
-        return record
-
-    def ask_probe_sync(
-        self, question: str, needed_pages: Sequence[PageId] = (), *,
-        force_recall: bool = False, keep_pages: bool = True,
-        recall_mode: str | None = None, prompt: str | None = None,
-    ) -> ProbeRecord:
-        """:meth:`ask_probe` from synchronous code."""
-        return run_sync(self.ask_probe(
-            question, needed_pages, force_recall=force_recall, keep_pages=keep_pages,
-            recall_mode=recall_mode, prompt=prompt,
-        ))
 
     # ------------------------------------------------------------------ closing
     async def aclose(self) -> None:

@@ -114,7 +114,7 @@ class TurnReport:
 
 @dataclass(frozen=True, slots=True)
 class ProbeRecord:
-    """One probe question, for the loop measures in :mod:`copage.session.probe_metrics`.
+    """One probe question, for the loop measures in :mod:`copage.eval.runner.probe_metrics`.
 
     Attributes:
         needed: pages holding the evidence the question needs.

@@ -2,8 +2,8 @@
 
 Per (dataset, cell, conversation): a fresh in-memory :class:`PagedMemory` with the
 cell's settings gets the conversation's turns; probes are asked with
-``ask_probe`` (keep_pages=True, so recalls change the resident set as accesses do
-in ``copage simulate``) in the same schedule as the simulation. Each probe's
+``ask_probe`` (:mod:`copage.eval.methods.probe_driver`; keep_pages=True, so recalls
+change the resident set as accesses do in ``copage simulate``) in the same schedule as the simulation. Each probe's
 record (needed and evicted pages, recalls, answer, exact gold-string match, the
 binary judge's verdict, prompt tokens summed over all calls) is appended to
 ``out/<experiment>/model_probes.jsonl`` (the shared :class:`~copage.eval.runner.log.JsonlLog`)
@@ -64,6 +64,7 @@ def judge_binary(judges: dict[str, Any], probe: Probe, answer: str) -> float | N
 
 def run_conversation_model(conv: Conversation, cell: Cell, model: Any) -> Iterator[tuple[Probe, Any]]:
     """Replay ``conv`` into a :class:`PagedChat` and yield (probe, ProbeRecord) in schedule order."""
+    from copage.eval.methods.probe_driver import ask_probe_sync, set_policy_clock
     from copage.memory import PagedMemory
     from copage.session import PagedChat
 
@@ -100,8 +101,8 @@ def run_conversation_model(conv: Conversation, cell: Cell, model: Any) -> Iterat
         page_of = {tid: p.id for p in mem.pages for tid in p.turn_ids}
         needed = tuple(dict.fromkeys(page_of[e] for e in probe.evidence if e in page_of))
         if starts:  # the oracle's clock: this probe's scheduled accesses come next
-            mem.set_policy_clock(starts[i])
-        yield probe, chat.ask_probe_sync(probe.question, needed, keep_pages=True)
+            set_policy_clock(mem, starts[i])
+        yield probe, ask_probe_sync(chat, probe.question, needed, keep_pages=True)
 
 
 def probe_starts(spans: Sequence[Any], plan: Sequence[tuple[int, Probe]], page_of: dict[str, int],

@@ -2,7 +2,7 @@
 
 Accuracy of a probe: the primary (first) judge's binary verdict CORRECT; without a
 judge, exact match on synthetic data. ``judge_scale5`` averages the 1-5 scores over
-judges per probe first. Recall metrics use :mod:`copage.session.probe_metrics`.
+judges per probe first. Recall metrics use :mod:`copage.eval.runner.probe_metrics`.
 """
 
 from __future__ import annotations
@@ -13,14 +13,14 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from typing import Any
 
-from copage.eval.stats import mcnemar_exact, paired_bootstrap, wilson_interval
-from copage.session.probe_metrics import (
+from copage.eval.runner.probe_metrics import (
     Rate,
     recall_precision,
     right_page_rate,
     speculative_hit_rate,
     trigger_rate,
 )
+from copage.eval.stats import mcnemar_exact, paired_bootstrap, wilson_interval
 from copage.session.records import ProbeRecord, RecallRecord
 
 Row = dict[str, Any]

@@ -1,17 +1,16 @@
-"""The loop measures on hand-made probe records."""
+"""The loop measures (copage.eval.runner.probe_metrics) on hand-made probe records."""
 
 from __future__ import annotations
 
 import math
 
-from copage.session import (
-    ProbeRecord,
-    RecallRecord,
+from copage.eval.runner.probe_metrics import (
     recall_precision,
     right_page_rate,
     speculative_hit_rate,
     trigger_rate,
 )
+from copage.session import ProbeRecord, RecallRecord
 
 
 def call(page: str | None, status: str = "paged_in") -> RecallRecord:
