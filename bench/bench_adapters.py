@@ -97,7 +97,7 @@ def bench_langchain(n: int, turns: int, mode: str) -> float:
 
 def bench_mcp(n: int, turns: int, tmp: Path) -> float:
     from copage.adapters.mcp import ConversationPool
-from copage.adapters.mcp import handlers as tools
+    from copage.adapters.mcp import handlers as tools
     from copage.core.config import PagerConfig
 
     url = f"sqlite://{tmp / f'mcp-{n}.db'}"

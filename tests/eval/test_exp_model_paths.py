@@ -245,10 +245,9 @@ def llm_registered() -> Iterator[Callable[..., Any]]:
 
 def test_generators_run_registered_llm_generators_with_the_model(
         tmp_path: Path, tiny: Dataset, llm_registered: Callable[..., Any]) -> None:
-    from copage.eval.llmkeywords.keyword_prompts import SYSTEM
-
     from copage.eval.experiments.generators import LLM, OFFLINE
     from copage.eval.llmkeywords import LLMKeywordWarning
+    from copage.eval.llmkeywords.keyword_prompts import SYSTEM
     from copage.llm.response_cache import CachedModel, ResponseCache
 
     def step(request: ChatRequest) -> ChatResponse | str:

@@ -21,9 +21,14 @@ from collections.abc import Callable
 from copage.core.keywords import EXTRACTORS, KeywordExtractor
 from copage.core.registry import Registry, UnknownNameError, check_options
 from copage.eval.llmkeywords.auto import DEFAULT_THRESHOLD, AutoGenerator
-from copage.eval.llmkeywords.generator import GeneratorStats, LLMGenerator, LLMKeywordWarning, LLMOptions
 from copage.eval.llmkeywords.batch import BatchGenerator
 from copage.eval.llmkeywords.contextual import ContextualGenerator
+from copage.eval.llmkeywords.generator import (
+    GeneratorStats,
+    LLMGenerator,
+    LLMKeywordWarning,
+    LLMOptions,
+)
 from copage.eval.llmkeywords.hybrid import HybridGenerator
 from copage.eval.llmkeywords.mass import heuristic_mass, page_mass
 from copage.llm.model_types import ChatModel

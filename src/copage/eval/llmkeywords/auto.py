@@ -21,8 +21,8 @@ from statistics import fmean
 
 from copage.core.keywords import Corpus, check_n
 from copage.core.types import Page, PageId
-from copage.eval.llmkeywords.generator import LLMGenerator, LLMOptions, check_pages
 from copage.eval.llmkeywords.batch import BatchGenerator
+from copage.eval.llmkeywords.generator import LLMGenerator, LLMOptions, check_pages
 from copage.eval.llmkeywords.hybrid import HybridGenerator
 from copage.eval.llmkeywords.mass import heuristic_mass, page_mass
 from copage.llm.model_types import ChatModel

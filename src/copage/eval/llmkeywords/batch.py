@@ -16,8 +16,8 @@ from collections.abc import Mapping, Sequence
 from copage.core.keywords import Corpus, check_n
 from copage.core.types import Page, PageId
 from copage.eval.llmkeywords.generator import LLMGenerator, check_pages, chunk_pages
-from copage.eval.llmkeywords.parse import parse_keyword_list, parse_page_keywords
 from copage.eval.llmkeywords.keyword_prompts import batch_prompt
+from copage.eval.llmkeywords.parse import parse_keyword_list, parse_page_keywords
 
 
 def dedupe_across(

@@ -18,8 +18,8 @@ from copage.eval.llmkeywords.generator import (
     check_pages,
     other_digests,
 )
-from copage.eval.llmkeywords.parse import parse_keyword_list
 from copage.eval.llmkeywords.keyword_prompts import contextual_prompt
+from copage.eval.llmkeywords.parse import parse_keyword_list
 
 
 class ContextualGenerator(LLMGenerator):

@@ -23,8 +23,8 @@ from copage.eval.llmkeywords.generator import (
     chunk_pages,
     other_digests,
 )
-from copage.eval.llmkeywords.parse import parse_keyword_list, parse_page_keywords
 from copage.eval.llmkeywords.keyword_prompts import hybrid_prompt
+from copage.eval.llmkeywords.parse import parse_keyword_list, parse_page_keywords
 from copage.llm.model_types import ChatModel
 
 
