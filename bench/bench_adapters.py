@@ -122,7 +122,7 @@ def bench_mcp_append(n: int, turns: int, tmp: Path) -> float:
     """MCP ``append_turns`` of one user/assistant pair (the per-turn call of a client
     that stores its conversation through MCP), one process, SQLite."""
     from copage.adapters.mcp import ConversationPool
-from copage.adapters.mcp import handlers as tools
+    from copage.adapters.mcp import handlers as tools
     from copage.core.config import PagerConfig
 
     pool = ConversationPool(f"sqlite://{tmp / f'mcp-append-{n}.db'}", PagerConfig(**PAGING))
