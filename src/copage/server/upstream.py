@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import time
 from collections import OrderedDict
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any, TypeVar
 from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
@@ -14,10 +14,12 @@ import httpx
 from copage.llm.adapter import NetworkModel
 from copage.llm.errors import ModelError, UpstreamError, error_for_status, redact
 from copage.llm.http_model import HttpChatModel, endpoint
-from copage.llm.model_types import ChatModel, ChatRequest, ChatResponse, StreamEvent
+from copage.llm.model_types import ChatModel, ChatRequest, ChatResponse, StreamEvent, events_of
 from copage.llm.model_types import stream as stream_reply
 from copage.llm.transport import Transport, transport_for
 from copage.server.error_body import bad_request
+from copage.server.metrics import Metrics
+from copage.server.proxy_loop import closing
 
 DUMMY_KEY = "sk-no-key-required"
 MAX_MODELS = 32
@@ -166,6 +168,29 @@ class Upstream:
         if not isinstance(data, dict):
             raise UpstreamError("upstream", "GET /models returned no JSON object")
         return data
+
+    def calls(self, stream: bool, latencies: list[float], metrics: Metrics
+              ) -> Callable[[ChatModel, ChatRequest], AsyncIterator[StreamEvent]]:
+        """One upstream call as stream events: streamed, or one whole reply as one chunk;
+        each call's latency is appended to ``latencies`` and counted in ``metrics``."""
+        async def whole(model: ChatModel, request: ChatRequest) -> AsyncIterator[StreamEvent]:
+            response, _ = await self.complete(model, request)
+            for event in events_of(response):
+                yield event
+
+        async def call(model: ChatModel, request: ChatRequest) -> AsyncIterator[StreamEvent]:
+            t0 = time.perf_counter()
+            source = self.stream(model, request) if stream else whole(model, request)
+            async with closing(source) as events:
+                async for event in events:
+                    if event.kind == "done":
+                        latency = time.perf_counter() - t0
+                        latencies.append(latency)
+                        metrics.inc("copage_upstream_calls_total")
+                        metrics.observe_upstream(latency)
+                    yield event
+
+        return call
 
     async def aclose(self) -> None:
         """Close the pooled client."""
