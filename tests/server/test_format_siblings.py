@@ -14,7 +14,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "eval"))
 
-from test_import_graph import MODULES, cycles, graph  # noqa: E402
+from test_import_graph import MODULES, cycles, graph
 
 FORMATS = ("copage.server.formats.chat", "copage.server.formats.responses",
            "copage.server.formats.messages")

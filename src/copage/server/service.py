@@ -1,7 +1,7 @@
 """One chat turn through the proxy: find the conversation, lock it, page, loop, commit.
 
 A turn is opened (:meth:`ProxyService.open_turn`), run, then committed or
-abandoned. Opening finds the conversation (see :mod:`copage.server.recognise`),
+abandoned. Opening finds the conversation (see :mod:`copage.server.finder`),
 takes its locks, loads it and adds the request's new messages inside a deferred
 transaction; committing adds the answer, commits, updates the lookup aids and
 unlocks. Everything between (the upstream calls, the answer's deltas streamed to
@@ -23,8 +23,10 @@ a large first request) always runs in the pool, never on the event loop.
 
 This module orchestrates; the mechanisms live beside it, each once:
 :mod:`copage.server.locking` (this worker's queue and the store's lock, one
-deadline, the 409 ``conversation_busy``), :mod:`copage.server.recognise` (which
-conversation a request belongs to, before the lock), :mod:`copage.server.plan`
+deadline, the 409 ``conversation_busy``), :mod:`copage.server.recognise` (this
+worker's memory of recent requests), :mod:`copage.server.finder` (which
+conversation a request belongs to, before the lock: the one finder, also of a
+``previous_response_id``), :mod:`copage.server.plan`
 (what the request adds to its locked conversation: new messages, a retry, a
 regenerate) and :mod:`copage.server.commit` (committing or rolling back a turn,
 the lookup aids, the turn's stats). Conversations are opened by the one opener
