@@ -83,6 +83,7 @@ from copage.server.recognise import Ask, Guess, Recent
 from copage.server.request import ChatCall, Message
 from copage.server.transcript import TranscriptIndex, link
 from copage.server.upstream import Upstream
+from copage.server.upstream import calls as upstream_calls
 from copage.session import trace
 from copage.session.engine import LoopEnd
 from copage.session.memcache import DEFAULT_SIZE
@@ -257,7 +258,8 @@ class ProxyService:
         out: Outcome | None = None
         try:
             async with closing(loop_events(turn.mem, model, call,
-                                            self.upstream.calls(stream, latencies, self.metrics),
+                                            upstream_calls(self.upstream, stream, latencies,
+                                                           self.metrics),
                                             max_recalls=self.max_recalls, mode=self.mode,
                                             speculator=self.speculator,
                                             trace=tr)) as events:

@@ -169,29 +169,6 @@ class Upstream:
             raise UpstreamError("upstream", "GET /models returned no JSON object")
         return data
 
-    def calls(self, stream: bool, latencies: list[float], metrics: Metrics
-              ) -> Callable[[ChatModel, ChatRequest], AsyncIterator[StreamEvent]]:
-        """One upstream call as stream events: streamed, or one whole reply as one chunk;
-        each call's latency is appended to ``latencies`` and counted in ``metrics``."""
-        async def whole(model: ChatModel, request: ChatRequest) -> AsyncIterator[StreamEvent]:
-            response, _ = await self.complete(model, request)
-            for event in events_of(response):
-                yield event
-
-        async def call(model: ChatModel, request: ChatRequest) -> AsyncIterator[StreamEvent]:
-            t0 = time.perf_counter()
-            source = self.stream(model, request) if stream else whole(model, request)
-            async with closing(source) as events:
-                async for event in events:
-                    if event.kind == "done":
-                        latency = time.perf_counter() - t0
-                        latencies.append(latency)
-                        metrics.inc("copage_upstream_calls_total")
-                        metrics.observe_upstream(latency)
-                    yield event
-
-        return call
-
     async def aclose(self) -> None:
         """Close the pooled client."""
         if self._http is not None:
@@ -200,6 +177,30 @@ class Upstream:
         if self._transport is not None:
             await self._transport.aclose()
             self._transport = None
+
+
+def calls(upstream: Upstream, stream: bool, latencies: list[float], metrics: Metrics
+          ) -> Callable[[ChatModel, ChatRequest], AsyncIterator[StreamEvent]]:
+    """One call to ``upstream`` as stream events: streamed, or one whole reply as one
+    chunk; each call's latency is appended to ``latencies`` and counted in ``metrics``."""
+    async def whole(model: ChatModel, request: ChatRequest) -> AsyncIterator[StreamEvent]:
+        response, _ = await upstream.complete(model, request)
+        for event in events_of(response):
+            yield event
+
+    async def call(model: ChatModel, request: ChatRequest) -> AsyncIterator[StreamEvent]:
+        t0 = time.perf_counter()
+        source = upstream.stream(model, request) if stream else whole(model, request)
+        async with closing(source) as events:
+            async for event in events:
+                if event.kind == "done":
+                    latency = time.perf_counter() - t0
+                    latencies.append(latency)
+                    metrics.inc("copage_upstream_calls_total")
+                    metrics.observe_upstream(latency)
+                yield event
+
+    return call
 
 
 def _fingerprint(key: str | None) -> str:
@@ -220,4 +221,4 @@ def _with_query(model: M, query: dict[str, str]) -> M:
     return model
 
 
-__all__ = ["ModelError", "Upstream"]
+__all__ = ["ModelError", "Upstream", "calls"]
