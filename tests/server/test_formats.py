@@ -527,16 +527,15 @@ def test_latest_previous_response_id_is_found_without_reading_the_conversation(
         proxy: Proxy, monkeypatch: pytest.MonkeyPatch) -> None:
     """The transcript index names the latest answer; only an older id (a fork, or a
     retry of the last turn) reads the stored conversation."""
-    from copage.server.formats import routes
-
+    finder = proxy.state.service.finder
     calls: list[str] = []
-    real = routes._locate
+    real = finder.locate
 
     def counting(*args: Any) -> Any:
         calls.append("locate")
         return real(*args)
 
-    monkeypatch.setattr(routes, "_locate", counting)
+    monkeypatch.setattr(finder, "locate", counting)
     c = Client(proxy, "responses-prev")
     for t in ("one", "two", "three"):
         c.say(t)

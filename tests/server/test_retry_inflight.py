@@ -181,7 +181,7 @@ def test_a_turn_committed_between_the_look_and_the_pending_lock_is_found(
     with FakeServer(_slow(0.3)) as up:
         proxy = make_proxy(upstream=up.url, keys={})
         service = proxy.state.service
-        original = service._hold_pending
+        original = service.finder.hold_pending
         calls: list[float] = []
 
         async def slow_first(*args: Any) -> bool:
@@ -192,7 +192,7 @@ def test_a_turn_committed_between_the_look_and_the_pending_lock_is_found(
                 await asyncio.sleep(1.5)
             return bool(await original(*args))
 
-        service._hold_pending = slow_first
+        service.finder.hold_pending = slow_first
         body = {"model": "m", "messages": [{"role": "user", "content": "overtaken"}]}
         results: dict[str, httpx.Response] = {}
 

@@ -78,10 +78,11 @@ def test_keys_never_logged(proxy: Proxy, caplog: pytest.LogCaptureFixture, capfd
                    headers={"authorization": f"Bearer {KEY_A}"},
                    json={"model": "m", "messages": [{"role": "user", "content": "x"}]})
     assert r.status_code == 401
-    async def broken(*args: Any, **kw: Any) -> Any:
+    async def broken(*args: Any, **kw: Any) -> Any:  # the turn every format runs
         raise RuntimeError(f"internal failure near {UPSTREAM_KEY} and {KEY_A}")
+        yield  # an async generator, as ProxyService.turn
 
-    proxy.state.service.chat = broken
+    proxy.state.service.turn = broken
     r2 = httpx.post(proxy.url + "/v1/chat/completions",
                     headers={"authorization": f"Bearer {KEY_A}"},
                     json={"model": "m", "messages": [{"role": "user", "content": "y"}]})

@@ -1,7 +1,7 @@
 """One chat turn through the proxy: find the conversation, lock it, page, loop, commit.
 
 A turn is opened (:meth:`ProxyService.open_turn`), run, then committed or
-abandoned. Opening finds the conversation (see :mod:`copage.server.recognise`),
+abandoned. Opening finds the conversation (see :mod:`copage.server.finder`),
 takes its locks, loads it and adds the request's new messages inside a deferred
 transaction; committing adds the answer, commits, updates the lookup aids and
 unlocks. Everything between (the upstream calls, the answer's deltas streamed to
@@ -23,8 +23,10 @@ a large first request) always runs in the pool, never on the event loop.
 
 This module orchestrates; the mechanisms live beside it, each once:
 :mod:`copage.server.locking` (this worker's queue and the store's lock, one
-deadline, the 409 ``conversation_busy``), :mod:`copage.server.recognise` (which
-conversation a request belongs to, before the lock), :mod:`copage.server.plan`
+deadline, the 409 ``conversation_busy``), :mod:`copage.server.recognise` (this
+worker's memory of recent requests), :mod:`copage.server.finder` (which
+conversation a request belongs to, before the lock: the one finder, also of a
+``previous_response_id``), :mod:`copage.server.plan`
 (what the request adds to its locked conversation: new messages, a retry, a
 regenerate) and :mod:`copage.server.commit` (committing or rolling back a turn,
 the lookup aids, the turn's stats). Conversations are opened by the one opener
@@ -40,20 +42,20 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable
 from concurrent.futures import Executor
 from contextlib import AbstractContextManager, AsyncExitStack, asynccontextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Any, TypeVar
 
 from copage.core.config import PagerConfig
 from copage.llm.errors import BadResponse
-from copage.llm.model_types import ChatModel, ChatRequest, StreamEvent, events_of
 from copage.memory import PagedMemory, new_conversation_id
 from copage.server.body import Known
-from copage.server.client_window import window_guess
 from copage.server.commit import Committer, Prep
 from copage.server.error_body import ProxyError
+from copage.server.events import Finished, Opened, TurnEvent, TurnResult
+from copage.server.finder import Finder
 from copage.server.locking import LOCK_TIMEOUT, Locks, is_local, shielded
 from copage.server.metrics import Metrics
 from copage.server.plan import (
@@ -72,7 +74,6 @@ from copage.server.plan import plan as plan_turn
 from copage.server.proxy_loop import (
     UPSTREAM,
     Outcome,
-    Stream,
     closing,
     loop_events,
     outcome_of,
@@ -80,10 +81,11 @@ from copage.server.proxy_loop import (
 )
 from copage.server.recognise import Ask, Guess, Recent
 from copage.server.request import ChatCall, Message
-from copage.server.transcript import TranscriptIndex, chain, legacy_chain, link
+from copage.server.transcript import TranscriptIndex, link
 from copage.server.upstream import Upstream
+from copage.server.upstream import calls as upstream_calls
 from copage.session import trace
-from copage.session.engine import ClientToolDelta, LoopEnd, RecallServed, TextDelta
+from copage.session.engine import LoopEnd
 from copage.session.memcache import DEFAULT_SIZE
 from copage.session.modes import DEFAULT_RECALL_MODE, proxy_mode
 from copage.session.opening import Conversations
@@ -96,44 +98,6 @@ __all__ = ["ALT_TOOL_NAME", "LOCK_TIMEOUT", "SMALL", "Finished", "OpenTurn", "Op
 T = TypeVar("T")
 ALT_TOOL_NAME = "copage_recall"
 log = logging.getLogger("copage.server")
-
-
-@dataclass(slots=True)
-class TurnResult:
-    """The answer, its conversation and the ``X-Copage-Stats`` values."""
-
-    conversation_id: str
-    outcome: Outcome
-    stats: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass(frozen=True, slots=True)
-class Opened:
-    """The turn's conversation is locked and its new messages added (first event).
-
-    Attributes:
-        conversation_id: the conversation (a branch's new id for a regenerate).
-        model: the model name answering (the stored one for a replay).
-        replayed: a retry answered from the store, without an upstream call.
-        point: the transcript chain through the turn's request: it names the answer
-            this turn stores (a Responses API response id is made from it).
-    """
-
-    conversation_id: str
-    model: str
-    replayed: bool
-    point: str = ""
-
-
-@dataclass(frozen=True, slots=True)
-class Finished:
-    """The turn is committed and acknowledged (last event)."""
-
-    result: TurnResult
-
-
-TurnEvent = Opened | TextDelta | ClientToolDelta | RecallServed | Finished
-"""What :meth:`ProxyService.turn` yields."""
 
 
 class OpenTurn:
@@ -172,7 +136,7 @@ class OpenTurn:
             after = svc.commits.finish(self.tenant, self.conversation_id, self.prep, out,
                                        self.call, self.ask)
         else:
-            after = await shielded(svc._run(svc.commits.finish, self.tenant,
+            after = await shielded(svc.run(svc.commits.finish, self.tenant,
                                             self.conversation_id, self.prep, out, self.call,
                                             self.ask))
         return TurnResult(self.conversation_id, out, svc.commits.stats(self.prep, out, after))
@@ -211,8 +175,11 @@ class ProxyService:
         #: This process's queue per conversation (the same dict as ``locks.queues``).
         self._locks = self.locks.queues
         self.commits = Committer(store, self.index, self.cache, self.recent, metrics, clock)
+        #: Which conversation a request belongs to (transparent, ``previous_response_id``).
+        self.finder = Finder(store, index, self.locks, self.run, idempotency_window)
 
-    async def _run(self, fn: Callable[..., T], *args: Any) -> T:
+    async def run(self, fn: Callable[..., T], *args: Any) -> T:
+        """``fn(*args)`` in the store's thread pool (work that must not block the event loop)."""
         return await asyncio.get_running_loop().run_in_executor(self.executor, fn, *args)
 
     # ------------------------------------------------------------------ turns
@@ -291,7 +258,8 @@ class ProxyService:
         out: Outcome | None = None
         try:
             async with closing(loop_events(turn.mem, model, call,
-                                            self._caller(stream, latencies),
+                                            upstream_calls(self.upstream, stream, latencies,
+                                                           self.metrics),
                                             max_recalls=self.max_recalls, mode=self.mode,
                                             speculator=self.speculator,
                                             trace=tr)) as events:
@@ -315,27 +283,6 @@ class ProxyService:
             result.stats["trace_id"] = tr.trace_id
         tr.end(stored=True)
         yield Finished(result)
-
-    def _caller(self, stream: bool, latencies: list[float]) -> Stream:
-        """One upstream call as stream events: streamed, or one whole reply as one chunk."""
-        async def whole(model: ChatModel, request: ChatRequest) -> AsyncIterator[StreamEvent]:
-            response, _ = await self.upstream.complete(model, request)
-            for event in events_of(response):
-                yield event
-
-        async def call(model: ChatModel, request: ChatRequest) -> AsyncIterator[StreamEvent]:
-            t0 = time.perf_counter()
-            source = self.upstream.stream(model, request) if stream else whole(model, request)
-            async with closing(source) as events:
-                async for event in events:
-                    if event.kind == "done":
-                        latency = time.perf_counter() - t0
-                        latencies.append(latency)
-                        self.metrics.inc("copage_upstream_calls_total")
-                        self.metrics.observe_upstream(latency)
-                    yield event
-
-        return call
 
     @asynccontextmanager
     async def open_turn(self, tenant: str, call: ChatCall, conversation_id: str | None,
@@ -369,12 +316,12 @@ class ProxyService:
             else:
                 if guess is None:
                     guess = (Guess("new") if attempt >= 3 or override is not None
-                             else await self._locate_slow(tenant, call))
+                             else await self.finder.transparent(tenant, call))
                     if (guess.kind == "new" and override is None and attempt < 3
-                            and await self._hold_pending(held, tenant, call, ask, guess,
+                            and await self.finder.hold_pending(held, tenant, call, ask, guess,
                                                          deadline)):
                         try:  # an identical request may have committed since the look
-                            guess = await self._look_again(tenant, guess)
+                            guess = await self.finder.look_again(tenant, guess)
                         except BaseException:
                             await held.aclose()
                             raise
@@ -406,53 +353,9 @@ class ProxyService:
                         if prep.replay is not None:
                             self.commits.release_replay(tenant, prep)
                         else:
-                            await shielded(self._run(self.commits.abort, prep))
+                            await shielded(self.run(self.commits.abort, prep))
                 return
         raise RuntimeError("unreachable: the last attempt starts a new conversation")
-
-    async def _hold_pending(self, held: AsyncExitStack, tenant: str, call: ChatCall,
-                            ask: Ask, guess: Guess, deadline: float) -> bool:
-        """Take the pending lock of a first turn's request (into ``held``); True if taken.
-
-        A transparent client's first turn has no conversation yet, so a retry arriving
-        while the first attempt runs would not find it among committed turns. Both
-        take the store's lock on a name made of the request's chain, fingerprint and
-        ``Idempotency-Key`` (across workers); the first holds it for its whole turn. A
-        request that may be a retry (a key, or no sign of a first attempt) waits for
-        it; once it holds the lock, the caller looks again (:meth:`_look_again`) and
-        finds the committed turn (a retry, answered from the store) or nothing (the
-        first attempt failed, or there was none: this one runs the turn). A request
-        that says it is a first attempt (``X-Stainless-Retry-Count: 0``) does not wait:
-        if the name is busy, it goes ahead unregistered (False).
-        """
-        import hashlib
-
-        ident = f"key:{ask.key}" if ask.key is not None else f"fp:{call.fingerprint}"
-        # "/" is in no conversation id (copage.ids): this name is no conversation's lock
-        name = "pending/" + hashlib.sha256(f"{guess.prev}\0{ident}".encode(
-            "utf-8", "surrogatepass")).hexdigest()[:32]
-        wait = ask.key is not None or ask.retry_count != 0
-        key = (tenant, name)
-        if not wait and self.locks.queued(key):
-            return False
-        async with AsyncExitStack() as mine:
-            await mine.enter_async_context(self.locks.guard(key, deadline))
-            lock = self.locks.try_lock(tenant, name)
-            if not await self.locks.enter(lock):
-                lock.__exit__(None, None, None)
-                if not wait:
-                    return False
-                lock = await self.locks.acquire(tenant, name, deadline)
-            mine.push_async_callback(self.locks.leave, lock)
-            held.push_async_exit(mine.pop_all())
-        return True
-
-    async def _look_again(self, tenant: str, guess: Guess) -> Guess:
-        """A new-conversation guess checked again under the pending lock: the request may
-        have been committed (by the identical one just waited for, or one that ran
-        between the first look and taking the lock)."""
-        cid = await self._index(self.index.find_prev, tenant, guess.prev)
-        return guess if cid is None else Guess("retry", cid, prev=guess.prev)
 
     def _cheap(self, call: ChatCall, guess: Guess | None, hint: Hint | None,
                small: bool) -> bool:
@@ -462,46 +365,6 @@ class ProxyService:
         if guess is not None:
             return guess.fast or (guess.kind == "new" and len(call.raw) <= SMALL)
         return len(call.raw) <= SMALL or hint is not None
-
-    async def _locate_slow(self, tenant: str, call: ChatCall) -> Guess:
-        """Transparent mode without this worker's memory: hash the request, ask the index."""
-        def find() -> Guess:
-            msgs = call.messages  # validates every message (a 400 names the bad one)
-            heads = chain(msgs, call.start)
-            found = self._find(tenant, msgs, heads)
-            if found is None and not call.identity:  # stored when system messages were linked
-                legacy = legacy_chain(msgs)
-                found = None if legacy is None else self._find(tenant, msgs, legacy)
-            if found is None:  # a client that trims its history: the window's last exchange
-                found = window_guess(self.index, tenant, msgs, call.start)
-            return found or Guess("new", prev=heads[-1])
-
-        return await self._index(find)
-
-    def _find(self, tenant: str, msgs: Sequence[Message], heads: Sequence[str]
-              ) -> Guess | None:
-        """The conversation ``msgs`` (chained as ``heads``) retries or continues, or None."""
-        prev_cid = self.index.find_prev(tenant, heads[-1])
-        if prev_cid is not None:
-            return Guess("retry", prev_cid, prev=heads[-1])
-        wanted = [h if i == 0 or msgs[i - 1].role == "assistant" else ""
-                  for i, h in enumerate(heads[:-1])]
-        match = self.index.find(tenant, wanted)
-        if match is None:
-            return None
-        return Guess("continue", match.conversation_id, start=match.length,
-                     head=heads[match.length])
-
-    async def _index(self, fn: Callable[..., T], *args: Any) -> T:
-        """An index lookup in the pool; the index's failure is a 503 ``index_error``."""
-        try:
-            return await self._run(fn, *args)
-        except ProxyError:
-            raise
-        except Exception as e:  # noqa: BLE001 - any backend's failure: 503, not 500
-            log.error("transcript index lookup failed (%s)", type(e).__name__)
-            raise ProxyError(503, "the conversation index is unavailable", type="server_error",
-                             code="index_error") from None
 
     async def _prepare(self, lock: AbstractContextManager[Any], tenant: str, cid: str,
                        call: ChatCall, ask: Ask, guess: Guess | None,
@@ -629,5 +492,5 @@ class ProxyService:
                 finally:
                     lock.__exit__(None, None, None)
 
-            await shielded(self._run(work))
+            await shielded(self.run(work))
 

@@ -11,7 +11,7 @@ Before the first byte is sent, the handler reads the turn up to its first
 visible event (:meth:`TurnStream.head`): a failure until then (a busy
 conversation, a rejected request, an upstream error before the first token) is an
 ordinary HTTP error with its status. Later failures are sent as one SSE event
-holding the OpenAI error body, and the stream ends without ``data: [DONE]``.
+in the wire format's error shape, and the stream ends without ``data: [DONE]``.
 
 A client that goes away is noticed by a task waiting on the ASGI ``receive``
 channel (``http.disconnect``), whether or not anything is being sent: the
@@ -29,11 +29,10 @@ from typing import Any, Protocol
 
 from starlette.responses import Response
 
-from copage.server.chat_shapes import Chunks, error_event
 from copage.server.error_body import ProxyError
+from copage.server.events import Finished, Opened, TurnEvent, TurnResult
 from copage.server.metrics import Metrics
 from copage.server.proxy_loop import closing
-from copage.server.service import Finished, Opened, TurnEvent, TurnResult
 from copage.session.engine import ClientToolDelta, TextDelta
 
 log = logging.getLogger("copage.server")
@@ -43,8 +42,8 @@ Send = Callable[[Message], Awaitable[None]]
 
 
 class Renderer(Protocol):
-    """Makes a wire format's SSE text of a turn's events (:class:`Chunks` for Chat
-    Completions; :mod:`copage.server.formats` for the other APIs)."""
+    """Makes a wire format's SSE text of a turn's events (one per format in
+    :mod:`copage.server.formats`)."""
 
     def event(self, event: object) -> list[str]: ...
 
@@ -147,10 +146,9 @@ class EventStreamResponse(Response):
 
     media_type = "text/event-stream"
 
-    def __init__(self, stream: TurnStream, head: list[TurnEvent], chunks: Chunks | Renderer,
+    def __init__(self, stream: TurnStream, head: list[TurnEvent], chunks: Renderer,
                  *, error_of: Callable[[Exception], ProxyError], clean: Callable[[str], str],
-                 metrics: Metrics, headers: dict[str, str],
-                 error_event: ErrorEvent = error_event) -> None:
+                 metrics: Metrics, headers: dict[str, str], error_event: ErrorEvent) -> None:
         self.stream, self.head, self.chunks = stream, head, chunks
         self.error_event = error_event
         self.error_of, self.clean, self.metrics = error_of, clean, metrics

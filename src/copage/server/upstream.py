@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import time
 from collections import OrderedDict
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any, TypeVar
 from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
@@ -14,10 +14,12 @@ import httpx
 from copage.llm.adapter import NetworkModel
 from copage.llm.errors import ModelError, UpstreamError, error_for_status, redact
 from copage.llm.http_model import HttpChatModel, endpoint
-from copage.llm.model_types import ChatModel, ChatRequest, ChatResponse, StreamEvent
+from copage.llm.model_types import ChatModel, ChatRequest, ChatResponse, StreamEvent, events_of
 from copage.llm.model_types import stream as stream_reply
 from copage.llm.transport import Transport, transport_for
 from copage.server.error_body import bad_request
+from copage.server.metrics import Metrics
+from copage.server.proxy_loop import closing
 
 DUMMY_KEY = "sk-no-key-required"
 MAX_MODELS = 32
@@ -177,6 +179,30 @@ class Upstream:
             self._transport = None
 
 
+def calls(upstream: Upstream, stream: bool, latencies: list[float], metrics: Metrics
+          ) -> Callable[[ChatModel, ChatRequest], AsyncIterator[StreamEvent]]:
+    """One call to ``upstream`` as stream events: streamed, or one whole reply as one
+    chunk; each call's latency is appended to ``latencies`` and counted in ``metrics``."""
+    async def whole(model: ChatModel, request: ChatRequest) -> AsyncIterator[StreamEvent]:
+        response, _ = await upstream.complete(model, request)
+        for event in events_of(response):
+            yield event
+
+    async def call(model: ChatModel, request: ChatRequest) -> AsyncIterator[StreamEvent]:
+        t0 = time.perf_counter()
+        source = upstream.stream(model, request) if stream else whole(model, request)
+        async with closing(source) as events:
+            async for event in events:
+                if event.kind == "done":
+                    latency = time.perf_counter() - t0
+                    latencies.append(latency)
+                    metrics.inc("copage_upstream_calls_total")
+                    metrics.observe_upstream(latency)
+                yield event
+
+    return call
+
+
 def _fingerprint(key: str | None) -> str:
     """A cache slot's name for a key (its digest: the plaintext stays in the model)."""
     return "" if key is None else hashlib.sha256(key.encode("utf-8", "surrogateescape")
@@ -195,4 +221,4 @@ def _with_query(model: M, query: dict[str, str]) -> M:
     return model
 
 
-__all__ = ["ModelError", "Upstream"]
+__all__ = ["ModelError", "Upstream", "calls"]

@@ -1,4 +1,5 @@
-"""Client wire formats other than Chat Completions, each a parser and a renderer
-around the one service: the Responses API and Anthropic Messages."""
+"""The client wire formats, equal sibling adapters on the one edge (:mod:`copage.server.edge`):
+Chat Completions (:mod:`.chat`), the Responses API (:mod:`.responses`) and Anthropic
+Messages (:mod:`.messages`); each a parser, a renderer and its endpoints."""
 
-__all__ = ["messages", "responses", "routes"]
+__all__ = ["chat", "messages", "responses"]

@@ -6,6 +6,9 @@ blocks become tool messages (before its text), an assistant message's
 ``tool_use`` blocks its tool calls. :class:`Output` renders the turn's events as
 Anthropic's stream (``message_start``, ``content_block_*``, ``message_delta``,
 ``message_stop``) or, fed the same events at once, as the whole ``message``.
+Everything else about a request (keys, the body, the turn streamed or whole)
+is :mod:`copage.server.edge`'s, as for the other formats; errors are answered in
+Anthropic's error shape (:func:`error_body`).
 """
 
 from __future__ import annotations
@@ -15,10 +18,17 @@ import secrets
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from copage.server import edge
 from copage.server.body import Messages
+from copage.server.callers import Caller
 from copage.server.error_body import ProxyError, bad_request
+from copage.server.events import Opened, TurnResult
 from copage.server.proxy_loop import Outcome
-from copage.server.service import TurnResult
+from copage.server.request import USER_HEADER, parse_call
 from copage.session.engine import ClientToolDelta, TextDelta
 
 STOP = {"stop": "end_turn", "tool_calls": "tool_use", "length": "max_tokens",
@@ -282,3 +292,37 @@ def error_for_path(path: str, status: int, code: str, message: str) -> dict[str,
 def error_event(error: ProxyError, clean: Callable[[str], str]) -> str:
     """A failure after the stream began: Anthropic's ``error`` event."""
     return sse("error", error_body(error, clean))
+
+
+# ------------------------------------------------------------------ the endpoint
+def _caller(request: Request) -> Caller:
+    """The caller behind ``Authorization: Bearer KEY`` or Anthropic's ``x-api-key``."""
+    key = request.headers.get("x-api-key")
+    auth = request.headers.get("authorization") or (f"Bearer {key}" if key else None)
+    return edge.caller_for(request, auth, refused="invalid or missing proxy API key "
+                          "(x-api-key: KEY, or Authorization: Bearer KEY)")
+
+
+@edge.endpoint("messages", error_body)
+async def create_message(request: Request) -> Response:
+    """``POST /v1/messages``."""
+    s = edge.state_of(request).settings
+    who = _caller(request)
+    incoming = await edge.read_body(request, who.tenant)
+    call = parse_call(to_chat(incoming.body.data), max_messages=s.max_messages,
+                      max_tools=s.max_tools, user=request.headers.get(USER_HEADER))
+
+    def output_of(opened: Opened) -> Output:
+        return Output(opened.model or call.model or "")
+
+    def whole(output: Output, result: TurnResult) -> dict[str, Any]:
+        return dict(output.message(result.outcome))
+
+    return await edge.run_turn(request, who, call, edge.conversation_header(request), incoming,
+                               name="messages", output_of=output_of, whole=whole,
+                               error_event=error_event)
+
+
+def routes() -> list[Route]:
+    """This format's routes (added to the app by ``create_app``)."""
+    return [Route("/v1/messages", create_message, methods=["POST"])]

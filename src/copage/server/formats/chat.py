@@ -1,8 +1,12 @@
-"""OpenAI response shapes: a ``chat.completion`` and the SSE ``chat.completion.chunk`` s.
+"""The OpenAI Chat Completions API (``POST /v1/chat/completions``): endpoint and renderer.
 
-Both are built from the same turn events (:meth:`copage.server.service.ProxyService.turn`):
-a whole response from the committed :class:`~copage.server.proxy_loop.Outcome`, a
-streamed one by :class:`Chunks` as the events arrive.
+The body is a Chat Completions call already (:func:`copage.server.request.parse_call`
+validates it); everything shared with the other formats (keys, the body and its
+known prefix, the turn streamed or whole) is :mod:`copage.server.edge`'s. The
+answer is rendered from the turn's events
+(:meth:`copage.server.service.ProxyService.turn`): a whole ``chat.completion``
+from the committed :class:`~copage.server.proxy_loop.Outcome`, a streamed one as
+``chat.completion.chunk`` server-sent events by :class:`Chunks` as the events arrive.
 """
 
 from __future__ import annotations
@@ -13,10 +17,16 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
 from copage.llm.chat_messages import tool_call_dict
+from copage.server import edge
 from copage.server.error_body import ProxyError
+from copage.server.events import Opened, TurnResult
 from copage.server.proxy_loop import Outcome
-from copage.server.service import TurnResult
+from copage.server.request import USER_HEADER, parse_call
 from copage.session.engine import ClientToolDelta, TextDelta
 
 DONE = "data: [DONE]\n\n"
@@ -126,3 +136,30 @@ class Chunks:
 
 def _data(body: dict[str, Any]) -> str:
     return f"data: {json.dumps(body, ensure_ascii=False, separators=(',', ':'))}\n\n"
+
+
+@edge.endpoint("chat")
+async def chat_completions(request: Request) -> Response:
+    """``POST /v1/chat/completions``."""
+    s = edge.state_of(request).settings
+    who = edge.caller_of(request)
+    incoming = await edge.read_body(request, who.tenant, header_first=True)
+    cid = edge.conversation_header(request)
+    call = parse_call(incoming.body.data, max_messages=s.max_messages, max_tools=s.max_tools,
+                      user=request.headers.get(USER_HEADER))
+
+    def output_of(opened: Opened) -> Chunks:
+        env = Envelope.new(opened.model or call.model or "")
+        return Chunks(env, include_usage=call.include_usage)
+
+    def whole(output: Chunks, result: TurnResult) -> dict[str, Any]:
+        return completion(Envelope.new(result.outcome.model or call.model or ""),
+                          result.outcome)
+
+    return await edge.run_turn(request, who, call, cid, incoming, name="chat",
+                               output_of=output_of, whole=whole, error_event=error_event)
+
+
+def routes() -> list[Route]:
+    """This format's routes (added to the app by ``create_app``)."""
+    return [Route("/v1/chat/completions", chat_completions, methods=["POST"])]
