@@ -44,10 +44,9 @@ def set_policy_clock(mem: PagedMemory, position: int) -> bool:
     """Tell a replacement policy that follows a planned access sequence (the oracle's
     ``at``) that the next access is ``position``; False (nothing done) for a policy
     without such a clock."""
-    at = getattr(mem.pager.cache.policy, "at", None)
+    at = getattr(mem.pager_for_change().cache.policy, "at", None)
     if at is None:
         return False
-    mem.pager_for_change()
     at(position)
     return True
 
