@@ -30,7 +30,7 @@ from copage.core.grouped_index import GroupedIndex
 from copage.core.groups import Group, parse_range
 from copage.core.keywords import Corpus, get_extractor, refreshes_with_corpus, uses_corpus
 from copage.core.keywords.calls import call_labels
-from copage.core.pager_stats import Counters, PagerStats
+from copage.core.pager_stats import Counters, FullContext, PagerStats
 from copage.core.paginate import Paginator, ReplayPaginator, Span
 from copage.core.passages import PassageIndex
 from copage.core.policies import get_policy
@@ -144,9 +144,7 @@ class Pager:
         self._pins: list[PageId] = []
         self._pins_user = -1
         self.prompt_meter = PromptMeter(self.tokenizer)  # stored in the snapshot
-        # full context as the meter renders it: each turn's message (session header
-        # included), counted when first metered; cut back by pop_turn and rewind
-        self._full_parts: list[int] = []
+        self.full_context = FullContext()  # cut back by pop_turn and rewind
         tools = self.tools()
         self._fixed_tokens = self.tokenizer.count(self._preamble()) + self.tokenizer.count(
             prompt.tool_tokens_text(tools)
@@ -183,7 +181,7 @@ class Pager:
             return None
         turn = self.turns.pop()
         self._turn_tokens.pop()
-        del self._full_parts[seq:]
+        del self.full_context.parts[seq:]
         pending = self._pending
         if pending.turns and pending.turns[-1][0] == seq:
             pending.turns.pop()  # added in this transaction: never stored
@@ -577,13 +575,7 @@ class Pager:
             return
         asked = self.prompt_meter.part_tokens({"role": "user", "content": question}) if question else 0
         full = self.full_request_tokens()
-        # full context's tokens after its cache breakpoint, the latest assistant turn (none:
-        # no breakpoint, all of it), as the meter places a paged request's
-        tail = full
-        for i in range(len(self.turns) - 1, -1, -1):
-            if self.turns[i].role == "assistant":
-                tail = sum(self._full_parts[i + 1:])
-                break
+        tail = self.full_context.tail(self.turns, full)
         self.prompt_meter.record(messages, tools, full + asked, asked, tail=tail)
         self._state_dirty = True  # the meter is in the snapshot
 
@@ -591,14 +583,7 @@ class Pager:
         """Tokens of the whole conversation sent as it is (the pinned system prompt and
         every turn as a message, session headers included), as the prompt meter renders
         a request: what full context would send before the question."""
-        done = len(self._full_parts)
-        if done < len(self.turns):
-            before = self.turns[done - 1:done]  # the previous turn decides the header
-            messages = prompt.turn_messages([*before, *self.turns[done:]])[len(before):]
-            self._full_parts.extend(self.prompt_meter.part_tokens(m) for m in messages)
-        system = (self.prompt_meter.part_tokens({"role": "system", "content": self.system})
-                  if self.system else 0)
-        return system + sum(self._full_parts)
+        return self.full_context.tokens(self.turns, self.system, self.prompt_meter)
 
     def prompt_tokens(self, question: str | None = None) -> int:
         """Content tokens of :meth:`context` (preamble, tool schema, bookmarks, resident

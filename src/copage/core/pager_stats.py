@@ -7,13 +7,14 @@ snapshot; :class:`PagerStats` is what :meth:`copage.core.pager.Pager.stats` (and
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from copage.core.promptcache import Savings, savings
+from copage.core import prompt
+from copage.core.promptcache import PromptMeter, Savings, savings
 from copage.core.state_upgrade import migrate_counters_list
-from copage.core.types import PageId
+from copage.core.types import PageId, Turn
 
 
 @dataclass(slots=True)
@@ -140,3 +141,31 @@ class PagerStats:
             d["prompt_cache"] = dict(self.prompt_cache)
         d["savings"] = {m: s.to_dict() for m, s in self.savings.items()}
         return d
+
+
+class FullContext:
+    """Full context's request as the prompt meter renders it: the tokens of each turn's
+    message (session headers included), counted when first metered and cut back with
+    the turns; the meter compares each paged request with it."""
+
+    def __init__(self) -> None:
+        self.parts: list[int] = []
+
+    def tokens(self, turns: Sequence[Turn], system: str | None, meter: PromptMeter) -> int:
+        """Tokens of the whole conversation sent as it is (the pinned system prompt and
+        every turn as a message): what full context would send before the question."""
+        done = len(self.parts)
+        if done < len(turns):
+            before = turns[done - 1:done]  # the previous turn decides the header
+            messages = prompt.turn_messages([*before, *turns[done:]])[len(before):]
+            self.parts.extend(meter.part_tokens(m) for m in messages)
+        head = meter.part_tokens({"role": "system", "content": system}) if system else 0
+        return head + sum(self.parts)
+
+    def tail(self, turns: Sequence[Turn], full: int) -> int:
+        """Full context's tokens after its cache breakpoint, the latest assistant turn
+        (none: no breakpoint, all of ``full``), as the meter places a paged request's."""
+        for i in range(len(turns) - 1, -1, -1):
+            if turns[i].role == "assistant":
+                return sum(self.parts[i + 1:])
+        return full

@@ -19,7 +19,7 @@ from copage.core.changes import PageRecord
 from copage.core.config import PagerConfig
 from copage.core.grouped_index import GroupedIndex
 from copage.core.keywords import Corpus
-from copage.core.pager_stats import Counters
+from copage.core.pager_stats import Counters, FullContext
 from copage.core.paginate import Paginator
 from copage.core.policies import EvictionPolicy, get_policy
 from copage.core.promptcache import PromptMeter
@@ -57,7 +57,7 @@ class Stored(Protocol):
     _pins_user: int
     _state_dirty: bool
     _epochs_changed: set[int]
-    _full_parts: list[int]
+    full_context: FullContext
 
     def _page_tokens(self, pid: PageId) -> int: ...
 
@@ -131,7 +131,7 @@ def cut_back(pager: Stored, n_turns: int, n_pages: int) -> None:
     heapq.heapify(pager._stale_heap)
     pager.turns = pager.turns[:n_turns]
     pager._turn_tokens = pager._turn_tokens[:n_turns]
-    del pager._full_parts[n_turns:]
+    del pager.full_context.parts[n_turns:]
     pager.pages = pager.pages[:n_pages]
 
 
