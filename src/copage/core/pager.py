@@ -19,9 +19,9 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from copage.core import prompt, snapshot
+from copage.core import bookkeeping, prompt, snapshot
 from copage.core import recall_text as answer
-from copage.core.bookmarks import get_format, keyword_text, make_bookmark
+from copage.core.bookmarks import get_format, keyword_text
 from copage.core.boundaries import get_boundary
 from copage.core.cache import PageCache
 from copage.core.changes import ChangeSet, Event, PageRecord
@@ -29,7 +29,6 @@ from copage.core.config import PagerConfig
 from copage.core.grouped_index import GroupedIndex
 from copage.core.groups import Group, parse_range
 from copage.core.keywords import Corpus, get_extractor, refreshes_with_corpus, uses_corpus
-from copage.core.keywords.calls import call_labels
 from copage.core.pager_stats import Counters, FullContext, PagerStats
 from copage.core.paginate import Paginator, ReplayPaginator, Span
 from copage.core.passages import PassageIndex
@@ -168,7 +167,7 @@ class Pager:
             # Refresh stale bookmarks only when this turn's prompt changes anyway (an
             # eviction batch), so that between batches the prefix stays cacheable.
             if self.counters.evictions != evictions or self.config.evict_batch == 1:
-                self._refresh_stale()
+                bookkeeping.refresh_stale(self)
             self._maybe_regroup()
         return closed
 
@@ -222,7 +221,7 @@ class Pager:
         else:
             if self._uses_corpus:
                 self.corpus.add(page.id, text)
-            self._set_bookmark(idx, self._keywords(page))
+            bookkeeping.set_bookmark(self, idx, bookkeeping.keywords(self, page))
         self._pending.pages.append(PageRecord(idx, span.start, span.end - 1, page.tokens))
         self._event("admit", idx)
         self._resident_tokens += page.tokens
@@ -237,79 +236,17 @@ class Pager:
         return self.turns[self.paginator.start :]
 
     # -------------------------------------------------------------- bookmarks
-    def _keywords(self, page: Page) -> tuple[str, ...]:
-        # Other pages' use of each term: the page's own current keywords are taken out
-        # for the call and put back after (no O(pages) copy of ``taken``).
-        own = self.books.get(page.index)
-        lowered = own.lowered if own else ()
-        for k in lowered:
-            self.taken[k] -= 1
-        try:
-            return call_labels(page.turns) + tuple(
-                self.extractor.extract(page, self.corpus, self.config.n_keywords,
-                                       taken=self.taken))
-        finally:
-            for k in lowered:
-                self.taken[k] += 1
-
-    def _set_bookmark(self, idx: int, keywords: tuple[str, ...]) -> None:
-        old = self.books.get(idx)
-        if old:
-            for k in old.lowered:
-                self.taken[k] -= 1
-        bm = make_bookmark(self.pages[idx], keywords, self.format, self.tokenizer,
-                           self.config.bookmark_tokens)
-        lowered = tuple(k.lower() for k in bm.keywords)
-        for k in lowered:
-            self.taken[k] = self.taken.get(k, 0) + 1
-        self.books[idx] = Book(bm, len(self.pages), lowered)
-        self._epochs_changed.add(idx)
-        if idx in self._evicted_set:
-            delta = bm.tokens - (old.bookmark.tokens if old else 0)
-            self._bookmark_tokens += delta
-            self.grouped.shown(idx, delta)
-            heapq.heappush(self._stale_heap, (len(self.pages), idx))
-        self._pending.bookmarks.append((idx, bm))
-        self.grouped.lines = None
-
-    def _refresh_stale(self) -> None:
-        if not self._refreshes or not self.pages:
-            return
-        n = len(self.pages)
-        budget, self._refresh_owed = self._refresh_owed, 0  # per close since the last refresh
-        heap = self._stale_heap
-        # Oldest bookmarks first; only evicted pages show bookmarks.
-        while heap and budget > 0 and n >= heap[0][0] * 1.25 + 1:
-            epoch, idx = heapq.heappop(heap)
-            if idx < self.grouped_end:  # its line is its group's: not shown, not refreshed
-                continue
-            if idx in self._evicted_set and self.books[idx].epoch == epoch:
-                self._set_bookmark(idx, self._keywords(self.pages[idx]))
-                budget -= 1
-
     def refresh_all_bookmarks(self, keywords: dict[PageId, tuple[str, ...]] | None = None) -> None:
         """Recompute every bookmark with the whole conversation known (batch extraction).
 
         ``keywords`` may supply the batch result (the simulation reuses it across cells).
+        (:mod:`copage.core.bookkeeping`.)
         """
-        if not self.pages:
-            return
-        kws = keywords if keywords is not None else self.batch_keywords()
-        self.taken.clear()
-        self.books.clear()
-        self._bookmark_tokens = self.grouped.tail_tokens = 0
-        for page in self.pages:
-            self._set_bookmark(page.index, kws[page.id])
-        if self.groups:  # the groups' keywords too, with the whole conversation known
-            self.grouped.set([self.grouped.make(self.pages, self.books, g.start, g.end)
-                              for g in self.groups], self.books, len(self.pages),
-                             self._evicted_set)
-        self._maybe_regroup(force=True)
+        bookkeeping.refresh_all(self, keywords)
 
     def batch_keywords(self) -> dict[PageId, tuple[str, ...]]:
         """Keywords of every page by the extractor's batch mode (whole conversation)."""
-        found = self.extractor.extract_all(self.pages, self.config.n_keywords)
-        return {p.id: call_labels(p.turns) + tuple(found[p.id]) for p in self.pages}
+        return bookkeeping.batch_keywords(self)
 
     def bookmark(self, pid: PageId) -> Bookmark:
         """The current bookmark of a page."""
