@@ -16,7 +16,7 @@ import heapq
 from typing import Protocol
 
 from copage.core.bookmarks import BookmarkFormat, make_bookmark
-from copage.core.changes import ChangeSet
+from copage.core.change_log import ChangeLog
 from copage.core.config import PagerConfig
 from copage.core.grouped_index import GroupedIndex
 from copage.core.keywords import Corpus, KeywordExtractor
@@ -44,8 +44,7 @@ class Keeping(Protocol):
     _stale_heap: list[tuple[int, int]]
     _refresh_owed: int
     _bookmark_tokens: int
-    _pending: ChangeSet
-    _epochs_changed: set[int]
+    changes: ChangeLog
 
     def _maybe_regroup(self, *, force: bool = False) -> None: ...
 
@@ -80,13 +79,13 @@ def set_bookmark(pager: Keeping, idx: int, words: tuple[str, ...]) -> None:
     for k in lowered:
         pager.taken[k] = pager.taken.get(k, 0) + 1
     pager.books[idx] = Book(bm, len(pager.pages), lowered)
-    pager._epochs_changed.add(idx)
+    pager.changes.epochs.add(idx)
     if idx in pager._evicted_set:
         delta = bm.tokens - (old.bookmark.tokens if old else 0)
         pager._bookmark_tokens += delta
         pager.grouped.shown(idx, delta)
         heapq.heappush(pager._stale_heap, (len(pager.pages), idx))
-    pager._pending.bookmarks.append((idx, bm))
+    pager.changes.pending.bookmarks.append((idx, bm))
     pager.grouped.lines = None
 
 

@@ -24,7 +24,8 @@ from copage.core import recall_text as answer
 from copage.core.bookmarks import get_format, keyword_text
 from copage.core.boundaries import get_boundary
 from copage.core.cache import PageCache
-from copage.core.changes import ChangeSet, Event, PageRecord
+from copage.core.change_log import ChangeLog
+from copage.core.changes import ChangeSet, PageRecord
 from copage.core.config import PagerConfig
 from copage.core.grouped_index import GroupedIndex
 from copage.core.groups import Group, parse_range
@@ -132,10 +133,7 @@ class Pager:
         self._bookmark_tokens = 0  # tokens of the bookmarks of evicted pages
         # the bookmark index: its groups, their sums and its text
         self.grouped = GroupedIndex(cfg, self.tokenizer, self.format, self._example_range)
-        self._pending = ChangeSet()
-        self._state_dirty = True  # the first drain stores a snapshot
-        self._epochs_changed: set[int] = set()  # pages whose bookmark epoch changed
-        self._event_seq = 0
+        self.changes = ChangeLog()  # what to store since the last drain
         # Pages paged in (or recalled) since the turn began: a later page-in of the same
         # turn evicts them only when nothing else can go, so a speculative page-in is not
         # undone by the recall that follows it. ``_pins_user`` is the user turn they
@@ -156,7 +154,7 @@ class Pager:
         tokens = self.tokenizer.count(prompt.turn_content(turn))  # may raise: nothing changed yet
         self.turns.append(turn)
         self._turn_tokens.append(tokens)
-        self._pending.turns.append((seq, turn))
+        self.changes.pending.turns.append((seq, turn))
         if turn.role == "user":
             self.cache.set_query(turn.text)
             self._pins, self._pins_user = [], seq
@@ -181,7 +179,7 @@ class Pager:
         turn = self.turns.pop()
         self._turn_tokens.pop()
         del self.full_context.parts[seq:]
-        pending = self._pending
+        pending = self.changes.pending
         if pending.turns and pending.turns[-1][0] == seq:
             pending.turns.pop()  # added in this transaction: never stored
         else:
@@ -196,7 +194,7 @@ class Pager:
         are no longer protected. Adding a user turn does this by itself."""
         if self._pins:
             self._pins = []
-            self._state_dirty = True
+            self.changes.dirty = True
         self._pins_user = len(self.turns)
 
     def close_open_page(self) -> list[PageId]:
@@ -217,12 +215,12 @@ class Pager:
         if self.defer_bookmarks:
             # Simulation of placement "end": bookmarks are made once, at the end.
             self.books[idx] = Book(Bookmark(page.id, (), "", 0, self.format.name), 0)
-            self._epochs_changed.add(idx)
+            self.changes.epochs.add(idx)
         else:
             if self._uses_corpus:
                 self.corpus.add(page.id, text)
             bookkeeping.set_bookmark(self, idx, bookkeeping.keywords(self, page))
-        self._pending.pages.append(PageRecord(idx, span.start, span.end - 1, page.tokens))
+        self.changes.pending.pages.append(PageRecord(idx, span.start, span.end - 1, page.tokens))
         self._event("admit", idx)
         self._resident_tokens += page.tokens
         for victim in self.cache.admit(page.id):
@@ -312,7 +310,7 @@ class Pager:
         result = self.cache.access(pid, protect=protect)
         if kind in _NOT_DEMAND and pid not in self._pins:
             self._pins.append(pid)
-            self._state_dirty = True
+            self.changes.dirty = True
         counts = self.counters
         if result.hit:
             if kind not in _NOT_DEMAND:
@@ -470,7 +468,7 @@ class Pager:
             return
         if self.grouped.regroup(self.pages, self.books, self._evicted_set,
                                 self._bookmark_tokens):
-            self._state_dirty = True
+            self.changes.dirty = True
             self._event("regroup", None, {"groups": [g.name for g in self.groups]})
 
     def context(self, question: str | None = None, *, meter: bool = True) -> Context:
@@ -508,13 +506,13 @@ class Pager:
         recall), which full context would not send (:meth:`PromptMeter.record`)."""
         if follow_up:
             self.prompt_meter.record(messages, tools, 0, 0, follow_up=True)
-            self._state_dirty = True
+            self.changes.dirty = True
             return
         asked = self.prompt_meter.part_tokens({"role": "user", "content": question}) if question else 0
         full = self.full_request_tokens()
         tail = self.full_context.tail(self.turns, full)
         self.prompt_meter.record(messages, tools, full + asked, asked, tail=tail)
-        self._state_dirty = True  # the meter is in the snapshot
+        self.changes.dirty = True  # the meter is in the snapshot
 
     def full_request_tokens(self) -> int:
         """Tokens of the whole conversation sent as it is (the pinned system prompt and
@@ -553,20 +551,13 @@ class Pager:
 
     # ------------------------------------------------------------ persistence
     def _event(self, kind: str, idx: int | None, detail: dict[str, Any] | None = None) -> None:
-        self._event_seq += 1
-        self._pending.events.append(
-            Event(self._event_seq, len(self.turns) - 1, kind, idx, detail or {})
-        )
+        self.changes.event(len(self.turns) - 1, kind, idx, detail)
 
     def note(self, kind: str, pid: PageId | None, detail: dict[str, Any] | None = None) -> None:
         """Record an event made outside the pager (e.g. ``speculative`` by the chat loop;
         one that showed pages, ``detail["paged_in"]``, counts as a fill)."""
-        self._event(kind, None if pid is None else self._index(pid), detail)
-        shown = (detail or {}).get("paged_in") if kind == "speculative" else None
-        if shown:
-            self.counters.fills += 1
-            self.counters.fill_pages += len(shown)
-            self._state_dirty = True
+        idx = None if pid is None else self._index(pid)
+        self.changes.note(len(self.turns) - 1, kind, idx, detail, self.counters)
 
     def drain(self) -> ChangeSet:
         """Return and reset the changes made since the last drain.
@@ -577,27 +568,16 @@ class Pager:
         history and bookmark epoch, :meth:`page_state`) goes apart, in
         ``change.page_state``, for the pages that changed only.
         """
-        change, self._pending = self._pending, ChangeSet()
-        touched = self.cache.history.touched
-        changed = self._epochs_changed | {page_index(p) for p in touched}
-        if change.pages or change.events or change.bookmarks or self._state_dirty or changed:
-            change.state = self.snapshot()
-            change.page_state = [(i, self.page_state(i)) for i in sorted(changed)]
-            self._state_dirty = False
-        touched.clear()
-        self._epochs_changed = set()
-        return change
+        return self.changes.drain(self.cache.history.touched, self.snapshot, self.page_state)
 
     def set_system(self, text: str | None) -> None:
         """Set the pinned system prompt (kept outside the pages)."""
         self.system = text
-        self._state_dirty = True
+        self.changes.dirty = True
 
     def discard(self) -> None:
         """Forget pending changes (the caller will reload from its store)."""
-        self._pending = ChangeSet()
-        self._epochs_changed = set()
-        self.cache.history.touched.clear()
+        self.changes.discard(self.cache.history.touched)
 
     def page_state(self, idx: int) -> dict[str, Any]:
         """JSON-able state of page ``idx`` that the stored page and bookmark don't hold:
@@ -638,7 +618,7 @@ class Pager:
                               page_state=back)
         # the requests sent since that snapshot were sent (and billed): the count goes on
         pager.prompt_meter = self.prompt_meter
-        pager._state_dirty = True
+        pager.changes.dirty = True
         # the taken-back commit rewrote these rows: the next commit writes them back
         pager.cache.history.touched.update(page_id(i) for i in back)
         return pager

@@ -15,6 +15,7 @@ from typing import Any, Protocol
 
 from copage.core import prompt
 from copage.core.cache import PageCache
+from copage.core.change_log import ChangeLog
 from copage.core.changes import PageRecord
 from copage.core.config import PagerConfig
 from copage.core.grouped_index import GroupedIndex
@@ -52,11 +53,9 @@ class Stored(Protocol):
     _resident_tokens: int
     _bookmark_tokens: int
     _refresh_owed: int
-    _event_seq: int
     _pins: list[PageId]
     _pins_user: int
-    _state_dirty: bool
-    _epochs_changed: set[int]
+    changes: ChangeLog
     full_context: FullContext
 
     def _page_tokens(self, pid: PageId) -> int: ...
@@ -75,7 +74,7 @@ def snapshot(pager: Stored) -> dict[str, Any]:
         "open_start": pager.paginator.start,
         "cache": cache,
         "counters": pager.counters.to_json(),
-        "event_seq": pager._event_seq,
+        "event_seq": pager.changes.seq,
         "page_rows": 1,
         "system": pager.system,
         "pins": {"user": pager._pins_user, "pages": list(pager._pins)},
@@ -258,7 +257,7 @@ def restore_into(
     except (ValueError, TypeError, AttributeError):  # a damaged count: a new one, the
         pass  # conversation itself loads (the meter only reports)
     pager.counters = Counters.from_json(stored_counters(state))
-    pager._event_seq = int(state.get("event_seq", 0))
+    pager.changes.seq = int(state.get("event_seq", 0))
     pager.system = state.get("system")
     _take_pins(pager, state.get("pins") or {}, res)
     # The latest user message is the query policy's query; it is not in the
@@ -267,8 +266,8 @@ def restore_into(
     pager.cache.set_query(last_user)
     # An older snapshot: the next change writes every page's state, and the snapshot
     # without them (one O(pages) commit); from then on only changed pages.
-    pager._state_dirty = stored.before_page_rows and bool(pager.pages)
-    pager._epochs_changed = set(range(len(pager.pages))) if pager._state_dirty else set()
+    pager.changes.dirty = stored.before_page_rows and bool(pager.pages)
+    pager.changes.epochs = set(range(len(pager.pages))) if pager.changes.dirty else set()
     pager.cache.history.touched.clear()
 
 
