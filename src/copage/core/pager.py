@@ -27,6 +27,7 @@ from copage.core.cache import PageCache
 from copage.core.change_log import ChangeLog
 from copage.core.changes import ChangeSet, PageRecord
 from copage.core.config import PagerConfig
+from copage.core.evicted_search import EvictedMatch, EvictedSearch
 from copage.core.grouped_index import GroupedIndex
 from copage.core.groups import Group, parse_range
 from copage.core.keywords import Corpus, get_extractor, refreshes_with_corpus, uses_corpus
@@ -37,7 +38,7 @@ from copage.core.policies import get_policy
 from copage.core.promptcache import PromptMeter
 from copage.core.recall_text import RecallResult
 from copage.core.retrieval import BM25Index, bm25_scores
-from copage.core.text import content_words, index_terms, query_terms
+from copage.core.text import content_words, index_terms
 from copage.core.tokens import get_tokenizer
 from copage.core.types import (
     Book,
@@ -54,16 +55,6 @@ from copage.core.types import (
 __all__ = ["Context", "Counters", "EvictedMatch", "Pager", "PagerStats", "RecallResult"]
 
 _NOT_DEMAND = frozenset({"recall", "speculative"})  # access kinds counted apart from hits/faults
-
-
-@dataclass(frozen=True, slots=True)
-class EvictedMatch:
-    """The best evicted page for a text: its index (None if nothing matches), its BM25
-    score, and the query terms (the text's distinct content words, sorted)."""
-
-    index: int | None
-    score: float
-    terms: tuple[str, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,8 +116,7 @@ class Pager:
         self._turn_tokens: list[int] = []
         self._closed_tokens = 0
         self._evicted_set: set[int] = set()
-        self._evicted_index: BM25Index[int] | None = None  # built on first search
-        self._passages: PassageIndex | None = None  # built on first fill (derived state)
+        self.search = EvictedSearch()  # its BM25 and passage indexes (derived state)
         self._stale_heap: list[tuple[int, int]] = []  # (epoch, page index), lazily cleaned
         self._refresh_owed = 0  # stale-bookmark refreshes due (refresh_per_page per close)
         self._resident_tokens = 0  # tokens of resident closed pages
@@ -256,30 +246,19 @@ class Pager:
         """BM25 over the evicted pages' full text (content words), keyed by page index
         (recall by query, speculative page-in); built on first use, then kept up to
         date on every eviction and page-in, so IDF covers exactly the evicted pages."""
-        if self._evicted_index is None:
-            index: BM25Index[int] = BM25Index()
-            for idx in sorted(self._evicted_set):
-                index.add(idx, index_terms(self.pages[idx].text))
-            self._evicted_index = index
-        return self._evicted_index
+        return self.search.evicted_index(self.pages, self._evicted_set)
 
     @property
     def passages(self) -> PassageIndex:
         """BM25 over overlapping passages of the closed pages' turns
         (:class:`~copage.core.passages.PassageIndex`: the speculative fill's unit), built
         on first use and brought up to date with the closed pages on every use."""
-        if self._passages is None:
-            self._passages = PassageIndex()
-        return self._passages.sync(self.pages)
+        return self.search.passage_index(self.pages)
 
     def search_evicted(self, text: str) -> EvictedMatch:
         """The evicted page whose text best matches ``text`` (BM25 with the distinct
         content words of ``text`` as the query; ties: the earliest page)."""
-        terms = query_terms(text)
-        best = self.evicted_index.best(terms) if terms else None
-        if best is None or best.key is None:
-            return EvictedMatch(None, 0.0, terms)
-        return EvictedMatch(int(best.key), best.score, terms)
+        return self.search.best(text, self.pages, self._evicted_set)
 
     def is_resident(self, pid: PageId) -> bool:
         return pid in self.cache
@@ -325,8 +304,7 @@ class Pager:
                 counts.faults += 1
             self._event("fault", idx, {"by": kind})
             self._evicted_set.discard(idx)
-            if self._evicted_index is not None:
-                self._evicted_index.remove(idx)
+            self.search.page_in(idx)
             self._resident_tokens += self.pages[idx].tokens
             self._bookmark_tokens -= self.books[idx].bookmark.tokens
             self.grouped.shown(idx, -self.books[idx].bookmark.tokens)
@@ -339,8 +317,7 @@ class Pager:
         idx = self._index(pid)
         self.counters.evictions += 1
         self._evicted_set.add(idx)
-        if self._evicted_index is not None:
-            self._evicted_index.add(idx, index_terms(self.pages[idx].text))
+        self.search.evict(self.pages[idx])
         self._resident_tokens -= self.pages[idx].tokens
         self._bookmark_tokens += self.books[idx].bookmark.tokens
         self.grouped.shown(idx, self.books[idx].bookmark.tokens)

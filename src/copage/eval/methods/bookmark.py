@@ -251,7 +251,7 @@ def copy_pager(pager: Pager) -> Pager:
     for t in pager.turns:
         memo[id(t)] = t
     memo[id(pager.changes.pending)] = type(pager.changes.pending)()  # the copy's changes are never stored
-    memo[id(pager._passages)] = pager._passages  # derived from the shared pages
+    memo[id(pager.search.passages)] = pager.search.passages  # derived from the shared pages
     return copy.deepcopy(pager, memo)
 
 
