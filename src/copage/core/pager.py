@@ -19,8 +19,7 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from copage.core import bookkeeping, prompt, snapshot
-from copage.core import recall_text as answer
+from copage.core import bookkeeping, prompt, recall_tool, snapshot
 from copage.core.bookmarks import get_format, keyword_text
 from copage.core.boundaries import get_boundary
 from copage.core.cache import PageCache
@@ -29,7 +28,7 @@ from copage.core.changes import ChangeSet, PageRecord
 from copage.core.config import PagerConfig
 from copage.core.evicted_search import EvictedMatch, EvictedSearch
 from copage.core.grouped_index import GroupedIndex
-from copage.core.groups import Group, parse_range
+from copage.core.groups import Group
 from copage.core.keywords import Corpus, get_extractor, refreshes_with_corpus, uses_corpus
 from copage.core.pager_stats import Counters, FullContext, PagerStats
 from copage.core.paginate import Paginator, ReplayPaginator, Span
@@ -37,8 +36,7 @@ from copage.core.passages import PassageIndex
 from copage.core.policies import get_policy
 from copage.core.promptcache import PromptMeter
 from copage.core.recall_text import RecallResult
-from copage.core.retrieval import BM25Index, bm25_scores
-from copage.core.text import content_words, index_terms
+from copage.core.retrieval import BM25Index
 from copage.core.tokens import get_tokenizer
 from copage.core.types import (
     Book,
@@ -329,69 +327,10 @@ class Pager:
 
         Exactly one of ``page`` and ``query`` (when ``recall_by_query`` is on).
         Errors come back as ``status="error"`` with a text meant for the model
-        (the answers' text: :mod:`copage.core.recall_text`).
+        (what a recall does: :mod:`copage.core.recall_tool`; the answers' text:
+        :mod:`copage.core.recall_text`).
         """
-        self.counters.recalls += 1
-        name = self.config.tool_name
-        if query is not None and page is None:
-            if not self.config.recall_by_query:
-                return self._recall_error(answer.not_a_query(name))
-            return self._recall_query(query)
-        if page is not None and query is not None:
-            return self._recall_error(answer.page_and_query(name))
-        span = parse_range(page)
-        if span is not None:
-            return self._recall_group(span)
-        idx = parse_page_arg(page)
-        if idx is None:
-            return self._recall_error(answer.bad_page(name, page, self.evicted))
-        if idx >= len(self.pages):
-            return self._recall_error(answer.no_page(idx, self.evicted))
-        pid = page_id(idx)
-        if self.is_resident(pid):
-            self.access(pid, kind="recall")
-            self._event("recall", idx, {"status": "resident"})
-            return answer.resident(pid)
-        self.access(pid, kind="recall")
-        self._event("recall", idx, {"status": "paged_in"})
-        return answer.paged_in(pid, self.pages[idx].turns)
-
-    def _recall_group(self, span: tuple[int, int]) -> RecallResult:
-        """Recall of a group's range: page in its evicted page best matching the latest
-        user message (BM25 over the pages' text; ties and no match: the earliest)."""
-        group = next((g for g in self.groups if (g.start, g.end) == span), None)
-        if group is None:
-            return self._recall_error(answer.no_group(span, self.groups, self.evicted))
-        members = [i for i in range(group.start, group.end) if i in self._evicted_set]
-        if not members:
-            self._event("recall", None, {"status": "resident", "group": group.name})
-            return answer.group_resident(group)
-        question = next((t.text for t in reversed(self.turns) if t.role == "user"), "")
-        scores = bm25_scores(index_terms(question),
-                             [index_terms(self.pages[i].text) for i in members])
-        best = members[max(range(len(members)), key=lambda j: (scores[j], -j))]
-        pid = page_id(best)
-        self.access(pid, kind="recall")
-        self._event("recall", best, {"status": "paged_in", "group": group.name})
-        return answer.paged_in(pid, self.pages[best].turns, group)
-
-    def _recall_query(self, query: object) -> RecallResult:
-        if not isinstance(query, str) or not content_words(query):
-            return self._recall_error(answer.BAD_QUERY)
-        if not self._evicted_set:
-            return self._recall_error(answer.NOTHING_EVICTED)
-        best = self.search_evicted(query).index
-        if best is None:
-            return self._recall_error(answer.no_match(query))
-        pid = page_id(best)
-        self.access(pid, kind="recall")
-        self._event("recall", best, {"status": "paged_in", "query": query[:200]})
-        return answer.paged_in(pid, self.pages[best].turns)
-
-    def _recall_error(self, text: str) -> RecallResult:
-        self.counters.recall_errors += 1
-        self._event("recall", None, {"status": "error", "message": text[:300]})
-        return answer.error(text)
+        return recall_tool.recall(self, page, query=query)
 
     def _index(self, pid: PageId) -> int:
         idx = parse_page_arg(pid)

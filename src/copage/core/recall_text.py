@@ -1,6 +1,6 @@
 """The text of the recall tool's answers, as the model reads them.
 
-:meth:`copage.core.pager.Pager.recall` decides what a recall does (pages a page in,
+:mod:`copage.core.recall_tool` decides what a recall does (pages a page in,
 finds it resident, or answers an error); this module writes what the model is told.
 :class:`RecallResult` is re-exported by :mod:`copage.core.pager`.
 """
