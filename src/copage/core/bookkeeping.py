@@ -15,7 +15,8 @@ from __future__ import annotations
 import heapq
 from typing import Protocol
 
-from copage.core.bookmarks import BookmarkFormat, make_bookmark
+from copage.core import prompt
+from copage.core.bookmarks import BookmarkFormat, keyword_text, make_bookmark
 from copage.core.change_log import ChangeLog
 from copage.core.config import PagerConfig
 from copage.core.grouped_index import GroupedIndex
@@ -24,7 +25,8 @@ from copage.core.keywords.calls import call_labels
 from copage.core.tokens import Tokenizer
 from copage.core.types import Book, Page, PageId
 
-__all__ = ["Keeping", "batch_keywords", "keywords", "refresh_all", "refresh_stale", "set_bookmark"]
+__all__ = ["Keeping", "batch_keywords", "examples", "keywords", "refresh_all", "refresh_stale",
+           "set_bookmark"]
 
 
 class Keeping(Protocol):
@@ -47,6 +49,14 @@ class Keeping(Protocol):
     changes: ChangeLog
 
     def _maybe_regroup(self, *, force: bool = False) -> None: ...
+
+
+def examples(fmt: BookmarkFormat) -> tuple[str, str]:
+    """The preamble's and the group note's example bookmarks in format ``fmt``
+    (``[p3:keyword, keyword]`` for ``minimal`` and the richer formats)."""
+    shown = keyword_text(fmt)
+    return (shown(Page("p3", 2, (), "", 0), prompt.EXAMPLE_KEYWORDS),
+            shown(Page("p1-p8", 0, (), "", 0), ("keyword",)))
 
 
 def keywords(pager: Keeping, page: Page) -> tuple[str, ...]:

@@ -4,23 +4,19 @@
 :class:`~copage.core.changes.ChangeSet` that the caller drains and
 persists (see :class:`copage.memory.PagedMemory`). Per-turn cost is bounded by the
 size of the open page and the resident set, not by the conversation length:
-pages are built once when they close, token sums are kept incrementally, the
-bookmark index is re-joined only when it changes, and keyword extractors whose
-keywords change as the corpus grows (their ``refresh_with_corpus``) refresh at most
-``refresh_per_page`` stale bookmarks each time a page closes (a bookmark is stale
-once the conversation has 25% more pages than when it was made), so the bookmark
-index changes only when pages close.
+pages are built once when they close, token sums are kept incrementally, and the
+bookmark index is re-joined only when it changes, which is only when pages close
+(stale bookmarks are refreshed then: :mod:`copage.core.bookkeeping`).
 """
 
 from __future__ import annotations
 
 import heapq
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
-from copage.core import bookkeeping, prompt, recall_tool, snapshot
-from copage.core.bookmarks import get_format, keyword_text
+from copage.core import bookkeeping, model_context, prompt, recall_tool, snapshot
+from copage.core.bookmarks import get_format
 from copage.core.boundaries import get_boundary
 from copage.core.cache import PageCache
 from copage.core.change_log import ChangeLog
@@ -30,7 +26,8 @@ from copage.core.evicted_search import EvictedMatch, EvictedSearch
 from copage.core.grouped_index import GroupedIndex
 from copage.core.groups import Group
 from copage.core.keywords import Corpus, get_extractor, refreshes_with_corpus, uses_corpus
-from copage.core.pager_stats import Counters, FullContext, PagerStats
+from copage.core.model_context import Context
+from copage.core.pager_stats import NOT_DEMAND, Counters, FullContext, PagerStats
 from copage.core.paginate import Paginator, ReplayPaginator, Span
 from copage.core.passages import PassageIndex
 from copage.core.policies import get_policy
@@ -51,17 +48,6 @@ from copage.core.types import (
 )
 
 __all__ = ["Context", "Counters", "EvictedMatch", "Pager", "PagerStats", "RecallResult"]
-
-_NOT_DEMAND = frozenset({"recall", "speculative"})  # access kinds counted apart from hits/faults
-
-
-@dataclass(frozen=True, slots=True)
-class Context:
-    """What to send to the model: chat messages, tools, and the accounting."""
-
-    messages: list[dict[str, Any]]
-    tools: list[dict[str, Any]]
-    stats: PagerStats
 
 
 class Pager:
@@ -86,11 +72,7 @@ class Pager:
         self.boundary = get_boundary(cfg.boundary, **dict(cfg.boundary_options))
         self.extractor = get_extractor(cfg.keywords, **dict(cfg.keyword_options))
         self.format = get_format(cfg.bookmark_format)
-        # The preamble's and the group note's example bookmarks, in this format
-        # (``[p3:keyword, keyword]`` for ``minimal`` and the richer formats, as before).
-        shown = keyword_text(self.format)
-        self._example = shown(Page("p3", 2, (), "", 0), prompt.EXAMPLE_KEYWORDS)
-        self._example_range = shown(Page("p1-p8", 0, (), "", 0), ("keyword",))
+        self._example, self._example_range = bookkeeping.examples(self.format)
         self._uses_corpus = uses_corpus(self.extractor)
         self._refreshes = refreshes_with_corpus(self.extractor)
         options = dict(cfg.policy_options)
@@ -130,10 +112,8 @@ class Pager:
         self._pins_user = -1
         self.prompt_meter = PromptMeter(self.tokenizer)  # stored in the snapshot
         self.full_context = FullContext()  # cut back by pop_turn and rewind
-        tools = self.tools()
-        self._fixed_tokens = self.tokenizer.count(self._preamble()) + self.tokenizer.count(
-            prompt.tool_tokens_text(tools)
-        )
+        count = self.tokenizer.count  # the preamble and the tool schema, shown once paging
+        self._fixed_tokens = count(self._preamble()) + count(prompt.tool_tokens_text(self.tools()))
 
     # ----------------------------------------------------------- conversation
     def add(self, turn: Turn) -> list[PageId]:
@@ -282,24 +262,16 @@ class Pager:
         """
         idx = self._index(pid)
         pid = page_id(idx)
-        if kind in _NOT_DEMAND:
+        if kind in NOT_DEMAND:
             protect = {*protect, *self._pins}
         result = self.cache.access(pid, protect=protect)
-        if kind in _NOT_DEMAND and pid not in self._pins:
+        if kind in NOT_DEMAND and pid not in self._pins:
             self._pins.append(pid)
             self.changes.dirty = True
-        counts = self.counters
+        self.counters.count_use(kind, bool(result.hit))
         if result.hit:
-            if kind not in _NOT_DEMAND:
-                counts.hits += 1
             self._event("hit", idx, {"by": kind})
         else:
-            if kind == "recall":
-                counts.recall_page_ins += 1
-            elif kind == "speculative":
-                counts.speculative_page_ins += 1
-            else:
-                counts.faults += 1
             self._event("fault", idx, {"by": kind})
             self._evicted_set.discard(idx)
             self.search.page_in(idx)
@@ -397,21 +369,9 @@ class Pager:
         The request is counted by the prompt meter (``stats().prompt_cache``) unless
         ``meter`` is false: a caller that sends something else (a prompt style, a
         speculative fill) meters what it sends with :meth:`meter_request`.
+        (:mod:`copage.core.model_context`.)
         """
-        parts = [self.system] if self.system else []
-        if self._evicted_set:
-            parts.append(self._preamble() + "\n\n" + self.bookmark_index())
-        messages: list[dict[str, Any]] = (
-            [{"role": "system", "content": "\n\n".join(parts)}] if parts else [])
-        turns = [t for pid in self.resident for t in self.pages[self._index(pid)].turns]
-        turns.extend(self.open_turns)
-        messages.extend(prompt.turn_messages(turns))
-        if question is not None:
-            messages.append({"role": "user", "content": question})
-        tools = self.tools() if self._evicted_set else []
-        if meter:
-            self.meter_request(messages, tools, question)
-        return Context(messages, tools, self.stats(question))
+        return model_context.context(self, question, meter)
 
     def meter_request(self, messages: Sequence[Mapping[str, Any]],
                       tools: Sequence[Mapping[str, Any]], question: str | None = None,
@@ -420,15 +380,7 @@ class Pager:
         cost, beside full context's with ``question`` (None: the conversation's latest
         turn is the question). ``follow_up``: a later request of the turn (after a
         recall), which full context would not send (:meth:`PromptMeter.record`)."""
-        if follow_up:
-            self.prompt_meter.record(messages, tools, 0, 0, follow_up=True)
-            self.changes.dirty = True
-            return
-        asked = self.prompt_meter.part_tokens({"role": "user", "content": question}) if question else 0
-        full = self.full_request_tokens()
-        tail = self.full_context.tail(self.turns, full)
-        self.prompt_meter.record(messages, tools, full + asked, asked, tail=tail)
-        self.changes.dirty = True  # the meter is in the snapshot
+        model_context.meter_request(self, messages, tools, question, follow_up=follow_up)
 
     def full_request_tokens(self) -> int:
         """Tokens of the whole conversation sent as it is (the pinned system prompt and
@@ -439,12 +391,7 @@ class Pager:
     def prompt_tokens(self, question: str | None = None) -> int:
         """Content tokens of :meth:`context` (preamble, tool schema, bookmarks, resident
         pages, open page, question); per-message framing is not counted."""
-        n = (self._fixed_tokens if self._evicted_set else 0) + self.tokenizer.count(self.system or "")
-        n += self._resident_tokens + self.index_tokens()
-        n += sum(self._turn_tokens[self.paginator.start :])
-        if question:
-            n += self.tokenizer.count(question)
-        return n
+        return model_context.prompt_tokens(self, question)
 
     def full_tokens(self, question: str | None = None) -> int:
         """Tokens of the whole conversation (turn texts) plus the question."""
@@ -453,17 +400,7 @@ class Pager:
 
     def stats(self, question: str | None = None) -> PagerStats:
         """Pages, resident set, event counts and token figures (for ``question``)."""
-        c = self.counters
-        return PagerStats(
-            turns=len(self.turns), pages=len(self.pages), open_turns=len(self.open_turns),
-            resident=tuple(self.resident), evicted=len(self._evicted_set),
-            faults=c.faults, hits=c.hits, recalls=c.recalls, recall_page_ins=c.recall_page_ins,
-            recall_errors=c.recall_errors, speculative_page_ins=c.speculative_page_ins,
-            evictions=c.evictions, bookmark_tokens=self.index_tokens(),
-            prompt_tokens=self.prompt_tokens(question), full_tokens=self.full_tokens(question),
-            tokenizer=self.tokenizer.name, prompt_cache=self.prompt_meter.summary(),
-            fills=c.fills, fill_pages=c.fill_pages,
-        )
+        return model_context.stats(self, question)
 
     # ------------------------------------------------------------ persistence
     def _event(self, kind: str, idx: int | None, detail: dict[str, Any] | None = None) -> None:
@@ -547,19 +484,13 @@ class Pager:
     ) -> Pager:
         """Rebuild a pager from stored rows so that it continues exactly where it was.
 
-        ``page_state``: the stored :meth:`page_state` of every page. A conversation
-        stored before they were kept apart has them inside ``state`` instead; its
-        pager then writes them all, once, with its next change.
-
-        ``base``: this conversation's pager at an earlier version (same config), whose
-        turns are the first of ``turns`` and whose pages the first stored ones; ``pages``
-        then holds only the pages after them. Its counted turns, pages and corpus are
-        reused, so the cost is that of what was added since, and ``base`` must not be
-        used afterwards. ``ValueError`` if ``pages`` do not follow ``base``'s.
-        With ``base``, ``bookmarks`` and ``page_state`` need hold only those written
-        after ``base``'s version (the others are ``base``'s); a page that has neither
-        a stored state nor one in ``base`` is a ``ValueError``.
-        (:mod:`copage.core.snapshot`; older stored forms: :mod:`copage.core.state_upgrade`.)
+        ``page_state``: the stored :meth:`page_state` of every page (older conversations
+        hold them inside ``state``). ``base``: this conversation's pager at an earlier
+        version, reused so that the cost is that of what was added since; ``pages``,
+        ``bookmarks`` and ``page_state`` then hold only what was written after it, and
+        ``base`` must not be used afterwards. ``ValueError`` if the rows do not fit.
+        (:func:`copage.core.snapshot.restore_into`; older stored forms:
+        :mod:`copage.core.state_upgrade`.)
         """
         pager = cls(config)
         snapshot.restore_into(pager, turns, pages, bookmarks, state, base=base,

@@ -16,6 +16,8 @@ from copage.core.promptcache import PromptMeter, Savings, savings
 from copage.core.state_upgrade import migrate_counters_list
 from copage.core.types import PageId, Turn
 
+NOT_DEMAND = frozenset({"recall", "speculative"})  # access kinds counted apart from hits/faults
+
 
 @dataclass(slots=True)
 class Counters:
@@ -38,6 +40,19 @@ class Counters:
     evictions: int = 0
     fills: int = 0
     fill_pages: int = 0
+
+    def count_use(self, kind: str, hit: bool) -> None:
+        """Count one use of a page by ``kind`` (``probe``, ``recall``, ``speculative``)
+        that found it resident (``hit``) or paged it in."""
+        if hit:
+            if kind not in NOT_DEMAND:
+                self.hits += 1
+        elif kind == "recall":
+            self.recall_page_ins += 1
+        elif kind == "speculative":
+            self.speculative_page_ins += 1
+        else:
+            self.faults += 1
 
     def to_json(self) -> dict[str, int]:
         """JSON-able form (the snapshot's ``counters``)."""

@@ -236,7 +236,21 @@ def restore_into(
     bookmarks: Mapping[int, Bookmark], state: Mapping[str, Any], *, base: Stored | None,
     page_state: Mapping[int, Mapping[str, Any]] | None,
 ) -> None:
-    """Fill ``pager``, new from its config, from stored rows (see ``Pager.restore``)."""
+    """Fill ``pager``, new from its config, from stored rows (see ``Pager.restore``).
+
+    ``page_state``: the stored per-page state of every page. A conversation stored
+    before they were kept apart has them inside ``state`` instead; its pager then
+    writes them all, once, with its next change.
+
+    ``base``: this conversation's pager at an earlier version (same config), whose
+    turns are the first of ``turns`` and whose pages the first stored ones; ``pages``
+    then holds only the pages after them. Its counted turns, pages and corpus are
+    reused, so the cost is that of what was added since, and ``base`` must not be
+    used afterwards. ``ValueError`` if ``pages`` do not follow ``base``'s.
+    With ``base``, ``bookmarks`` and ``page_state`` need hold only those written
+    after ``base``'s version (the others are ``base``'s); a page that has neither
+    a stored state nor one in ``base`` is a ``ValueError``.
+    """
     pager.turns = list(turns)
     _take_base(pager, base, turns, pages)
     stored = migrate_page_rows(state, page_state)
