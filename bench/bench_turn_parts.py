@@ -56,7 +56,7 @@ def state_bytes(mem: PagedMemory) -> int:
 
 def rejoin(pager: Any) -> None:
     """Re-join the bookmark index as after a change of the evicted set."""
-    pager._index_lines = None
+    pager.grouped.lines = None
     pager.bookmark_index()
 
 

@@ -101,7 +101,7 @@ def test_index_tokens_and_lines_kept_up_to_date_match_a_recount(index: str) -> N
         end = pager.grouped_end
         tail = [j for j in sorted(pager._evicted_set) if j >= end]
         expected = (sum(pager.books[j].bookmark.tokens for j in pager._evicted_set)
-                    if not pager.groups else pager._group_tokens
+                    if not pager.groups else pager.grouped.group_tokens
                     + sum(pager.books[j].bookmark.tokens for j in tail))
         assert pager.index_tokens() == expected
         lines = [text for text, _ in pager.index_entries()]

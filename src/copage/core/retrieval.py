@@ -18,7 +18,8 @@ A query term repeated ``qtf`` times counts ``qtf`` times (as ``rank_bm25`` and
 Tie rule (one for all callers): scores within ``1e-12`` (relative to the best)
 are tied. :func:`rank_top1_credit` shares top-1 credit among the tied
 candidates; :func:`top1` and :meth:`BM25Index.best` pick the tied candidate
-with the smallest key (document position, or the earliest page).
+with the smallest key (document position, or the earliest page). The tie rule,
+top-1 credit and word overlap live in :mod:`copage.core.ranking` (re-exported here).
 
 The best documents of a query (:meth:`BM25Index.top`, :meth:`BM25Index.best`) are
 found without scoring every document that holds a common query word (max-score
@@ -42,7 +43,14 @@ from typing import Any, Generic, NamedTuple, Protocol, TypeVar
 import numpy as np
 import numpy.typing as npt
 
-from copage.core.text import STOPWORDS
+from copage.core.ranking import (
+    TIE_RTOL,
+    is_tied,
+    rank_top1_credit,
+    tied_top,
+    top1,
+    word_overlap_scores,
+)
 
 __all__ = [
     "TIE_RTOL",
@@ -55,9 +63,6 @@ __all__ = [
     "top1",
     "word_overlap_scores",
 ]
-
-TIE_RTOL = 1e-12
-"""Scores within this relative distance of the best score are tied."""
 
 
 class _Key(Hashable, Protocol):
@@ -240,7 +245,7 @@ class BM25Index(Generic[K]):
         top = max(found.values())
         if top <= 0.0:
             return Best(None, 0.0)
-        key = min(k for k, s in found.items() if _is_tied(s, top))
+        key = min(k for k, s in found.items() if is_tied(s, top))
         return Best(key, found[key])
 
     def top(self, query: Iterable[str], k: int | None = None) -> list[tuple[K, float]]:
@@ -468,60 +473,3 @@ def bm25_scores(
         for i, tf in postings:
             out[i] += _term(weight, tf, counted[i][1], avgdl, k1, b)
     return out
-
-
-# ----------------------------------------------------------------- ties, top-1
-def _is_tied(score: float, best: float) -> bool:
-    return score >= best - TIE_RTOL * max(1.0, abs(best))
-
-
-def tied_top(scores: Sequence[float]) -> list[int]:
-    """Positions of the scores tied at the maximum (all of them if every score is equal)."""
-    if not scores:
-        return []
-    best = max(scores)
-    return [i for i, s in enumerate(scores) if _is_tied(s, best)]
-
-
-def top1(scores: Sequence[float]) -> int:
-    """Position of the best score (ties: the first); -1 when there are no scores."""
-    top = tied_top(scores)
-    return top[0] if top else -1
-
-
-def rank_top1_credit(scores: Sequence[float], relevant: Collection[int]) -> float:
-    """Credit for ranking a relevant candidate first, sharing it among tied leaders.
-
-    With ``t`` candidates tied at the maximum score (the module's tie rule), the
-    credit is (relevant ones among them) / ``t``: an expected top-1 hit when ties
-    are broken at random. If every score is equal (e.g. all 0), all candidates
-    tie. No candidates gives 0.
-    """
-    bad = [i for i in relevant if not 0 <= i < len(scores)]
-    if bad:
-        raise ValueError(f"relevant index {bad[0]} out of range for {len(scores)} scores")
-    top = tied_top(scores)
-    if not top:
-        return 0.0
-    return sum(1 for i in top if i in relevant) / len(top)
-
-
-# ----------------------------------------------------------------- word overlap
-def word_overlap_scores(query_tokens: Sequence[str], docs: Sequence[Sequence[str]]) -> list[float]:
-    """Distinct shared content words, divided by sqrt(distinct content words of the doc).
-
-    Content words are tokens not in ``STOPWORDS`` with two or more characters
-    (compared lower-cased). The square root keeps long documents from winning by
-    size alone while still rewarding them for covering more; a document with no
-    content words scores 0.
-    """
-    query = {t.lower() for t in query_tokens if _is_content(t)}
-    out: list[float] = []
-    for doc in docs:
-        vocab = {t.lower() for t in doc if _is_content(t)}
-        out.append(len(query & vocab) / math.sqrt(len(vocab)) if vocab else 0.0)
-    return out
-
-
-def _is_content(token: str) -> bool:
-    return len(token) > 1 and token.lower() not in STOPWORDS

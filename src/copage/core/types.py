@@ -189,3 +189,14 @@ class Bookmark:
     text: str
     tokens: int
     format: str = "minimal"
+
+
+@dataclass(slots=True)
+class Book:
+    """A pager's bookkeeping of one page's bookmark: the bookmark, the number of pages
+    when it was made (its ``epoch``: a bookmark is stale once the conversation has 25%
+    more pages) and its keywords lower-cased (the pager's count of keywords taken)."""
+
+    bookmark: Bookmark
+    epoch: int
+    lowered: tuple[str, ...] = field(default_factory=tuple)

@@ -90,8 +90,8 @@ def copy_pager(pager: Pager) -> Pager:
         memo[id(p.text)] = p.text
     for t in pager.turns:
         memo[id(t)] = t
-    memo[id(pager._pending)] = type(pager._pending)()  # the copy's changes are never stored
-    memo[id(pager._passages)] = pager._passages  # derived from the shared pages
+    memo[id(pager.changes.pending)] = type(pager.changes.pending)()  # the copy's changes are never stored
+    memo[id(pager.search.passages)] = pager.search.passages  # derived from the shared pages
     return copy.deepcopy(pager, memo)
 
 
