@@ -28,11 +28,12 @@ _EXPORTS = {
     "PageCache": "copage.core.cache",
     "open_store": "copage.stores",
     "PagedChat": "copage.session",
+    "FillSettings": "copage.session",
     "get_model": "copage.llm",
 }
 
 __all__ = [
-    "Bookmark", "Page", "PageCache", "PagedChat", "PagedMemory", "Pager", "PagerConfig",
+    "Bookmark", "FillSettings", "Page", "PageCache", "PagedChat", "PagedMemory", "Pager", "PagerConfig",
     "ToolCall", "Turn", "__version__", "get_model", "open_store", "replay",
 ]
 

@@ -16,6 +16,7 @@ from copage.session.engine import (
     TextDelta,
     run_recall_loop,
 )
+from copage.session.fill_settings import FillSettings
 from copage.session.loop import PagedChat, TurnDone, TurnStream
 from copage.session.modes import DEFAULT_RECALL_MODE, RecallMode, auto_mode, parse_mode
 from copage.session.prompts import PROMPT_STYLES
@@ -34,6 +35,7 @@ __all__ = [
     "DEFAULT_THRESHOLD",
     "PROMPT_STYLES",
     "ClientToolDelta",
+    "FillSettings",
     "LoopEnd",
     "LoopEvent",
     "LoopOutcome",

@@ -34,18 +34,12 @@ from copage.session.engine import (
     TextDelta,
     run_recall_loop,
 )
+from copage.session.fill_settings import UNSET, FillSettings, Unset, resolve_fill
 from copage.session.modes import DEFAULT_RECALL_MODE, RecallMode, parse_mode
 from copage.session.prepare import plan_fill, prepare
 from copage.session.prompts import PROMPT_STYLES
 from copage.session.records import RecallRecord, TurnReport, UsageSum
-from copage.session.speculate import (
-    DEFAULT_PAGES,
-    DEFAULT_RELATIVE,
-    DEFAULT_THRESHOLD,
-    DEFAULT_TOKENS,
-    Speculation,
-    Speculator,
-)
+from copage.session.speculate import Speculation
 from copage.session.trace import TurnTrace
 
 __all__ = ["CALLS_AFTER_CAP", "PagedChat", "RecallLoopError", "TurnDone", "TurnStream"]
@@ -130,15 +124,14 @@ class PagedChat:
         prompt: ``paper`` (the paper's preamble and bookmarks, unchanged) or
             ``compact`` (for small models; see :mod:`copage.session.prompts`).
         speculative: add the ``speculative`` step to ``recall_mode``.
-        speculative_threshold: minimal normalised BM25 score of the best evicted page
-            for a speculative page-in (:mod:`copage.session.speculate`).
-        speculative_tokens: the speculative page-in's allowance: the best-matching
-            evicted pages are shown (for this turn only, just before the user's
-            message) while their text fits in this many tokens.
-        speculative_pages: at most this many pages per page-in (None: no cap).
-        speculative_relative: a page after the first needs at least this share of
-            the best page's score (0 to 1).
-        speculative_neighbours: also page in this many evicted pages on each side.
+        fill: the speculative page-in's options, a
+            :class:`~copage.session.fill_settings.FillSettings` (threshold, token
+            allowance, page cap, relative score, neighbours; default: its defaults).
+        speculative_threshold, speculative_tokens, speculative_pages,
+            speculative_relative, speculative_neighbours: the older way to set the
+            same options one by one (``FillSettings``' ``threshold``, ``tokens``,
+            ``pages``, ``relative``, ``neighbours``); giving one with ``fill`` is
+            a ``TypeError``.
         temperature: sampling temperature of every call.
         max_tokens: output token limit of every answer call (None: provider default).
         logprobs: ask for token log-probabilities (returned in the report).
@@ -153,10 +146,11 @@ class PagedChat:
     def __init__(
         self, memory: PagedMemory, model: ChatModel | str, *, max_recalls_per_turn: int = 3,
         recall_mode: str = DEFAULT_RECALL_MODE, prompt: str = "paper",
-        speculative: bool = False, speculative_threshold: float = DEFAULT_THRESHOLD,
-        speculative_tokens: int = DEFAULT_TOKENS, speculative_pages: int | None = DEFAULT_PAGES,
-        speculative_relative: float = DEFAULT_RELATIVE,
-        speculative_neighbours: int = 0, temperature: float | None = 0.0,
+        speculative: bool = False, fill: FillSettings | None = None,
+        speculative_threshold: float | Unset = UNSET, speculative_tokens: int | Unset = UNSET,
+        speculative_pages: int | None | Unset = UNSET,
+        speculative_relative: float | Unset = UNSET,
+        speculative_neighbours: int | Unset = UNSET, temperature: float | None = 0.0,
         max_tokens: int | None = None, logprobs: bool = False,
         extra: Mapping[str, Any] | None = None, enum_pages: bool = False,
         choose_max_tokens: int = 24,
@@ -169,9 +163,12 @@ class PagedChat:
         self.max_recalls = max_recalls_per_turn
         self.mode: RecallMode = parse_mode(recall_mode, model=self.model, speculative=speculative)
         self.prompt = prompt
-        self._speculator = Speculator(
-            speculative_threshold, speculative_neighbours, tokens=speculative_tokens,
-            pages=speculative_pages, relative=speculative_relative)
+        self.fill = resolve_fill(fill, {
+            "speculative_threshold": speculative_threshold,
+            "speculative_tokens": speculative_tokens, "speculative_pages": speculative_pages,
+            "speculative_relative": speculative_relative,
+            "speculative_neighbours": speculative_neighbours})
+        self._speculator = self.fill.speculator()
         self.speculator = self._speculator if self.mode.speculative else None
         self.temperature, self.max_tokens, self.logprobs = temperature, max_tokens, logprobs
         self.extra = dict(extra or {})

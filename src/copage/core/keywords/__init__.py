@@ -12,6 +12,9 @@ change as the corpus grows (``refresh_with_corpus``); the pager asks through
 
 from __future__ import annotations
 
+import inspect
+from collections.abc import Callable
+
 from copage.core.keywords.corpus import Corpus
 from copage.core.keywords.extractor import (
     DEFAULT_N_KEYWORDS,
@@ -34,32 +37,55 @@ __all__ = [
 ]
 
 
+def _made(name: str, cls: Callable[..., KeywordExtractor],
+          options: dict[str, object]) -> KeywordExtractor:
+    """``cls(**options)``, after checking ``options`` against ``cls``'s keyword
+    parameters (``UnknownOptionError`` naming the extractor and its valid options)."""
+    allowed = [p for p in inspect.signature(cls).parameters if p != "self"]
+    check_options(f"keyword extractor {name!r}", options, allowed)
+    return cls(**options)
+
+
 def _random(**options: object) -> KeywordExtractor:
     from copage.core.keywords.random_tokens import RandomExtractor
 
-    check_options("keyword extractor 'random'", options, ["seed"])
-    return RandomExtractor(**options)  # type: ignore[arg-type]
+    return _made("random", RandomExtractor, options)
 
 
 def _heuristic(**options: object) -> KeywordExtractor:
     from copage.core.keywords.heuristic import HeuristicExtractor
 
-    check_options("keyword extractor 'heuristic'", options, [])
-    return HeuristicExtractor()
+    return _made("heuristic", HeuristicExtractor, options)
 
 
 def _tfidf(**options: object) -> KeywordExtractor:
     from copage.core.keywords.tfidf import TfidfExtractor
 
-    check_options("keyword extractor 'tfidf'", options, [])
-    return TfidfExtractor()
+    return _made("tfidf", TfidfExtractor, options)
 
 
 def _discriminative(**options: object) -> KeywordExtractor:
     from copage.core.keywords.discriminative import DiscriminativeExtractor
 
-    check_options("keyword extractor 'discriminative'", options, ["alpha0", "penalty", "skip_speakers"])
-    return DiscriminativeExtractor(**options)  # type: ignore[arg-type]
+    return _made("discriminative", DiscriminativeExtractor, options)
+
+
+def _generic(**options: object) -> KeywordExtractor:
+    from copage.core.keywords.generic import GenericExtractor
+
+    return _made("generic", GenericExtractor, options)
+
+
+def _contrast(**options: object) -> KeywordExtractor:
+    from copage.core.keywords.contrast import ContrastExtractor
+
+    return _made("contrast", ContrastExtractor, options)
+
+
+def _askable(**options: object) -> KeywordExtractor:
+    from copage.core.keywords.askable import AskableExtractor
+
+    return _made("askable", AskableExtractor, options)
 
 
 EXTRACTORS: Registry[KeywordExtractor] = Registry("keyword extractor")
@@ -67,40 +93,8 @@ EXTRACTORS.register("random", _random)
 EXTRACTORS.register("heuristic", _heuristic)
 EXTRACTORS.register("tfidf", _tfidf)
 EXTRACTORS.register("discriminative", _discriminative)
-
-
-def _generic(**options: object) -> KeywordExtractor:
-    from copage.core.keywords.generic import GenericExtractor
-
-    check_options("keyword extractor 'generic'", options, [])
-    return GenericExtractor()
-
-
 EXTRACTORS.register("generic", _generic)  # category labels: the paper's Table 12 baseline
-
-
-def _contrast(**options: object) -> KeywordExtractor:
-    from copage.core.keywords.contrast import ContrastExtractor
-
-    check_options("keyword extractor 'contrast'", options,
-                  ["alpha0", "penalty", "skip_speakers", "z_weight", "rarity", "cue_weight",
-                   "name_cue", "spread"])
-    return ContrastExtractor(**options)  # type: ignore[arg-type]
-
-
 EXTRACTORS.register("contrast", _contrast)
-
-
-def _askable(**options: object) -> KeywordExtractor:
-    import inspect
-
-    from copage.core.keywords.askable import AskableExtractor
-
-    allowed = [p for p in inspect.signature(AskableExtractor).parameters if p != "self"]
-    check_options("keyword extractor 'askable'", options, allowed)
-    return AskableExtractor(**options)  # type: ignore[arg-type]
-
-
 EXTRACTORS.register("askable", _askable)  # contrast + a learned askability score (the default)
 
 
