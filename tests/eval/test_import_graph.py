@@ -111,3 +111,27 @@ def test_only_the_cli_and_the_server_import_the_server() -> None:
                  if not m.startswith(("copage.server", "copage.cli"))}
     assert {m: v for m, v in offenders.items() if v} == {}
     assert any(m.startswith("copage.adapters.mcp") for m in MODULES)  # the walk sees them
+
+
+# The house's three limits (issue 33): every module of src/ counts, lazy imports too.
+MAX_LINES = 500
+
+
+def test_no_import_circles_anywhere_in_src() -> None:
+    assert cycles(graph("copage")) == []
+
+
+def test_no_module_over_the_line_limit() -> None:
+    long = {m: n for m, p in MODULES.items()
+            if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_LINES}
+    assert long == {}, f"split these modules (limit {MAX_LINES} lines): {long}"
+
+
+def test_no_two_modules_share_a_file_name() -> None:
+    """A name says which module it is: ``formats/chat.py``, not a second ``responses.py``
+    (package ``__init__.py`` files aside)."""
+    by_name: dict[str, list[str]] = {}
+    for m, p in MODULES.items():
+        if p.name != "__init__.py":
+            by_name.setdefault(p.name, []).append(m)
+    assert {n: ms for n, ms in by_name.items() if len(ms) > 1} == {}
