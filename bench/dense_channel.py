@@ -176,8 +176,10 @@ def paraphrase(convs: Sequence[Any], emb: Embeddings, split_name: str, gap: int,
     facts = split(split_name)
     hits = {m: dict.fromkeys(PARAPHRASE_KS, 0) for m in methods}
     defined = {m: set() for m in methods}
-    for fact in facts:
-        turns = fact_chat(lines, FACTS.index(fact), gap)
+    chats = [fact_chat(lines, FACTS.index(fact), gap) for fact in facts]
+    if {"minilm-turnmax", "reserve1"} & set(methods):  # embed what the cache lacks at once
+        emb([*(f.question for f in facts), *(t.text for turns in chats for t in turns)])
+    for fact, turns in zip(facts, chats, strict=True):
         index = passage_index(turns)
         ranks = rankings(index, fact.question, emb, [t.text for t in turns], methods)
         good = set(range(PRE - WIDTH + 1, PRE + 1))  # passages holding the statement
@@ -208,6 +210,9 @@ def locomo(convs: Sequence[Any], emb: Embeddings, methods: Sequence[str]) -> str
     share: dict[str, dict[int, list[float]]] = {m: {k: [] for k in LOCOMO_KS} for m in methods}
     full: dict[str, dict[int, list[float]]] = {m: {k: [] for k in LOCOMO_KS} for m in methods}
     n = 0
+    if {"minilm-turnmax", "reserve1"} & set(methods):  # embed what the cache lacks at once
+        emb([*(p.question for c in convs for p in c.probes),
+             *(locomo_turn_text(t) for c in convs for t in c.turns)])
     for conv in convs:
         turns = list(conv.turns)
         index = passage_index(turns)
