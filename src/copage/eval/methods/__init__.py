@@ -25,6 +25,9 @@ over all its calls (a probe that cannot fit "does not fit" and is a miss):
 ``bookmark_recall+copage``    copage's defaults: ``PagerConfig()`` (fixed_10, lru, k=4, askable,
                               the grouped index) and PagedChat's default recall mode
                               (:data:`~copage.session.DEFAULT_RECALL_MODE`, ``speculative``)
+``bookmark_recall+copage+tool`` the same with the bookmarks and the recall tool beside the
+                              fill (recall mode ``speculative+tool``), the budget planned for
+                              one recall round trip
 ``bm25@fixed_10`` ...         ``<baseline>@<units>`` (:mod:`.pages`): ``bm25``, ``word_overlap``
                               or ``search_tool`` over pages of ``<units>`` behind exactly the
                               resident window of ``bookmark_recall+copage`` at the budget
@@ -108,6 +111,11 @@ _ALL: dict[str, Method] = {
         "bookmark_recall+copage",
         f"copage's defaults: PagerConfig() and PagedChat's recall mode ({DEFAULT_RECALL_MODE})",
         Variant.of_mode(DEFAULT_RECALL_MODE, copage=True)),
+    "bookmark_recall+copage+tool": BookmarkMethod(
+        "bookmark_recall+copage+tool",
+        "copage's defaults with the recall tool and the bookmarks beside the fill "
+        "(recall mode speculative+tool)",
+        Variant.of_mode("speculative+tool", copage=True)),
 }
 
 METHODS: Registry[Method] = Registry("method")
