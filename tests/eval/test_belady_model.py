@@ -103,7 +103,7 @@ def test_the_oracle_run_leaves_the_global_registries_unchanged_throughout(
     ctx = context(tiny, tmp_path, scripted(step), no_judge=True)
     rows, _ = run_cells(ctx, "paging", [tiny], [Cell("fixed_5", "belady", 1, "heuristic",
                                                       order="file")])
-    assert [r for r in rows if r["model"] == SPEC][0]["probes"] == CONVERSATIONS * PROBES
+    assert next(r for r in rows if r["model"] == SPEC)["probes"] == CONVERSATIONS * PROBES
     assert during and all(names == before for names in during)
     assert (POLICIES.names(), EXTRACTORS.names()) == before
     assert NAME not in POLICIES and NAME in policies()
