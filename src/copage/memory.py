@@ -132,7 +132,8 @@ class PagedMemory(MemoryReads):
     # ----------------------------------------------------------------- state
     def _load(self, expect: PagerConfig | None = None) -> None:
         conv = self.store.load(self.conversation_id, tenant=self.tenant)
-        stored = PagerConfig.from_dict(conv.config)
+        held = expect if expect is not None else getattr(getattr(self, "pager", None), "config", None)
+        stored = PagerConfig.from_dict(conv.config, like=held)  # names in the same registries
         if expect is not None and expect != stored:
             raise ValueError(
                 f"conversation {self.conversation_id!r} exists with other settings "
@@ -180,7 +181,7 @@ class PagedMemory(MemoryReads):
         else:
             conv = self.store.load(self.conversation_id, tenant=self.tenant)
             new, pages = conv.turns[n_turns - 1:], [p for p in conv.pages if p.index >= n_pages]
-        config = PagerConfig.from_dict(conv.config)
+        config = PagerConfig.from_dict(conv.config, like=base.config)
         if not new or new[0] != base.turns[-1] or config != base.config:
             self._load()  # not this conversation grown: start over
             return

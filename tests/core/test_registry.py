@@ -75,3 +75,40 @@ def test_pager_config_checks_names_against_the_registries(
 ) -> None:
     with pytest.raises(UnknownNameError, match=f"valid {kind}: "):
         PagerConfig(**{field: value})
+
+
+def test_extended_is_a_new_registry_and_leaves_the_old_one_as_it_is() -> None:
+    from copage.core.policies import POLICIES
+
+    before = POLICIES.names()
+    mine = POLICIES.extended({"mine": lambda **o: get_policy("lru", **o)})
+    assert mine is not POLICIES and POLICIES.names() == before and "mine" not in POLICIES
+    assert set(mine.names()) == {*before, "mine"} and mine.kind == POLICIES.kind
+    assert type(mine.create("mine")).__name__ == "LRUPolicy"
+    with pytest.raises(UnknownNameError, match="unknown policy 'nope'; valid policies: .*mine"):
+        mine.create("nope")
+
+
+def test_pager_config_takes_registries_without_storing_or_comparing_them() -> None:
+    from copage.core.keywords import EXTRACTORS
+    from copage.core.pager import Pager
+    from copage.core.policies import POLICIES
+
+    policies = POLICIES.extended({"mine": lambda **o: get_policy("lfu", **o)})
+    extractors = EXTRACTORS.extended({"words": lambda **o: get_extractor("heuristic", **o)})
+    with pytest.raises(UnknownNameError, match="unknown policy 'mine'"):
+        PagerConfig(policy="mine")
+    config = PagerConfig(policy="mine", keywords="words", policies=policies,
+                         extractors=extractors)
+    pager = Pager(config)
+    assert type(pager.cache.policy).__name__ == "LFUPolicy"
+    assert type(pager.extractor).__name__ == "HeuristicExtractor"
+    stored = config.to_dict()
+    assert "policies" not in stored and "extractors" not in stored and stored["policy"] == "mine"
+    assert PagerConfig.from_dict(stored, like=config) == config
+    assert PagerConfig(policy="lru", policies=policies) == PagerConfig(policy="lru")
+    with pytest.raises(UnknownNameError):
+        PagerConfig.from_dict({"policies": {}})  # not a setting
+    with pytest.raises(TypeError, match="policies must be a Registry"):
+        PagerConfig(policies={"lru": None})  # type: ignore[arg-type]
+    assert "mine" not in POLICIES and "words" not in EXTRACTORS

@@ -14,6 +14,7 @@ from copage.eval.datasets.probes import Dataset
 from copage.eval.experiments.model_probe import probe_starts, run_cells
 from copage.eval.oracle import ScheduledBelady
 from copage.eval.simulation import Cell, access_sequence, schedule
+from copage.llm import ChatRequest, ChatResponse
 
 
 def test_scheduled_belady_follows_the_schedule_and_tolerates_unscheduled_recalls() -> None:
@@ -83,14 +84,40 @@ def test_the_scheduled_oracle_is_not_left_registered(tmp_path: Path, tiny: Datas
     assert "belady_scheduled" not in POLICIES.names()
 
 
+def test_the_oracle_run_leaves_the_global_registries_unchanged_throughout(
+        tmp_path: Path, tiny: Dataset) -> None:  # noqa: F811
+    """``belady_scheduled`` lives in a registry of the run's own, passed in: the global
+    POLICIES and EXTRACTORS hold the same names before, during (at every model call)
+    and after the run."""
+    from copage.core.keywords import EXTRACTORS
+    from copage.core.policies import POLICIES
+    from copage.eval.oracle import NAME, policies
+
+    before = (POLICIES.names(), EXTRACTORS.names())
+    during: list[tuple[list[str], list[str]]] = []
+
+    def step(request: ChatRequest) -> ChatResponse | str:
+        during.append((POLICIES.names(), EXTRACTORS.names()))
+        return answerer(request)
+
+    ctx = context(tiny, tmp_path, scripted(step), no_judge=True)
+    rows, _ = run_cells(ctx, "paging", [tiny], [Cell("fixed_5", "belady", 1, "heuristic",
+                                                      order="file")])
+    assert next(r for r in rows if r["model"] == SPEC)["probes"] == CONVERSATIONS * PROBES
+    assert during and all(names == before for names in during)
+    assert (POLICIES.names(), EXTRACTORS.names()) == before
+    assert NAME not in POLICIES and NAME in policies()
+    assert policies() is not POLICIES and set(POLICIES.names()) < set(policies().names())
+
+
 def test_paged_memory_sets_the_oracle_clock_and_no_other_policy() -> None:
     from copage.core.config import PagerConfig
     from copage.eval.methods.probe_driver import set_policy_clock
-    from copage.eval.oracle import NAME, register
+    from copage.eval.oracle import NAME, policies
     from copage.memory import PagedMemory
 
-    register()
-    mem = PagedMemory(config=PagerConfig(policy=NAME), future=["p1", "p2", "p1"])
+    mem = PagedMemory(config=PagerConfig(policy=NAME, policies=policies()),
+                      future=["p1", "p2", "p1"])
     assert set_policy_clock(mem, 2) is True
     assert set_policy_clock(mem, 1) is True  # never backwards
     assert mem.pager.cache.policy.cursor == 2  # type: ignore[attr-defined]

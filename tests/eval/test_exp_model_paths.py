@@ -212,6 +212,52 @@ def test_generators_with_a_model_run_the_llm_generators_for_that_run(
     assert len(model.requests) == calls  # resumed from the log and the response cache
 
 
+def test_generators_leave_the_global_registries_unchanged_throughout(
+        tmp_path: Path, tiny: Dataset) -> None:
+    """The LLM generators live in a registry of the run's own, passed in: the global
+    EXTRACTORS and POLICIES hold the same names before, during (at every model call,
+    keyword calls included) and after the run."""
+    from copage.core.policies import POLICIES
+    from copage.eval.experiments.generators import LLM
+    from copage.eval.llmkeywords import LLMKeywordWarning
+    from copage.eval.llmkeywords.keyword_prompts import SYSTEM
+
+    before = (EXTRACTORS.names(), POLICIES.names())
+    during: list[tuple[list[str], list[str]]] = []
+
+    def step(request: ChatRequest) -> ChatResponse | str:
+        during.append((EXTRACTORS.names(), POLICIES.names()))
+        if request.messages[0].get("content") == SYSTEM:
+            return keywords_reply(request)
+        return answerer(request)
+
+    model = scripted(step, 4000)
+    ctx = context(tiny, tmp_path, model)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", LLMKeywordWarning)
+        res = get_experiment("generators").run(ctx)
+    assert {r["keywords"] for r in res.tables["generators"] if r["model"] == SPEC} >= set(LLM)
+    assert any(r.messages[0].get("content") == SYSTEM for r in model.requests)
+    assert during and all(names == before for names in during)
+    assert (EXTRACTORS.names(), POLICIES.names()) == before
+
+
+def test_with_llm_extractors_makes_a_new_registry() -> None:
+    from copage.core.config import PagerConfig
+    from copage.eval.experiments.generators import LLM
+    from copage.eval.llmkeywords import with_llm_extractors
+
+    before = EXTRACTORS.names()
+    extractors = with_llm_extractors(ScriptedModel(name="m"))
+    assert extractors is not EXTRACTORS and EXTRACTORS.names() == before
+    assert set(extractors.names()) == {*before, *LLM}
+    config = PagerConfig(keywords="hybrid", extractors=extractors)
+    assert config.to_dict()["keywords"] == "hybrid" and "extractors" not in config.to_dict()
+    assert config == PagerConfig.from_dict(config.to_dict(), like=config)
+    with pytest.raises(ValueError, match="unknown keyword extractor 'hybrid'"):
+        PagerConfig.from_dict(config.to_dict())  # the global registry does not know it
+
+
 # ------------------------------------------------------------ LLM keyword generators
 KEYWORD_MARK = "llmmark"
 

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field, fields
-from typing import Any
+from dataclasses import dataclass, field, fields
+from typing import TYPE_CHECKING, Any
 
-from copage.core.registry import UnknownNameError, check_options
+from copage.core.registry import Registry, UnknownNameError, check_options
 from copage.core.tokens import TOKENIZERS
+
+if TYPE_CHECKING:
+    from copage.core.keywords import KeywordExtractor
+    from copage.core.policies import EvictionPolicy
 
 DEFAULT_BOUNDARY = "fixed_10"
 DEFAULT_POLICY = "lru"
@@ -47,6 +52,8 @@ DEFAULT_EVICT_BATCH = 2
 #: a stored conversation paging exactly as before when it is reopened.
 _STORED_BEFORE = {"index": "flat", "evict_batch": 1, "bookmark_tokens": None,
                   "budget_tokens": None, "budget_floor": None}
+#: Not settings: where the policy and keyword names are looked up (never stored).
+_REGISTRIES = ("policies", "extractors")
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,6 +108,11 @@ class PagerConfig:
             one), so the prompt's prefix changes once per batch; stale bookmarks are
             then refreshed on those turns only. 2 by default; 1 is the paper's.
         boundary_options, policy_options, keyword_options: extra factory options.
+        policies, extractors: the registries ``policy`` and ``keywords`` are looked up in
+            (None, the default: :data:`~copage.core.policies.POLICIES` and
+            :data:`~copage.core.keywords.EXTRACTORS`); a run with names of its own passes
+            ``POLICIES.extended({...})`` instead of registering them. Not settings: they
+            are not stored (:meth:`to_dict`) nor compared.
     """
 
     boundary: str = DEFAULT_BOUNDARY
@@ -125,6 +137,8 @@ class PagerConfig:
     boundary_options: Mapping[str, Any] = field(default_factory=dict)
     policy_options: Mapping[str, Any] = field(default_factory=dict)
     keyword_options: Mapping[str, Any] = field(default_factory=dict)
+    policies: Registry[EvictionPolicy] | None = field(default=None, compare=False, repr=False)
+    extractors: Registry[KeywordExtractor] | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         for name in ("resident_pages", "resident_tokens", "budget_tokens", "budget_floor",
@@ -186,9 +200,10 @@ class PagerConfig:
         """Every component name against its registry (UnknownNameError lists the valid ones)."""
         from copage.core.bookmarks import FORMATS
         from copage.core.boundaries import get_boundary
-        from copage.core.keywords import EXTRACTORS
-        from copage.core.policies import POLICIES
 
+        for label, registry in (("policies", self.policies), ("extractors", self.extractors)):
+            if registry is not None and not isinstance(registry, Registry):
+                raise TypeError(f"{label} must be a Registry or None, got {registry!r}")
         for label, value in (("boundary", self.boundary), ("policy", self.policy),
                              ("keywords", self.keywords), ("bookmark_format", self.bookmark_format),
                              ("tokenizer", self.tokenizer)):
@@ -196,11 +211,32 @@ class PagerConfig:
                 raise TypeError(f"{label} must be a name (str), got {value!r}")
         # Building the boundary also checks N of fixed_N / tokens_N and its options.
         get_boundary(self.boundary, **dict(self.boundary_options))
-        POLICIES.check(self.policy)
-        EXTRACTORS.check(self.keywords)
+        self.policy_registry().check(self.policy)
+        self.extractor_registry().check(self.keywords)
         FORMATS.check(self.bookmark_format)
         if self.tokenizer not in TOKENIZERS:
             raise UnknownNameError("tokenizer", self.tokenizer, TOKENIZERS)
+
+    def policy_registry(self) -> Registry[EvictionPolicy]:
+        """Where ``policy`` is looked up: ``policies``, else the global ``POLICIES``."""
+        from copage.core.policies import POLICIES
+
+        return POLICIES if self.policies is None else self.policies
+
+    def extractor_registry(self) -> Registry[KeywordExtractor]:
+        """Where ``keywords`` is looked up: ``extractors``, else the global ``EXTRACTORS``."""
+        from copage.core.keywords import EXTRACTORS
+
+        return EXTRACTORS if self.extractors is None else self.extractors
+
+    def make_policy(self, **extra: object) -> EvictionPolicy:
+        """The eviction policy ``policy`` with ``policy_options`` and ``extra`` (e.g.
+        belady's ``future``, which wins over an option of the same name)."""
+        return self.policy_registry().create(self.policy, **{**self.policy_options, **extra})
+
+    def make_extractor(self) -> KeywordExtractor:
+        """The keyword extractor ``keywords`` with ``keyword_options``."""
+        return self.extractor_registry().create(self.keywords, **dict(self.keyword_options))
 
     @property
     def token_limit(self) -> int | None:
@@ -210,17 +246,21 @@ class PagerConfig:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-able form (stored with each conversation)."""
-        d = asdict(self)
+        d = {f.name: copy.deepcopy(getattr(self, f.name)) for f in fields(self)
+             if f.name not in _REGISTRIES}
         for k in ("boundary_options", "policy_options", "keyword_options"):
             d[k] = dict(d[k])
         return d
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> PagerConfig:
+    def from_dict(cls, data: Mapping[str, Any], *, like: PagerConfig | None = None) -> PagerConfig:
         """Inverse of :meth:`to_dict`; unknown keys are an error naming the valid ones.
 
         Settings stored before a field existed keep that field's former behaviour (the
         flat index, evictions one page at a time, paging by ``resident_pages`` or
-        ``resident_tokens``), not today's default."""
-        check_options("pager settings", data, [f.name for f in fields(cls)])
-        return cls(**{**_STORED_BEFORE, **dict(data)})
+        ``resident_tokens``), not today's default. Names are looked up in ``like``'s
+        registries (default: the global ones)."""
+        check_options("pager settings", data,
+                      [f.name for f in fields(cls) if f.name not in _REGISTRIES])
+        held = {} if like is None else {k: getattr(like, k) for k in _REGISTRIES}
+        return cls(**{**_STORED_BEFORE, **dict(data), **held})

@@ -25,12 +25,11 @@ from copage.core.config import PagerConfig
 from copage.core.evicted_search import EvictedMatch, EvictedSearch
 from copage.core.grouped_index import GroupedIndex
 from copage.core.groups import Group
-from copage.core.keywords import Corpus, get_extractor, refreshes_with_corpus, uses_corpus
+from copage.core.keywords import Corpus, refreshes_with_corpus, uses_corpus
 from copage.core.model_context import Context
 from copage.core.pager_stats import NOT_DEMAND, Counters, FullContext, PagerStats
 from copage.core.paginate import Paginator, ReplayPaginator, Span
 from copage.core.passages import PassageIndex
-from copage.core.policies import get_policy
 from copage.core.promptcache import PromptMeter
 from copage.core.recall_text import RecallResult
 from copage.core.retrieval import BM25Index
@@ -70,16 +69,14 @@ class Pager:
         self.defer_bookmarks = defer_bookmarks
         self.tokenizer = get_tokenizer(cfg.tokenizer)
         self.boundary = get_boundary(cfg.boundary, **dict(cfg.boundary_options))
-        self.extractor = get_extractor(cfg.keywords, **dict(cfg.keyword_options))
+        self.extractor = cfg.make_extractor()  # from cfg.extractors, else the global one
         self.format = get_format(cfg.bookmark_format)
         self._example, self._example_range = bookkeeping.examples(self.format)
         self._uses_corpus = uses_corpus(self.extractor)
         self._refreshes = refreshes_with_corpus(self.extractor)
-        options = dict(cfg.policy_options)
-        if future is not None:
-            options["future"] = list(future)
+        policy = cfg.make_policy() if future is None else cfg.make_policy(future=list(future))
         self.cache = PageCache(
-            get_policy(cfg.policy, **options), cfg.resident_pages,
+            policy, cfg.resident_pages,
             token_budget=cfg.token_limit, size_of=self._page_tokens, batch=cfg.evict_batch,
             floor=cfg.budget_floor,
         )

@@ -10,7 +10,7 @@ format everywhere. Factories import their heavy dependencies only when called.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Generic, TypeVar
 
 T = TypeVar("T")
@@ -93,6 +93,16 @@ class Registry(Generic[T]):
     def unregister(self, name: str) -> None:
         """Remove a plain name (no error if absent)."""
         self._plain.pop(name, None)
+
+    def extended(self, factories: Mapping[str, Callable[..., T]]) -> Registry[T]:
+        """A new registry: this one's names and patterns plus ``factories`` (which win
+        over a name already here). This registry is left as it is, so a run can add
+        names of its own (pass the new registry where a registry is taken) and
+        nobody else sees them."""
+        new: Registry[T] = Registry(self.kind)
+        new._plain = {**self._plain, **factories}
+        new._patterns = list(self._patterns)
+        return new
 
     def register_pattern(self, label: str, pattern: str, factory: Callable[..., T]) -> None:
         self._patterns.append((label, re.compile(pattern + r"\Z"), factory))

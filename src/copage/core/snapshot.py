@@ -22,7 +22,7 @@ from copage.core.grouped_index import GroupedIndex
 from copage.core.keywords import Corpus
 from copage.core.pager_stats import Counters, FullContext
 from copage.core.paginate import Paginator
-from copage.core.policies import EvictionPolicy, get_policy
+from copage.core.policies import EvictionPolicy
 from copage.core.promptcache import PromptMeter
 from copage.core.state_upgrade import migrate_page_rows, stored_counters
 from copage.core.tokens import Tokenizer
@@ -179,7 +179,7 @@ def _take_cache(pager: Stored, base: Stored | None, state: Mapping[str, Any],
                 rows: Mapping[int, Mapping[str, Any]], before_page_rows: bool) -> None:
     """The resident set, the policy's state and every page's access history."""
     config = pager.config
-    policy = get_policy(config.policy, **dict(config.policy_options))
+    policy = config.make_policy()
     pager.cache = PageCache.restore(policy, state["cache"], size_of=pager._page_tokens,
                                     batch=config.evict_batch, floor=config.budget_floor)
     history = pager.cache.history

@@ -18,7 +18,8 @@ its own that follows the schedule instead of every access:
 So the oracle knows which pages every probe will need, as in the simulation, and
 nothing about the model; the accuracy gap between it and the online policies is
 then measured with the same model (the paper's Belady rows). Registered as the
-policy ``belady_scheduled`` (for model runs of the paging studies only).
+policy ``belady_scheduled`` in the registry :func:`policies` returns (for model runs of
+the paging studies only; the global registry is not changed).
 """
 
 from __future__ import annotations
@@ -26,9 +27,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import ClassVar
 
-from copage.core.policies import POLICIES
+from copage.core.policies import POLICIES, EvictionPolicy
 from copage.core.policies.belady import BeladyPolicy
 from copage.core.policies.policy import JSON, History
+from copage.core.registry import Registry
 from copage.core.types import PageId
 
 NAME = "belady_scheduled"
@@ -78,13 +80,8 @@ class ScheduledBelady(BeladyPolicy):
         return f"ScheduledBelady(future=<{len(self.future)} accesses>, at={self.cursor})"
 
 
-def register() -> None:
-    """Make ``belady_scheduled`` a policy name (idempotent)."""
-    if NAME not in POLICIES:
-        POLICIES.register(NAME, lambda **options: ScheduledBelady(**options))
-
-
-def unregister() -> None:
-    """Remove ``belady_scheduled`` again (it is a policy for model runs only, not one a
-    user picks)."""
-    POLICIES.unregister(NAME)
+def policies() -> Registry[EvictionPolicy]:
+    """The policies with ``belady_scheduled`` added: a new registry, passed to the
+    configs of the model runs (``PagerConfig(policies=...)``); the global ``POLICIES``
+    never holds it (it is a policy for model runs only, not one a user picks)."""
+    return POLICIES.extended({NAME: ScheduledBelady})

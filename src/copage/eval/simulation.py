@@ -30,8 +30,10 @@ from typing import Any
 
 from copage.core.boundaries import get_boundary
 from copage.core.config import PagerConfig
+from copage.core.keywords import KeywordExtractor
 from copage.core.pager import Pager
 from copage.core.paginate import Span, paginate
+from copage.core.registry import Registry
 from copage.core.tokens import get_tokenizer
 from copage.core.types import PageId, page_id, page_index
 from copage.eval.datasets.probes import Conversation, Dataset, Probe
@@ -60,13 +62,16 @@ class Cell:
     n_keywords: int = 4  # the paper's four keywords per bookmark...
     bookmark_tokens: int | None = None  # ...whatever they cost (the library caps at 12)
 
-    def config(self) -> PagerConfig:
+    def config(self, extractors: Registry[KeywordExtractor] | None = None) -> PagerConfig:
+        """The cell's pager settings; ``keywords`` is looked up in ``extractors`` (default:
+        the global registry)."""
         options = {"seed": self.seed} if self.keywords == "random" else {}
         return PagerConfig(boundary=self.boundary, policy=self.policy, resident_pages=self.k,
                            keywords=self.keywords, bookmark_format=self.format,
                            keyword_options=options, index=self.index, group_by=self.group_by,
                            evict_batch=min(self.evict_batch, self.k),
-                           n_keywords=self.n_keywords, bookmark_tokens=self.bookmark_tokens)
+                           n_keywords=self.n_keywords, bookmark_tokens=self.bookmark_tokens,
+                           extractors=extractors)
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,11 +146,13 @@ def access_sequence(spans: Sequence[Span], plan: Sequence[tuple[int, Probe]],
 _Memo = dict[tuple[Any, ...], Any]
 
 
-def run_conversation(conv: Conversation, cell: Cell, memo: _Memo | None = None) -> ConversationRun:
+def run_conversation(conv: Conversation, cell: Cell, memo: _Memo | None = None,
+                     extractors: Registry[KeywordExtractor] | None = None) -> ConversationRun:
     """Simulate one conversation under one cell.
 
     ``memo`` shares work that does not depend on the policy (page cuts, batch
-    keywords) between cells of one grid.
+    keywords) between cells of one grid; ``extractors`` is where the cell's keywords
+    are looked up (default: the global registry).
     """
     memo = {} if memo is None else memo
     skey = ("spans", conv.id, cell.boundary)
@@ -157,7 +164,7 @@ def run_conversation(conv: Conversation, cell: Cell, memo: _Memo | None = None) 
     n = len(conv.turns)
     future = access_sequence(spans, plan, page_of, n) if cell.policy == "belady" else None
     end = cell.placement == "end"
-    pager = Pager(cell.config(), future=future, defer_bookmarks=end, spans=spans)
+    pager = Pager(cell.config(extractors), future=future, defer_bookmarks=end, spans=spans)
     run = ConversationRun(conv.id, len(spans))
     added = 0
     finished = False  # the conversation is over and its last page closed
@@ -266,13 +273,15 @@ def summarise(dataset: Dataset, cell: Cell, runs: Sequence[ConversationRun],
     }
 
 
-def simulate(dataset: Dataset, cells: Sequence[Cell]) -> list[dict[str, Any]]:
-    """Run every cell on every conversation of ``dataset``; one summary row per cell."""
+def simulate(dataset: Dataset, cells: Sequence[Cell],
+             extractors: Registry[KeywordExtractor] | None = None) -> list[dict[str, Any]]:
+    """Run every cell on every conversation of ``dataset``; one summary row per cell
+    (keywords looked up in ``extractors``, default: the global registry)."""
     rows: list[dict[str, Any]] = []
     belady_cache: dict[tuple[Any, ...], list[ConversationRun]] = {}
     memo: _Memo = {}
     for cell in cells:
-        runs = [run_conversation(c, cell, memo) for c in dataset.conversations]
+        runs = [run_conversation(c, cell, memo, extractors) for c in dataset.conversations]
         key = (cell.boundary, cell.k, cell.placement, cell.order, cell.seed)
         if cell.policy == "belady":
             belady_cache.setdefault(key, runs)
@@ -280,6 +289,6 @@ def simulate(dataset: Dataset, cells: Sequence[Cell]) -> list[dict[str, Any]]:
             bcell = Cell(cell.boundary, "belady", cell.k, "heuristic", "minimal",
                          cell.placement, cell.order, cell.seed)
             belady_cache[key] = [run_conversation(c, bcell, memo) for c in dataset.conversations]
-        tok = get_tokenizer(cell.config().tokenizer).name
+        tok = get_tokenizer(cell.config(extractors).tokenizer).name
         rows.append(summarise(dataset, cell, runs, belady_cache[key], tok))
     return rows

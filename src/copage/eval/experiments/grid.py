@@ -13,6 +13,8 @@ from dataclasses import replace
 from multiprocessing import get_context
 from typing import Any
 
+from copage.core.keywords import KeywordExtractor
+from copage.core.registry import Registry
 from copage.eval.datasets.probes import Dataset
 from copage.eval.experiments.common import mean, sample_probes
 from copage.eval.experiments.interface import BenchContext
@@ -52,22 +54,37 @@ def workers(ctx: BenchContext) -> int:
     return max(1, int(n)) if n is not None else min(4, os.cpu_count() or 1)
 
 
+_worker_extractors: Registry[KeywordExtractor] | None = None
+"""Set in grid worker processes only (:func:`_start_worker`): their cells' extractors."""
+
+
+def _start_worker(extractors: Registry[KeywordExtractor] | None) -> None:
+    """A forked worker's start: keep the run's extractors (handed over by the fork, not
+    pickled: they may hold a model)."""
+    global _worker_extractors
+    _worker_extractors = extractors
+
+
 def _simulate(args: tuple[Dataset, list[Cell]]) -> list[dict[str, Any]]:
-    return simulate(*args)
+    return simulate(*args, extractors=_worker_extractors)
 
 
-def run_grid(dataset: Dataset, cells: Sequence[Cell], n_workers: int = 1) -> list[dict[str, Any]]:
-    """``simulate(dataset, cells)`` in parallel by boundary; rows in the order of ``cells``."""
+def run_grid(dataset: Dataset, cells: Sequence[Cell], n_workers: int = 1,
+             extractors: Registry[KeywordExtractor] | None = None) -> list[dict[str, Any]]:
+    """``simulate(dataset, cells)`` in parallel by boundary; rows in the order of ``cells``.
+
+    ``extractors``: where the cells' keywords are looked up (default: the global registry)."""
     groups: dict[tuple[str, ...], list[Cell]] = {}
     few = len({c.boundary for c in cells}) < n_workers  # then split by keywords too
     for c in cells:
         groups.setdefault((c.boundary, c.keywords) if few else (c.boundary,), []).append(c)
     parts = [(dataset, g) for g in groups.values()]
     if n_workers > 1 and len(parts) > 1:
-        with ProcessPoolExecutor(min(n_workers, len(parts)), mp_context=get_context("fork")) as ex:
+        with ProcessPoolExecutor(min(n_workers, len(parts)), mp_context=get_context("fork"),
+                                 initializer=_start_worker, initargs=(extractors,)) as ex:
             results = list(ex.map(_simulate, parts))
     else:
-        results = [_simulate(p) for p in parts]
+        results = [simulate(*p, extractors=extractors) for p in parts]
     by_cell = {}
     for (_, group), rows in zip(parts, results, strict=True):
         by_cell.update({c: r for c, r in zip(group, rows, strict=True)})
@@ -153,11 +170,14 @@ def for_dataset(ctx: BenchContext, dataset: Dataset, cell: Cell) -> Cell:
 
 
 def study(ctx: BenchContext, name: str, cells: Sequence[Cell], *,
-          datasets: Sequence[Dataset] | None = None) -> tuple[list[dict[str, Any]], list[str]]:
+          datasets: Sequence[Dataset] | None = None,
+          extractors: Registry[KeywordExtractor] | None = None,
+          ) -> tuple[list[dict[str, Any]], list[str]]:
     """LLM-free rows of ``cells`` on every dataset, and the model's rows when a model is set.
 
     Cells go through :func:`for_dataset`. A model row (accuracy, trigger rate, ...)
-    carries the LLM-free columns of its cell; returns (rows, notes).
+    carries the LLM-free columns of its cell; returns (rows, notes). ``extractors``:
+    where the cells' keywords are looked up (default: the global registry).
     """
     dss = list(datasets) if datasets is not None else datasets_of(ctx)
     rows: list[dict[str, Any]] = []
@@ -166,12 +186,12 @@ def study(ctx: BenchContext, name: str, cells: Sequence[Cell], *,
     bar = prog.start(name, len(dss)) if prog is not None else None
     for ds in dss:
         cs = list(dict.fromkeys(for_dataset(ctx, ds, c) for c in cells))
-        free = [{**r, "model": None} for r in run_grid(ds, cs, workers(ctx))]
+        free = [{**r, "model": None} for r in run_grid(ds, cs, workers(ctx), extractors)]
         rows += free
         if ctx.model is not None:
             from copage.eval.experiments.model_probe import CELL_KEYS, run_cells
 
-            model_rows, mnotes = run_cells(ctx, name, [ds], cs)
+            model_rows, mnotes = run_cells(ctx, name, [ds], cs, extractors=extractors)
             notes += [n for n in mnotes if n not in notes]
             by_cell = {tuple(r[k] for k in CELL_KEYS): r for r in free}
             rows += [{**by_cell.get(tuple(m[k] for k in CELL_KEYS), {}), **m} for m in model_rows]

@@ -25,6 +25,8 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from copage.core.keywords import KeywordExtractor
+from copage.core.registry import Registry
 from copage.eval.datasets.probes import Conversation, Dataset, Probe
 from copage.eval.experiments.common import cached, judges_for, mean
 from copage.eval.experiments.interface import BenchContext
@@ -62,8 +64,13 @@ def judge_binary(judges: dict[str, Any], probe: Probe, answer: str) -> float | N
     return parse_binary(reply.text).score
 
 
-def run_conversation_model(conv: Conversation, cell: Cell, model: Any) -> Iterator[tuple[Probe, Any]]:
-    """Replay ``conv`` into a :class:`PagedChat` and yield (probe, ProbeRecord) in schedule order."""
+def run_conversation_model(conv: Conversation, cell: Cell, model: Any,
+                           extractors: Registry[KeywordExtractor] | None = None,
+                           ) -> Iterator[tuple[Probe, Any]]:
+    """Replay ``conv`` into a :class:`PagedChat` and yield (probe, ProbeRecord) in schedule order.
+
+    The cell's keywords are looked up in ``extractors`` (default: the global registry);
+    a belady cell runs ``belady_scheduled`` from :func:`copage.eval.oracle.policies`."""
     from copage.eval.methods.probe_driver import ask_probe_sync, set_policy_clock
     from copage.memory import PagedMemory
     from copage.session import PagedChat
@@ -76,17 +83,17 @@ def run_conversation_model(conv: Conversation, cell: Cell, model: Any) -> Iterat
 
         from copage.core.boundaries import get_boundary
         from copage.core.paginate import paginate
-        from copage.eval.oracle import NAME, register
+        from copage.eval.oracle import NAME, policies
         from copage.eval.simulation import access_sequence
 
-        register()
         spans = paginate(conv.turns, get_boundary(cell.boundary))
         span_of = {conv.turns[j].id: i for i, s in enumerate(spans) for j in range(s.start, s.end)}
         future = access_sequence(spans, plan, span_of, n)
         starts = probe_starts(spans, plan, span_of, n)
-        mem = PagedMemory(config=replace(cell.config(), policy=NAME), future=future)
+        mem = PagedMemory(config=replace(cell.config(extractors), policy=NAME,
+                                         policies=policies()), future=future)
     else:
-        mem = PagedMemory(config=cell.config())
+        mem = PagedMemory(config=cell.config(extractors))
     chat = PagedChat(mem, model, recall_mode="tool")  # the paper's mechanism, whatever the default
     added = 0
     for i, (t, probe) in enumerate(plan):
@@ -140,8 +147,10 @@ def record(base: dict[str, Any], probe: Probe, rec: Any, judged: float | None) -
 
 
 def probe_records(ctx: BenchContext, name: str, datasets: Sequence[Dataset],
-                  cells: Sequence[Cell]) -> tuple[list[dict[str, Any]], list[str]]:
-    """Run (or resume) every non-Belady cell with the model; all records of these cells."""
+                  cells: Sequence[Cell], extractors: Registry[KeywordExtractor] | None = None,
+                  ) -> tuple[list[dict[str, Any]], list[str]]:
+    """Run (or resume) every cell with the model; all records of these cells (keywords
+    looked up in ``extractors``, default: the global registry)."""
     assert ctx.model is not None
     model = cached(ctx.model, ctx.options)
     judges, notes = judges_for(ctx, model)
@@ -164,19 +173,14 @@ def probe_records(ctx: BenchContext, name: str, datasets: Sequence[Dataset],
     prog = ctx.progress
     bar = prog.start(f"{name} (model)", sum(len(u[2].probes) for u in todo)) \
         if prog is not None else None
-    from copage.eval.oracle import unregister
-
-    try:
-        for ds, cell, conv in todo:
-            base = base_of(ds, cell, conv)
-            for probe, rec in run_conversation_model(conv, cell, model):
-                row = record(base, probe, rec, judge_binary(judges, probe, rec.answer))
-                log.append(row)
-                if prog is not None and bar is not None:
-                    prog.advance(bar, calls=(row["model_calls"] or 0) + (1 if judges else 0),
-                                 cost=row["cost_usd"])
-    finally:
-        unregister()  # belady_scheduled is registered for these runs only
+    for ds, cell, conv in todo:
+        base = base_of(ds, cell, conv)
+        for probe, rec in run_conversation_model(conv, cell, model, extractors):
+            row = record(base, probe, rec, judge_binary(judges, probe, rec.answer))
+            log.append(row)
+            if prog is not None and bar is not None:
+                prog.advance(bar, calls=(row["model_calls"] or 0) + (1 if judges else 0),
+                             cost=row["cost_usd"])
     if prog is not None and bar is not None:
         prog.finish(bar)
     wanted = {(ds.name, mname, *(str(getattr(c, k)) for k in CELL_KEYS), str(c.seed), config)
@@ -188,10 +192,12 @@ def probe_records(ctx: BenchContext, name: str, datasets: Sequence[Dataset],
     return recs, notes
 
 
-def run_cells(ctx: BenchContext, name: str, datasets: Sequence[Dataset],
-              cells: Sequence[Cell]) -> tuple[list[dict[str, Any]], list[str]]:
-    """One row per (dataset, model, cell): accuracy, exact, trigger/right-page rates, precision, tokens."""
-    recs, notes = probe_records(ctx, name, datasets, cells)
+def run_cells(ctx: BenchContext, name: str, datasets: Sequence[Dataset], cells: Sequence[Cell],
+              extractors: Registry[KeywordExtractor] | None = None,
+              ) -> tuple[list[dict[str, Any]], list[str]]:
+    """One row per (dataset, model, cell): accuracy, exact, trigger/right-page rates, precision,
+    tokens (keywords looked up in ``extractors``, default: the global registry)."""
+    recs, notes = probe_records(ctx, name, datasets, cells, extractors)
     rows = []
     for key in dict.fromkeys((r["dataset"], r["model"], *(r[k] for k in CELL_KEYS)) for r in recs):
         sel = [r for r in recs if (r["dataset"], r["model"], *(r[k] for k in CELL_KEYS)) == key]

@@ -3,6 +3,10 @@
 The core never imports model code, so these live outside it. Two ways in:
 
 * ``llm_extractor(name, model, **options)`` builds one generator directly;
+* ``with_llm_extractors(model)`` returns a NEW registry: the core's ``EXTRACTORS``
+  plus ``llm-contextual``, ``llm-batch``, ``hybrid`` and ``auto`` bound to ``model``
+  (pass it as ``PagerConfig(extractors=...)``; the global registry is not changed:
+  what the experiments use);
 * ``register_llm_extractors(model)`` adds factories for ``llm-contextual``,
   ``llm-batch``, ``hybrid`` and ``auto`` (bound to ``model``) to a registry -
   by default the core's ``EXTRACTORS``, so that ``PagerConfig(keywords="hybrid")``
@@ -48,6 +52,7 @@ __all__ = [
     "llm_extractor",
     "page_mass",
     "register_llm_extractors",
+    "with_llm_extractors",
 ]
 
 _CLASSES: dict[str, type[LLMGenerator]] = {
@@ -97,3 +102,12 @@ def register_llm_extractors(
     for name in _CLASSES:
         target.register(name, _factory(name, model))
     return target
+
+
+def with_llm_extractors(
+    model: ChatModel, registry: Registry[KeywordExtractor] | None = None
+) -> Registry[KeywordExtractor]:
+    """A new registry: ``registry`` (default ``EXTRACTORS``) plus the four generators bound
+    to ``model``; ``registry`` itself is left as it is."""
+    base = EXTRACTORS if registry is None else registry
+    return base.extended({name: _factory(name, model) for name in _CLASSES})
