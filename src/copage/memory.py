@@ -64,7 +64,6 @@ class PagedMemory(MemoryReads):
         conversation_id: id within the tenant; a new unguessable id if None.
         tenant: the owner of the conversation.
         config: a full :class:`PagerConfig` instead of the individual settings.
-        future: the future access sequence, only for the ``belady`` oracle.
         clock: time source for stored timestamps (``time.time``).
         create: False to only open an existing conversation (``ConversationNotFound``
             if it is absent) instead of creating it.
@@ -77,8 +76,7 @@ class PagedMemory(MemoryReads):
     def __init__(
         self, *, store: PageStore | str | None = None, conversation_id: str | None = None,
         tenant: str = "default", config: PagerConfig | None = None,
-        future: Sequence[PageId] | None = None, clock: Callable[[], float] = time.time,
-        create: bool = True, **settings: Any,
+        clock: Callable[[], float] = time.time, create: bool = True, **settings: Any,
     ) -> None:
         from copage.stores import open_store
 
@@ -92,7 +90,6 @@ class PagedMemory(MemoryReads):
             raise ValueError("give either config= or individual settings, not both")
         if config is None:
             config = PagerConfig(**settings) if settings else None
-        self._future = future
         self._deferred = False
         self._broken: str | None = None
         self._idset: set[str] | None = None
@@ -116,7 +113,7 @@ class PagedMemory(MemoryReads):
             if not create:
                 raise ConversationNotFound(
                     f"conversation {cid!r} of tenant {tenant!r} not found")
-            pager = Pager(config or PagerConfig(), future=self._future)
+            pager = Pager(config or PagerConfig())
             try:
                 self.store.create_conversation(
                     cid, pager.config.to_dict(), tenant=tenant, now=self.clock())

@@ -178,15 +178,6 @@ def test_single_huge_turn_becomes_a_page() -> None:
     assert mem.pages[0].tokens >= 2000 and len(mem.pages[0].turns) == 1
 
 
-def test_belady_with_future_in_pager() -> None:
-    cfg = PagerConfig(boundary="fixed_1", policy="belady", resident_pages=1)
-    pager = Pager(cfg, future=["p1", "p2", "p1"])
-    pager.add(Turn("a", "user", "alpha"))
-    pager.add(Turn("b", "user", "beta"))
-    assert pager.resident == ["p2"]
-    assert pager.access("p1") is False
-
-
 def test_parse_page_arg() -> None:
     assert parse_page_arg("p12") == 11 and parse_page_arg(3) == 2 and parse_page_arg(3.0) == 2
     for bad in ("p0", 0, "x", None, True, "p1p2", 2.5):

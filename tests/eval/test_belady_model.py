@@ -114,10 +114,11 @@ def test_paged_memory_sets_the_oracle_clock_and_no_other_policy() -> None:
     from copage.core.config import PagerConfig
     from copage.eval.methods.probe_driver import set_policy_clock
     from copage.eval.oracle import NAME, policies
+    from copage.eval.sim_pager import with_future
     from copage.memory import PagedMemory
 
-    mem = PagedMemory(config=PagerConfig(policy=NAME, policies=policies()),
-                      future=["p1", "p2", "p1"])
+    mem = PagedMemory(config=with_future(PagerConfig(policy=NAME, policies=policies()),
+                                         ["p1", "p2", "p1"]))
     assert set_policy_clock(mem, 2) is True
     assert set_policy_clock(mem, 1) is True  # never backwards
     assert mem.pager.cache.policy.cursor == 2  # type: ignore[attr-defined]

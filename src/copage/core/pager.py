@@ -28,7 +28,7 @@ from copage.core.groups import Group
 from copage.core.keywords import Corpus, refreshes_with_corpus, uses_corpus
 from copage.core.model_context import Context
 from copage.core.pager_stats import NOT_DEMAND, Counters, FullContext, PagerStats
-from copage.core.paginate import Paginator, ReplayPaginator, Span
+from copage.core.paginate import Paginator, Span
 from copage.core.passages import PassageIndex
 from copage.core.promptcache import PromptMeter
 from copage.core.recall_text import RecallResult
@@ -53,20 +53,16 @@ class Pager:
     """Pages a conversation. See the module docstring.
 
     Args:
-        config: the settings.
-        future: the whole future access sequence, needed only by ``belady``.
-        defer_bookmarks: make bookmarks only in :meth:`refresh_all_bookmarks`
-            (simulation with probes at the end).
-        spans: page cuts computed before by :func:`copage.core.paginate.paginate`
-            for this conversation (simulation: cut once, replay in every cell).
+        config: the settings (``belady``'s future comes in its policy registry, see
+            :func:`copage.eval.sim_pager.with_future`).
     """
 
-    def __init__(
-        self, config: PagerConfig | None = None, *, future: Sequence[PageId] | None = None,
-        defer_bookmarks: bool = False, spans: Sequence[Span] | None = None,
-    ) -> None:
+    def __init__(self, config: PagerConfig | None = None) -> None:
         self.config = cfg = config or PagerConfig()
-        self.defer_bookmarks = defer_bookmarks
+        # Hook for the simulation, set only on an empty pager (and ``paginator`` replaced
+        # by a replaying one): make bookmarks only in refresh_all_bookmarks
+        # (copage.eval.sim_pager.simulation_pager).
+        self.defer_bookmarks = False
         self.tokenizer = get_tokenizer(cfg.tokenizer)
         self.boundary = get_boundary(cfg.boundary, **dict(cfg.boundary_options))
         self.extractor = cfg.make_extractor()  # from cfg.extractors, else the global one
@@ -74,15 +70,12 @@ class Pager:
         self._example, self._example_range = bookkeeping.examples(self.format)
         self._uses_corpus = uses_corpus(self.extractor)
         self._refreshes = refreshes_with_corpus(self.extractor)
-        policy = cfg.make_policy() if future is None else cfg.make_policy(future=list(future))
         self.cache = PageCache(
-            policy, cfg.resident_pages,
+            cfg.make_policy(), cfg.resident_pages,
             token_budget=cfg.token_limit, size_of=self._page_tokens, batch=cfg.evict_batch,
             floor=cfg.budget_floor,
         )
-        self.paginator = (
-            Paginator(self.boundary) if spans is None else ReplayPaginator(self.boundary, spans)
-        )
+        self.paginator = Paginator(self.boundary)
         self.turns: list[Turn] = []
         self.pages: list[Page] = []
         self.corpus = Corpus()

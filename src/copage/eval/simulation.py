@@ -38,6 +38,7 @@ from copage.core.tokens import get_tokenizer
 from copage.core.types import PageId, page_id, page_index
 from copage.eval.datasets.probes import Conversation, Dataset, Probe
 from copage.eval.routing import bm25_candidates, route
+from copage.eval.sim_pager import simulation_pager, with_future
 
 PLACEMENTS = ("end", "interleaved")
 ORDERS = ("shuffled", "file")
@@ -162,9 +163,11 @@ def run_conversation(conv: Conversation, cell: Cell, memo: _Memo | None = None,
     page_of = {conv.turns[j].id: i for i, s in enumerate(spans) for j in range(s.start, s.end)}
     plan = schedule(conv, spans, cell)
     n = len(conv.turns)
-    future = access_sequence(spans, plan, page_of, n) if cell.policy == "belady" else None
+    config = cell.config(extractors)
+    if cell.policy == "belady":
+        config = with_future(config, access_sequence(spans, plan, page_of, n))
     end = cell.placement == "end"
-    pager = Pager(cell.config(extractors), future=future, defer_bookmarks=end, spans=spans)
+    pager = simulation_pager(config, spans=spans, defer_bookmarks=end)
     run = ConversationRun(conv.id, len(spans))
     added = 0
     finished = False  # the conversation is over and its last page closed

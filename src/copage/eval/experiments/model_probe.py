@@ -84,14 +84,15 @@ def run_conversation_model(conv: Conversation, cell: Cell, model: Any,
         from copage.core.boundaries import get_boundary
         from copage.core.paginate import paginate
         from copage.eval.oracle import NAME, policies
+        from copage.eval.sim_pager import with_future
         from copage.eval.simulation import access_sequence
 
         spans = paginate(conv.turns, get_boundary(cell.boundary))
         span_of = {conv.turns[j].id: i for i, s in enumerate(spans) for j in range(s.start, s.end)}
         future = access_sequence(spans, plan, span_of, n)
         starts = probe_starts(spans, plan, span_of, n)
-        mem = PagedMemory(config=replace(cell.config(extractors), policy=NAME,
-                                         policies=policies()), future=future)
+        mem = PagedMemory(config=with_future(replace(cell.config(extractors), policy=NAME,
+                                                     policies=policies()), future))
     else:
         mem = PagedMemory(config=cell.config(extractors))
     chat = PagedChat(mem, model, recall_mode="tool")  # the paper's mechanism, whatever the default

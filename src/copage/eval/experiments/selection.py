@@ -25,19 +25,20 @@ from typing import Any
 
 from copage.core.config import PagerConfig
 from copage.core.keywords import get_extractor
-from copage.core.pager import Pager
 from copage.core.text import content_words
 from copage.eval.datasets.probes import Conversation, Dataset
 from copage.eval.experiments.common import is_synthetic
 from copage.eval.experiments.grid import datasets_of, fixed_cell, for_dataset, probe_outcomes
 from copage.eval.experiments.interface import BenchContext, ExperimentResult
+from copage.eval.sim_pager import simulation_pager
 
 HIGH, LOW = "heuristic", "discriminative"
 
 
 def tfidf_mass(conv: Conversation, boundary: str = "fixed_10") -> float:
     """Average TF-IDF mass of the heuristic keywords of ``conv``'s pages (module docstring)."""
-    pager = Pager(PagerConfig(boundary=boundary, resident_pages=10**6), defer_bookmarks=True)
+    pager = simulation_pager(PagerConfig(boundary=boundary, resident_pages=10**6),
+                             defer_bookmarks=True)
     for t in conv.turns:
         pager.add(t)
     pager.close_open_page()

@@ -19,6 +19,7 @@ from copage.core.paginate import paginate
 from copage.eval.datasets.probes import Conversation
 from copage.eval.methods.bookmark_variant import Variant
 from copage.eval.methods.method import INSTRUCTION, MethodSettings, message_tokens, request_tokens
+from copage.eval.sim_pager import simulation_pager
 from copage.llm.chat_messages import tool_message
 from copage.memory import PagedMemory
 from copage.session.choose import choose_request
@@ -141,7 +142,7 @@ def build_pager(conversation: Conversation, config: PagerConfig,
         if cuts not in spans:
             spans[cuts] = paginate(conversation.turns,
                                     get_boundary(config.boundary, **dict(config.boundary_options)))
-        pager = Pager(config, defer_bookmarks=True, spans=spans[cuts])
+        pager = simulation_pager(config, spans=spans[cuts], defer_bookmarks=True)
         pager.set_system(INSTRUCTION)
         for t in conversation.turns:
             pager.add(t)
