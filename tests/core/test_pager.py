@@ -8,9 +8,8 @@ import pytest
 
 from copage import PagedMemory
 from copage.core.config import PagerConfig
-from copage.core.pager import Pager
 from copage.core.registry import UnknownNameError
-from copage.core.types import ToolCall, Turn, parse_page_arg
+from copage.core.types import ToolCall, parse_page_arg
 
 TOPICS = [
     "I am allergic to peanuts and shellfish, keep that in mind for restaurants.",
