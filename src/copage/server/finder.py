@@ -157,7 +157,8 @@ class Finder:
     async def _index(self, fn: Callable[..., T], *args: Any) -> T:
         """An index lookup in the pool; the index's failure is a 503 ``index_error``."""
         try:
-            return await self.run(fn, *args)
+            result: T = await self.run(fn, *args)
+            return result
         except ProxyError:
             raise
         except Exception as e:  # noqa: BLE001 - any backend's failure: 503, not 500

@@ -42,7 +42,8 @@ in ``docs/benchmark-methods.md``.
 from __future__ import annotations
 
 from copage.core.registry import Registry
-from copage.eval.methods.bookmark import BookmarkMethod, Variant
+from copage.eval.methods.bookmark import BookmarkMethod
+from copage.eval.methods.bookmark_variant import Variant
 from copage.eval.methods.method import (
     ABSTAIN_ANSWER,
     DEFAULT_BUDGET,

@@ -21,7 +21,8 @@ from typing import Any
 
 from copage.core.boundaries import BOUNDARIES
 from copage.eval.datasets.probes import Conversation
-from copage.eval.methods.bookmark import BookmarkConversation, Variant
+from copage.eval.methods.bookmark import BookmarkConversation
+from copage.eval.methods.bookmark_variant import Variant
 from copage.eval.methods.method import MethodSettings
 from copage.eval.methods.search import search_conversation
 from copage.eval.methods.window import SCORERS, WindowConversation
