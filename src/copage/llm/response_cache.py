@@ -26,6 +26,7 @@ from copage.llm.model_types import (
 )
 from copage.llm.model_types import stream as stream_of
 from copage.llm.wrapper import ModelWrapper
+from copage.sqlite_wal import enable_wal
 
 ENV_DIR = "COPAGE_CACHE_DIR"
 
@@ -58,7 +59,7 @@ class ResponseCache:
             self.path, timeout=30.0, check_same_thread=False, isolation_level=None
         )
         self._db.execute("PRAGMA busy_timeout=30000")
-        self._db.execute("PRAGMA journal_mode=WAL")
+        enable_wal(self._db, timeout=30.0)
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.execute(
             "CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, spec TEXT NOT NULL,"

@@ -29,6 +29,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from copage.sqlite_wal import enable_wal
 from copage.stores.migrations import CREATE_MIGRATIONS_TABLE, SQLITE, pending
 from copage.stores.protocol import StoreError, UnknownStoreSetting
 from copage.stores.sqlcore import Cursor, SqlStore
@@ -75,7 +76,7 @@ class SQLiteStore(SqlStore):
             raise StoreError(f"cannot open SQLite database {self.path}: {e}") from None
         self._conn: sqlite3.Connection | None = conn
         try:
-            mode = conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]
+            mode = enable_wal(conn, timeout=timeout)
             if str(mode).lower() != "wal":
                 raise StoreError(f"{self.path}: could not enable WAL (journal_mode={mode})")
             conn.execute(f"PRAGMA synchronous={self.synchronous}")
