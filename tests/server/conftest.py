@@ -41,7 +41,7 @@ def make_proxy(upstream: FakeServer, tmp_path: Path) -> Iterator[Callable[..., P
         settings.setdefault("paging", PAGING)
         settings.setdefault("upstream_key", UPSTREAM_KEY)
         # These tests exercise the recall tool; the default mode (speculative fill, no
-        # tool) is tested in test_loop_modes.py.
+        # tool) is tested in test_proxy_loop_modes.py.
         settings.setdefault("recall_mode", "tool")
         if settings["store"] == "sqlite":
             settings["store"] = f"sqlite://{tmp_path / 'proxy.db'}"

@@ -8,7 +8,7 @@ from typing import Any
 
 import httpx
 from proxy_helpers import KEY_A, Proxy
-from test_proxy_openai import FACTS, _chat
+from test_formats_chat_openai_sdk import FACTS, _chat
 
 from copage.core.promptcache import PromptMeter
 from copage.core.tokens import get_tokenizer
