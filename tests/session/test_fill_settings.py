@@ -39,19 +39,6 @@ def test_defaults_are_the_old_defaults() -> None:
     assert _options(chat._speculator) == _options(Speculator())
 
 
-@pytest.mark.parametrize(("option", "value", "message"), [
-    ("tokens", -1, "speculative_tokens must be an int >= 0"),
-    ("tokens", 1.5, "speculative_tokens must be an int >= 0"),
-    ("pages", 0, "speculative_pages must be an int >= 1 or None"),
-    ("relative", 1.5, "speculative_relative must be a number from 0 to 1"),
-    ("threshold", -0.1, "speculative_threshold must be a number >= 0"),
-    ("neighbours", -1, "speculative_neighbours must be an int >= 0"),
-])
-def test_options_are_validated_on_construction(option: str, value: object, message: str) -> None:
-    with pytest.raises(ValueError, match=message):
-        FillSettings(**{option: value})  # type: ignore[arg-type]
-
-
 def test_it_is_frozen() -> None:
     with pytest.raises(dataclasses.FrozenInstanceError):
         FillSettings().tokens = 5  # type: ignore[misc]

@@ -8,7 +8,7 @@ from session_helpers import new_memory
 from copage import PagedMemory
 from copage.core.tokens import get_tokenizer
 from copage.llm.scripted import ScriptedModel
-from copage.session import PagedChat, Speculator, with_fill
+from copage.session import FillSettings, PagedChat, Speculator, with_fill
 from copage.session.speculate import (
     DEFAULT_QUESTION_FACTOR,
     FILL_HEADER,
@@ -83,8 +83,12 @@ def test_plan_is_deterministic_and_changes_nothing() -> None:
     ("neighbours", -1, "speculative_neighbours must be an int >= 0"),
 ])
 def test_options_are_validated(option: str, value: object, message: str) -> None:
+    """The same check, and the same message, for a Speculator, a FillSettings and
+    PagedChat's older keyword arguments."""
     with pytest.raises(ValueError, match=message):
         Speculator(**{option: value})  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=message):
+        FillSettings(**{option: value})  # type: ignore[arg-type]
     with pytest.raises(ValueError, match=message):
         PagedChat(new_memory(), ScriptedModel(), **{f"speculative_{option}": value})
 

@@ -29,16 +29,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from copage.server import inspector
-from copage.server.edge import (
-    CONV_HEADER,
-    INLINE_BODY,
-    ProxyState,
-    caller_of,
-    endpoint,
-    proxy_error,
-    state_of,
-    tenant_of,
-)
+from copage.server.edge import ProxyState, caller_of, endpoint, state_of, tenant_of
 from copage.server.error_body import ProxyError
 from copage.server.formats import chat, messages, responses
 from copage.server.formats.messages import error_for_path
@@ -50,8 +41,7 @@ from copage.server.transcript import index_for
 from copage.server.upstream import Upstream
 from copage.stores.protocol import ConversationNotFound, PageStore
 
-__all__ = ["CONV_HEADER", "INLINE_BODY", "ProxyState", "app_from_env", "create_app",
-           "proxy_error"]
+__all__ = ["app_from_env", "create_app"]
 
 log = logging.getLogger("copage.server")
 STATIC = Path(__file__).parent / "static"
