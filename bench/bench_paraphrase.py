@@ -16,6 +16,8 @@ place in the turns (131 turns apart), the same in every run.
 The ``final`` split is measured to report, never to choose anything (see the
 module docstring of ``copage.eval.paraphrase``); ``--split dev`` while tuning.
 
+``--dense`` adds the fill's meaning channel (docs/dense.md) to the defaults.
+
 Run::
 
     PYTHONPATH=src python bench/bench_paraphrase.py ../shared/data/locomo/locomo-sample.json \\
@@ -30,6 +32,7 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from copage.eval.datasets import load_dataset
 from copage.eval.paraphrase import (
@@ -50,8 +53,10 @@ STRIDE = 131
 """Each fact's chat starts this many turns after the previous fact's."""
 
 
-def run(lines: Sequence[Line], splits: Sequence[str], conditions: Sequence[str]) -> list[Reach]:
-    """Every fact of ``splits`` in every condition (in the set's order)."""
+def run(lines: Sequence[Line], splits: Sequence[str], conditions: Sequence[str],
+        chat_options: dict[str, Any] | None = None) -> list[Reach]:
+    """Every fact of ``splits`` in every condition (in the set's order);
+    ``chat_options``: PagedChat keywords (default: none, the defaults)."""
     out: list[Reach] = []
     for cond in conditions:
         pre, n = CONDITIONS[cond]
@@ -61,7 +66,7 @@ def run(lines: Sequence[Line], splits: Sequence[str], conditions: Sequence[str])
                 continue
             start = i * STRIDE
             reach = run_fact(fact, window(lines, start, pre), window(lines, start + pre, n),
-                             split_name=name)
+                             split_name=name, chat_options=chat_options)
             out.append(reach)
             print(json.dumps({"condition": cond, **_row(reach)}), file=sys.stderr)
     return out
@@ -116,6 +121,11 @@ def main() -> None:
     ap.add_argument("--conditions", default="short,300,2000",
                     help="comma-separated: " + ", ".join(CONDITIONS))
     ap.add_argument("--json", type=Path, help="also write every fact's result here")
+    ap.add_argument("--dense", nargs="?", const="", metavar="MODEL_DIR",
+                    help="add the dense channel (FillSettings(dense=copage.dense.ranker(...))); "
+                         "MODEL_DIR: the model folder (default: where copage.dense finds it)")
+    ap.add_argument("--dense-cache", type=Path, metavar="FILE",
+                    help="embedding cache file for --dense (reused across runs)")
     args = ap.parse_args()
     conditions = [c for c in args.conditions.split(",") if c]
     bad = [c for c in conditions if c not in CONDITIONS]
@@ -127,7 +137,13 @@ def main() -> None:
     print(f"{len(FACTS)} facts ({len(split('dev'))} dev, {len(split('final'))} final); "
           f"{len(lines)} turns from {len(convs)} conversations", file=sys.stderr)
     t0 = time.perf_counter()
-    results = run(lines, splits, conditions)
+    options: dict[str, Any] | None = None
+    if args.dense is not None:
+        from copage.dense import ranker
+
+        from copage import FillSettings
+        options = {"fill": FillSettings(dense=ranker(args.dense or None, cache=args.dense_cache))}
+    results = run(lines, splits, conditions, options)
     print(table(results, conditions, splits))
     print(f"\n({time.perf_counter() - t0:.0f} s)", file=sys.stderr)
     if args.json:

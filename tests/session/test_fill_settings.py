@@ -23,7 +23,7 @@ QUESTION = "Is the dentist in Zurich before Maria turns forty, and is my laptop 
 
 def _options(spec: Speculator) -> tuple[object, ...]:
     return (spec.threshold, spec.tokens, spec.pages, spec.relative, spec.neighbours, spec.unit,
-            spec.question_threshold, spec.question_rule, spec.whole)
+            spec.question_threshold, spec.question_rule, spec.whole, spec.dense)
 
 
 def test_defaults_are_the_old_defaults() -> None:
@@ -33,7 +33,8 @@ def test_defaults_are_the_old_defaults() -> None:
     defaults = inspect.signature(Speculator).parameters
     assert {f.name: f.default for f in dataclasses.fields(FillSettings)} == {
         name: defaults[name].default for name in ("threshold", "tokens", "pages", "relative",
-                                                  "neighbours")}
+                                                  "neighbours", "dense")}
+    assert fill.dense is None  # BM25 only unless the meaning channel is asked for
     chat = PagedChat(new_memory(), ScriptedModel())
     assert chat.fill == fill
     assert _options(chat._speculator) == _options(Speculator())

@@ -15,7 +15,7 @@ from copage.core.config import PagerConfig
 
 FLAGS = ("upstream", "upstream_api", "model", "store", "host", "port", "config", "keys_file", "workers",
          "boundary", "policy", "resident_pages", "resident_tokens", "keywords", "n_keywords",
-         "bookmark_tokens", "bookmark_format", "recall_by_query", "max_recalls", "recall_mode", "speculative_tokens",
+         "bookmark_tokens", "bookmark_format", "recall_by_query", "max_recalls", "recall_mode", "speculative_tokens", "dense",
          "max_body_bytes", "max_messages",
          "upstream_timeout", "upstream_retries", "lock_timeout", "metrics", "cors",
          "upstream_key")
@@ -61,6 +61,10 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
                         "(default: PagedChat's default; see docs/loop.md)")
     g.add_argument("--speculative-tokens", dest="speculative_tokens", type=int,
                    help="tokens of the speculative fill per turn (default 1024)")
+    g.add_argument("--dense", nargs="?", const="auto", metavar="MODEL_DIR",
+                   help="add the fill's meaning channel for questions asked in other words "
+                        "(all-MiniLM-L6-v2, fetched once with `copage dense fetch`; "
+                        "MODEL_DIR: its folder, default: where copage finds it); docs/dense.md")
     lim = p.add_argument_group("limits")
     lim.add_argument("--max-body-bytes", dest="max_body_bytes", type=int)
     lim.add_argument("--max-messages", dest="max_messages", type=int)
@@ -123,6 +127,13 @@ def run(args: argparse.Namespace) -> int:
     if not settings.client_key:  # with client keys the upstream checks every request
         refuse_open_without_keys(settings.keys, settings.host, "proxy keys")
     check_store(settings.store)
+    if settings.dense is not None:
+        from copage.dense import ModelMissing, find_model
+        try:
+            find_model(None if settings.dense == "auto" else settings.dense)
+        except (ModelMissing, ValueError) as e:
+            print(f"copage serve: --dense: {e}", file=sys.stderr)
+            return 2
     if not settings.client_key:  # (a key the clients send is not known yet)
         check_model(settings.model, settings.upstream_key)
     logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr,

@@ -113,7 +113,7 @@ def runs_of(index: PassageIndex, positions: Iterable[int]) -> list[tuple[int, in
 
 def pick(index: PassageIndex, terms: Sequence[str], allowed: set[int], room: int,
          cost: Callable[[list[tuple[int, int, int]]], int], *, relative: float = 0.0,
-         max_pages: int | None = None, scan: int = 4096) -> list[int]:
+         max_pages: int | None = None, scan: int = 4096, first: Sequence[int] = ()) -> list[int]:
     """The turns of the best passages for ``terms`` whose shown text fits ``room``.
 
     Passages are taken best first (ties: the earlier); of each, only the turns of
@@ -122,13 +122,35 @@ def pick(index: PassageIndex, terms: Sequence[str], allowed: set[int], room: int
     passage whose turns would take the total past ``room`` is skipped and later,
     smaller additions are still tried. ``relative``: a later passage needs this
     share of the best score; ``max_pages``: at most this many distinct pages;
-    ``scan``: at most this many passages are looked at. Returns the shown turns'
-    positions in the order they were added.
+    ``scan``: at most this many passages are looked at; ``first``: passage starts
+    offered before the ranking (another channel's picks, e.g.
+    :class:`copage.core.dense_rank.DenseRanker`'s), under the same rules but for
+    ``relative``. Returns the shown turns' positions in the order they were added.
     """
     shown: list[int] = []
     seen: set[int] = set()
     pages: set[int] = set()
     used = 0
+
+    def offer(start: int) -> None:
+        nonlocal used
+        new = [p for p in index.span(start) if p not in seen and index.turns[p].page in allowed]
+        if not new:
+            return
+        touched = {index.turns[p].page for p in new} - pages
+        if max_pages is not None and len(pages) + len(touched) > max_pages:
+            return
+        total = cost(runs_of(index, [*shown, *new]))
+        if total <= room:
+            shown.extend(new)
+            seen.update(new)
+            pages.update(touched)
+            used = total
+
+    for start in first:
+        offer(start)
+    if not terms:
+        return shown
     k, done, top = 8, 0, 0.0
     while done < scan:
         ranked = index.top(terms, min(k, scan))
@@ -137,19 +159,7 @@ def pick(index: PassageIndex, terms: Sequence[str], allowed: set[int], room: int
                 top = score
             elif score < relative * top:
                 return shown
-            new = [p for p in index.span(start)
-                   if p not in seen and index.turns[p].page in allowed]
-            if not new:
-                continue
-            touched = {index.turns[p].page for p in new} - pages
-            if max_pages is not None and len(pages) + len(touched) > max_pages:
-                continue
-            total = cost(runs_of(index, [*shown, *new]))
-            if total <= room:
-                shown.extend(new)
-                seen.update(new)
-                pages |= touched
-                used = total
+            offer(start)
         if len(ranked) < min(k, scan) or room - used <= 0:
             break
         done, k = len(ranked), 4 * k

@@ -27,6 +27,7 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
+from copage.core.dense_rank import DenseRanker
 from copage.llm.errors import ModelError
 from copage.server.body import Body, BodyError, decode, match_known, parse_body
 from copage.server.callers import Caller, ClientKeys, caller
@@ -81,7 +82,18 @@ class ProxyState:
             cache_size=settings.cache_conversations, lock_timeout=settings.lock_timeout,
             idempotency_window=settings.idempotency_window,
             recall_mode=settings.recall_mode, speculative_tokens=settings.speculative_tokens,
+            dense=dense_ranker(settings.dense),
         )
+
+
+def dense_ranker(setting: str | None) -> DenseRanker | None:
+    """The fill's meaning channel for ``ServeSettings.dense`` (None: off), its
+    embeddings kept in copage.dense's default cache file."""
+    if setting is None:
+        return None
+    from copage.dense import ranker
+
+    return ranker(None if setting == "auto" else setting, cache=True)
 
 
 def state_of(request: Request) -> ProxyState:

@@ -49,6 +49,7 @@ from dataclasses import replace
 from typing import Any, TypeVar
 
 from copage.core.config import PagerConfig
+from copage.core.dense_rank import DenseRanker
 from copage.llm.errors import BadResponse
 from copage.memory import PagedMemory, new_conversation_id
 from copage.server.body import Known
@@ -154,10 +155,11 @@ class ProxyService:
         cache_size: int = DEFAULT_SIZE, lock_timeout: float = LOCK_TIMEOUT,
         idempotency_window: float = 600.0, clock: Callable[[], float] = time.time,
         recall_mode: str = DEFAULT_RECALL_MODE, speculative_tokens: int = DEFAULT_TOKENS,
+        dense: DenseRanker | None = None,
     ) -> None:
         #: The recall steps of every turn, as PagedChat's ``recall_mode`` (no ``choose``).
         self.mode = proxy_mode(recall_mode)
-        self.speculator = Speculator(tokens=speculative_tokens)
+        self.speculator = Speculator(tokens=speculative_tokens, dense=dense)
         self.store, self.index, self.upstream = store, index, upstream
         self.paging, self.metrics, self.executor = paging, metrics, executor
         self.max_recalls, self.lock_timeout = max_recalls, lock_timeout
@@ -252,6 +254,8 @@ class ProxyService:
             tr.end(stored=False)
             yield Finished(result)
             return
+        if self.speculator.dense is not None and self.mode.speculative and turn.mem.evicted:
+            await self.run(self.speculator.dense.sync, turn.mem.passages)  # embed off the loop
         model = self.upstream.model_for(call.model, upstream_key)
         yield Opened(turn.conversation_id, model.name, False, turn.prep.head)
         latencies: list[float] = []

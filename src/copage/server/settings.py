@@ -63,6 +63,9 @@ class ServeSettings:
             ``recall_mode`` (default: the same; ``speculative``, ``tool``,
             ``speculative+tool`` or ``none``: the proxy does not run ``choose``).
         speculative_tokens: the speculative fill's allowance per turn (tokens).
+        dense: the fill's meaning channel (docs/dense.md): None (the default) off;
+            ``auto`` the model folder :func:`copage.dense.find_model` finds; else a
+            model folder.
         max_body_bytes, max_tools: request bounds (413 / 400 beyond).
         max_messages: messages per request (400 beyond); 0, the default, means no limit:
             a client resending its history grows without bound, the body size is the cap.
@@ -90,6 +93,7 @@ class ServeSettings:
     max_recalls: int = 3
     recall_mode: str = DEFAULT_RECALL_MODE
     speculative_tokens: int = DEFAULT_TOKENS
+    dense: str | None = None
     max_body_bytes: int = 32 * 1024 * 1024
     max_messages: int = 0
     max_tools: int = 128
@@ -364,7 +368,7 @@ def build_settings(
                        ("cache_conversations", int), ("lock_timeout", float),
                        ("metrics", str), ("idempotency_window", float),
                        ("upstream_api", str), ("recall_mode", str),
-                       ("speculative_tokens", int)):
+                       ("speculative_tokens", int), ("dense", str)):
         value = pick(name, cast)
         if value is not None:
             kwargs[name] = cast(value)

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Final
 
+from copage.core.dense_rank import DenseRanker
 from copage.session.speculate import (
     DEFAULT_PAGES,
     DEFAULT_RELATIVE,
@@ -37,6 +38,10 @@ class FillSettings:
         relative: a page after the first needs at least this share of the best
             page's score (0 to 1).
         neighbours: also page in this many evicted pages on each side.
+        dense: a second channel that ranks passages by meaning, for questions asked
+            in other words than the fact (:class:`~copage.core.dense_rank.DenseRanker`;
+            :func:`copage.dense.ranker` builds one over all-MiniLM-L6-v2, docs/dense.md).
+            None (the default): BM25 only.
     """
 
     threshold: float = DEFAULT_THRESHOLD
@@ -44,6 +49,7 @@ class FillSettings:
     pages: int | None = DEFAULT_PAGES
     relative: float = DEFAULT_RELATIVE
     neighbours: int = 0
+    dense: DenseRanker | None = None
 
     def __post_init__(self) -> None:
         self.speculator()  # the speculator's checks, with its messages
@@ -51,7 +57,7 @@ class FillSettings:
     def speculator(self) -> Speculator:
         """A new :class:`Speculator` with these options."""
         return Speculator(self.threshold, self.neighbours, tokens=self.tokens,
-                          pages=self.pages, relative=self.relative)
+                          pages=self.pages, relative=self.relative, dense=self.dense)
 
 
 class Unset(Enum):

@@ -48,6 +48,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from copage.core import prompt
+from copage.core.dense_rank import DenseRanker
 from copage.core.passages import expand, pick, runs_of
 from copage.core.text import query_terms
 from copage.core.tokens import get_tokenizer
@@ -161,13 +162,18 @@ class Speculator:
             neighbour is a whole page), else :data:`DEFAULT_UNIT`. With passages,
             ``pages`` caps the distinct pages shown (a passage already carries its
             neighbouring turns, so ``neighbours`` needs ``pages``).
+        dense: a second channel for a message the question rule holds for: its best
+            passages by meaning (:class:`~copage.core.dense_rank.DenseRanker`) are
+            offered before BM25's, so a question in other words than the fact still
+            reaches it; None (the default): BM25 only. Needs ``unit='passages'``.
     """
 
     def __init__(self, threshold: float = DEFAULT_THRESHOLD, neighbours: int = 0, *,
                  tokens: int = DEFAULT_TOKENS, pages: int | None = DEFAULT_PAGES,
                  relative: float = DEFAULT_RELATIVE,
                  question_factor: float | None = None, question_rule: str | None = None,
-                 whole: bool | None = None, unit: str | None = None) -> None:
+                 whole: bool | None = None, unit: str | None = None,
+                 dense: DenseRanker | None = None) -> None:
         if unit is None:
             unit = "pages" if neighbours else DEFAULT_UNIT
         if unit not in UNITS:
@@ -176,6 +182,11 @@ class Speculator:
             raise ValueError("speculative_neighbours needs unit='pages' (a passage carries its "
                              "neighbouring turns already)")
         self.unit = unit
+        if dense is not None and not isinstance(dense, DenseRanker):
+            raise TypeError(f"dense must be a DenseRanker or None, got {type(dense).__name__}")
+        if dense is not None and unit != "passages":
+            raise ValueError("a dense channel needs unit='passages' (it ranks passages)")
+        self.dense = dense
         if isinstance(threshold, bool) or not isinstance(threshold, int | float) or threshold < 0:
             raise ValueError(f"speculative_threshold must be a number >= 0, got {threshold!r}")
         factor = DEFAULT_QUESTION_FACTOR if question_factor is None else question_factor
@@ -264,9 +275,12 @@ class Speculator:
             whole = self._whole(pager, message, allowance)
             if whole is not None:
                 return whole
+        dense = self._dense_for(pager, message)
         ranked, _ = self._ranking(pager, message)
         first = next(ranked, None)
         if first is None:
+            if dense and allowance > 0:  # no shared word: the meaning channel alone
+                return self._passages(pager, message, allowance, None, 0.0)
             return Speculation(None, 0.0)
         best, top = first
         if top < self.threshold_for(message) or allowance <= 0:  # most turns: only the best page ranked
@@ -311,7 +325,16 @@ class Speculator:
             picked.pop()  # joined text counted more than its parts: drop the last pick
         return Speculation(best, top)
 
-    def _passages(self, pager: PagedView, message: str, allowance: int, best: PageId,
+    def _dense_for(self, pager: PagedView, message: str) -> bool:
+        """Whether the dense channel serves ``message`` (embedding the turns closed
+        since the last turn while pages are evicted, so a question does not wait for
+        a long chat's turns all at once)."""
+        if self.dense is None or not pager.evicted:
+            return False
+        self.dense.sync(pager.passages)
+        return QUESTION_RULES[self.question_rule](message)
+
+    def _passages(self, pager: PagedView, message: str, allowance: int, best: PageId | None,
                   top: float) -> Speculation:
         """The fill of the best passages' evicted turns within ``allowance``
         (:func:`copage.core.passages.pick`), each run of turns framed with its page id."""
@@ -334,8 +357,10 @@ class Speculator:
             return total
 
         allowed = {page_index(p) for p in pager.evicted}
+        first = (self.dense.top(index, message, allowed)
+                 if self.dense is not None and QUESTION_RULES[self.question_rule](message) else [])
         shown = pick(index, expand(index, query_terms(message)), allowed, allowance, cost,
-                     relative=self.relative, max_pages=self.pages)
+                     relative=self.relative, max_pages=self.pages, first=first)
         while shown:
             runs = runs_of(index, shown)
             text = "\n\n".join([FILL_HEADER, *map(frame, runs)]) + "\n" + prompt.RECALLED_NOTE

@@ -117,6 +117,11 @@ _ALL: dict[str, Method] = {
         "copage's defaults with the recall tool and the bookmarks beside the fill "
         "(recall mode speculative+tool)",
         Variant.of_mode("speculative+tool", copage=True)),
+    "bookmark_recall+copage+dense": BookmarkMethod(
+        "bookmark_recall+copage+dense",
+        "copage's defaults with the fill's meaning channel (FillSettings(dense=...), "
+        "docs/dense.md)",
+        Variant(recall="none", speculative=True, copage=True, dense=True)),
 }
 
 METHODS: Registry[Method] = Registry("method")

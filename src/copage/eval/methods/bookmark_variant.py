@@ -6,13 +6,26 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from copage.core.dense_rank import DenseRanker
 from copage.core.text import content_words
 from copage.eval.datasets.probes import Conversation
 from copage.eval.methods.method import MethodSettings
 from copage.eval.methods.templates import session_templates_id
 from copage.session.modes import parse_mode
 
-__all__ = ["RECALL_MODES", "Variant", "speaker_names"]
+__all__ = ["RECALL_MODES", "Variant", "dense_ranker", "speaker_names"]
+
+_RANKER: list[DenseRanker] = []
+
+
+def dense_ranker() -> DenseRanker:
+    """The benchmark's one meaning channel (loaded once per process; its embeddings
+    kept in copage.dense's default cache file)."""
+    if not _RANKER:
+        from copage.dense import ranker
+
+        _RANKER.append(ranker(None, cache=True))
+    return _RANKER[0]
 
 
 def speaker_names(conversation: Conversation) -> frozenset[str]:
@@ -48,15 +61,20 @@ class Variant:
         speculative: the speculative fill before each probe.
         copage: copage's defaults (``PagerConfig()``: its boundary, policy, keywords
             and bounded index) instead of the paper's settings.
+        dense: the fill's meaning channel (``FillSettings(dense=...)``, docs/dense.md),
+            its model found by :func:`copage.dense.find_model`.
     """
 
     recall: str = "page"
     speculative: bool = False
     copage: bool = False
+    dense: bool = False
 
     def __post_init__(self) -> None:
         if self.recall not in RECALL_MODES:
             raise ValueError(f"unknown recall kind {self.recall!r}; valid: {', '.join(RECALL_MODES)}")
+        if self.dense and not self.speculative:
+            raise ValueError("the dense channel is part of the speculative fill: dense needs speculative")
 
     @property
     def by_query(self) -> bool:
@@ -86,10 +104,13 @@ class Variant:
 
     def chat_options(self, settings: MethodSettings) -> dict[str, Any]:
         """Keyword arguments of :class:`PagedChat` for a model run of this variant."""
+        from copage.session.fill_settings import FillSettings
+
         return {"max_recalls_per_turn": settings.max_recalls, "recall_mode": self.mode,
                 "prompt": settings.prompt_style,
-                "speculative_threshold": settings.speculative_threshold,
-                "speculative_relative": settings.speculative_relative,
+                "fill": FillSettings(threshold=settings.speculative_threshold,
+                                     relative=settings.speculative_relative,
+                                     dense=dense_ranker() if self.dense else None),
                 "temperature": settings.temperature, "max_tokens": settings.max_tokens}
 
     def config(self, settings: MethodSettings) -> dict[str, Any]:
@@ -97,4 +118,5 @@ class Variant:
         the prompt style, and the templates of :class:`PagedChat`'s prompt styles and
         choose call."""
         return {"recall_mode": self.mode, "prompt_style": settings.prompt_style,
-                "session_templates": session_templates_id()}
+                "session_templates": session_templates_id(),
+                **({"dense": True} if self.dense else {})}

@@ -1,0 +1,123 @@
+"""Passages ranked by meaning: the fill's second channel, for facts asked in other words.
+
+Beyond the paper. BM25 finds a fact only through the words it was stated in; a
+question that calls it by another name ("my sibling" for "my sister Ana", "can I
+have the satay sauce?" for "I'm allergic to peanuts") shares none of them. A
+sentence encoder maps both to nearby vectors. :class:`DenseRanker` embeds every
+closed turn once (through any :class:`TextVectors`, e.g.
+:class:`copage.dense.EmbeddingCache` over all-MiniLM-L6-v2) and scores a passage of
+the :class:`~copage.core.passages.PassageIndex` by its best turn's cosine with the
+message (a passage is a few turns; the fact sits in one of them, and averaging it
+with its neighbours would blur it). The fill gives the best ``slots`` such passages
+a place before BM25's (:func:`copage.core.passages.pick`, ``first``), so the
+lexical ranking keeps every other place: measured in docs/retrieval.md ("A dense
+channel") and docs/dense.md.
+
+The turn vectors are derived state: kept per passage index, brought up to date with
+it (new closed turns are embedded; if the index was rebuilt, so are they), never
+stored here (an :class:`~copage.dense.EmbeddingCache` with a file keeps them across
+processes).
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Collection, Sequence
+from typing import Protocol
+
+import numpy as np
+
+from copage.core.passages import PassageIndex
+from copage.core.types import Turn
+
+__all__ = ["DEFAULT_SLOTS", "DenseRanker", "TextVectors", "turn_text"]
+
+DEFAULT_SLOTS = 1
+"""Fill places given to the best passages by meaning (bench/dense_channel.py's
+``reserve1``: one place cost BM25 no LoCoMo evidence at any depth measured)."""
+
+
+class TextVectors(Protocol):
+    """Unit vectors for texts (rows in the order of the texts)."""
+
+    def vectors(self, texts: Sequence[str]) -> np.ndarray: ...
+
+
+def turn_text(turn: Turn) -> str:
+    """The text a turn is embedded as: its text, with the caption of an image it
+    shares (LoCoMo's ``blip_caption``) when it has one."""
+    caption = turn.meta.get("blip_caption") if turn.meta else None
+    return f"{turn.text} [shares an image: {caption}]" if caption else turn.text
+
+
+class _Turns:
+    """The vectors of a passage index's turns, in the index's order."""
+
+    def __init__(self) -> None:
+        self.turns: list[Turn] = []
+        self.parts: list[np.ndarray] = []
+        self.matrix: np.ndarray | None = None
+
+
+class DenseRanker:
+    """Ranks passages by their best turn's cosine with a message (module docstring).
+
+    Args:
+        encoder: gives unit vectors for texts (``vectors(texts)``).
+        slots: fill places for the best passages by meaning (>= 1).
+    """
+
+    def __init__(self, encoder: TextVectors, slots: int = DEFAULT_SLOTS) -> None:
+        if isinstance(slots, bool) or not isinstance(slots, int) or slots < 1:
+            raise ValueError(f"dense slots must be an int >= 1, got {slots!r}")
+        if not callable(getattr(encoder, "vectors", None)):
+            raise TypeError(f"encoder must have a vectors(texts) method, got {type(encoder).__name__}")
+        self.encoder, self.slots = encoder, slots
+        self._by_index: weakref.WeakKeyDictionary[PassageIndex, _Turns] = weakref.WeakKeyDictionary()
+
+    def sync(self, index: PassageIndex) -> np.ndarray:
+        """The vectors of ``index``'s turns (one row each), embedding the turns new
+        since the last call (all of them if the index was rebuilt)."""
+        state = self._by_index.get(index)
+        if state is None:
+            state = self._by_index[index] = _Turns()
+        turns = [t.turn for t in index.turns]
+        n = len(state.turns)
+        if n > len(turns) or any(turns[i] is not state.turns[i] for i in range(max(0, n - 1), n)):
+            state.turns, state.parts, state.matrix, n = [], [], None, 0
+        if len(turns) > n:
+            new = turns[n:]
+            vecs = np.asarray(self.encoder.vectors([turn_text(t) for t in new]), dtype=np.float32)
+            if vecs.shape[0] != len(new):
+                raise ValueError(f"encoder gave {vecs.shape[0]} vectors for {len(new)} texts")
+            state.parts.append(vecs)
+            state.turns.extend(new)
+            state.matrix = None
+        if state.matrix is None:
+            dim = state.parts[0].shape[1] if state.parts else 0
+            state.matrix = (np.concatenate(state.parts) if state.parts
+                            else np.zeros((0, dim), np.float32))
+            state.parts = [state.matrix] if len(state.matrix) else []
+        return state.matrix
+
+    def top(self, index: PassageIndex, message: str, allowed: Collection[int],
+            k: int | None = None) -> list[int]:
+        """The ``k`` (default :attr:`slots`) best passage starts of ``index`` for
+        ``message`` among passages with a turn on a page of ``allowed`` (page indices),
+        best first (ties: the earlier passage)."""
+        k = self.slots if k is None else k
+        if k <= 0 or not message.strip() or not len(index):
+            return []
+        turns = self.sync(index)
+        if not len(turns):
+            return []
+        query = np.asarray(self.encoder.vectors([message]), dtype=np.float32)[0]
+        cos = turns @ query
+        ok = np.fromiter((t.page in allowed for t in index.turns), bool, len(index.turns))
+        cos = np.where(ok, cos, -np.inf)
+        starts = len(index)
+        width = index.width
+        padded = np.concatenate([cos, np.full(width, -np.inf, np.float32)])
+        score = np.max(np.stack([padded[i:i + starts] for i in range(width)]), axis=0)
+        order = np.lexsort((np.arange(starts), -score))
+        return [int(s) for s in order[:k] if np.isfinite(score[s])]
