@@ -24,6 +24,8 @@ RULES = {
     "stores": ("copage.memory", "copage.session", "copage.adapters", "copage.cli",
                "copage.llm"),
     "llm": ("copage.memory", "copage.session", "copage.adapters", "copage.cli"),
+    "dense": ("copage.memory", "copage.session", "copage.adapters", "copage.cli",
+              "copage.llm", "copage.stores", "copage.server", "copage.eval"),
 }
 
 

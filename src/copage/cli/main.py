@@ -6,13 +6,14 @@ import argparse
 import sys
 from collections.abc import Callable, Sequence
 
-from copage.cli import conversations, simulate
+from copage.cli import conversations, dense, simulate
 
 # name -> (module with add_parser/run)
 COMMANDS: dict[str, tuple[Callable[[argparse._SubParsersAction[argparse.ArgumentParser]], None],
                           Callable[[argparse.Namespace], int]]] = {
     "simulate": (simulate.add_parser, simulate.run),
     "conversations": (conversations.add_parser, conversations.run),
+    "dense": (dense.add_parser, dense.run),
 }
 
 

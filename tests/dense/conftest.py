@@ -1,0 +1,58 @@
+"""Fixtures of the dense encoder's tests.
+
+Tests that need the real model files skip when :func:`copage.dense.find_model` finds
+none, and FAIL instead when ``COPAGE_REQUIRE_DENSE=1`` (CI, after ``copage dense
+fetch``). Locally: ``COPAGE_DENSE_MODEL=/path/to/model pytest tests/dense``.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from copage.dense import MiniLM, ModelMissing, find_model, load_encoder
+
+
+def unavailable(reason: str) -> None:
+    """Fail (CI) or skip (elsewhere) because the model files are not there."""
+    if os.environ.get("COPAGE_REQUIRE_DENSE") == "1":
+        pytest.fail(f"dense model required (COPAGE_REQUIRE_DENSE=1) but {reason}")
+    pytest.skip(f"dense model unavailable: {reason}")
+
+
+@pytest.fixture(scope="session")
+def model_dir() -> Path:
+    """The real all-MiniLM-L6-v2 folder (skipped, or failed under COPAGE_REQUIRE_DENSE=1)."""
+    try:
+        return find_model()
+    except ModelMissing as e:
+        unavailable(str(e))
+        raise  # unreachable: unavailable() skips or fails
+
+
+@pytest.fixture(scope="session")
+def encoder(model_dir: Path) -> MiniLM:
+    return load_encoder(model_dir)
+
+
+@pytest.fixture(scope="session")
+def reference_tokenizer(model_dir: Path) -> Any:
+    """Hugging Face's ``tokenizers`` as the bench used it (a test-only reference: copage
+    never imports it): the model's tokenizer.json when the folder has one, else the same
+    pipeline built from vocab.txt (``copage dense fetch`` does not unpack tokenizer.json;
+    both give the same ids on every string of test_wordpiece.py and every LoCoMo turn)."""
+    tokenizers = pytest.importorskip(
+        "tokenizers", reason="the reference tokenizer (package `tokenizers`) is not installed")
+    path = model_dir / "tokenizer.json"
+    if path.is_file():
+        tok = tokenizers.Tokenizer.from_file(str(path))
+    else:
+        tok = tokenizers.BertWordPieceTokenizer(
+            str(model_dir / "vocab.txt"), clean_text=True, handle_chinese_chars=True,
+            strip_accents=None, lowercase=True)
+    tok.enable_truncation(256)
+    tok.no_padding()
+    return tok
