@@ -139,9 +139,8 @@ def main() -> None:
     t0 = time.perf_counter()
     options: dict[str, Any] | None = None
     if args.dense is not None:
-        from copage.dense import ranker
-
         from copage import FillSettings
+        from copage.dense import ranker
         options = {"fill": FillSettings(dense=ranker(args.dense or None, cache=args.dense_cache))}
     results = run(lines, splits, conditions, options)
     print(table(results, conditions, splits))

