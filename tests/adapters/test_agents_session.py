@@ -10,6 +10,7 @@ import pytest
 
 pytest.importorskip("agents")
 
+import dense_chat
 from adapter_fixtures import PAGING, TURNS
 from agents import (
     Agent,
@@ -24,6 +25,7 @@ from openai import AsyncOpenAI
 
 from copage import PagedMemory, PagerConfig
 from copage.adapters.agents import CopageSession
+from copage.core.dense_rank import DenseRanker
 from copage.llm.fake_server import FakeServer, Reply
 from copage.session.speculate import FILL_HEADER
 
@@ -262,3 +264,21 @@ async def test_run_config_shows_the_speculative_fill_on_every_call_of_the_run(
     fill_tokens = mem.pager.prompt_meter.part_tokens(fill)
     view_tokens = sum(mem.pager.prompt_meter.part_tokens(m) for m in mem.context().messages)
     assert pc["prompt_tokens"] - before > fill_tokens + view_tokens // 2
+
+
+@pytest.mark.parametrize("dense", [False, True])
+async def test_the_dense_channel_brings_back_a_fact_asked_in_other_words(dense: bool) -> None:
+    """``dense=``: the run's fill (``run_config()``) offers the best passage by meaning
+    first, so the evicted fact reaches the model though the question shares no word with
+    it; BM25 alone cannot."""
+    ranker = DenseRanker(dense_chat.ConceptVectors()) if dense else None
+    session = CopageSession("d", dense_chat.seeded("d"), dense=ranker, **dense_chat.PAGING)
+    assert session.speculator.dense is ranker
+    script = deque([Reply(text="Better skip the satay.")])
+    with FakeServer(lambda _body: script.popleft()) as up:
+        await Runner.run(_agent(up.url, session), dense_chat.QUESTION, session=session,
+                         run_config=session.run_config())
+    (body,) = up.received
+    sent = _text(body["messages"])
+    assert dense_chat.QUESTION in sent
+    assert (dense_chat.FACT_SHOWN in sent) is dense

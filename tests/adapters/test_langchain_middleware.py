@@ -9,6 +9,7 @@ import pytest
 
 pytest.importorskip("langchain")
 
+import dense_chat
 from adapter_fixtures import PAGING, TURNS
 from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
@@ -17,6 +18,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from lc_helpers import ToolCallingFake, recall, tool_names
 
 from copage.adapters.langchain import CopageMiddleware
+from copage.core.dense_rank import DenseRanker
 
 WEATHER_CALLS: list[str] = []
 
@@ -227,3 +229,19 @@ def test_an_empty_reply_is_asked_again_once_then_is_an_error() -> None:
     with pytest.raises(BadResponse, match="empty reply twice"):
         _agent(model, CopageMiddleware(conversation_id="e2", **PAGING)).invoke(
             {"messages": [HumanMessage("hello")]})
+
+
+@pytest.mark.parametrize("dense", [False, True])
+def test_the_dense_channel_brings_back_a_fact_asked_in_other_words(dense: bool) -> None:
+    """``dense=``: the fill offers the best passage by meaning first, so the evicted fact
+    reaches the model though the question shares no word with it; BM25 alone cannot."""
+    model = ToolCallingFake(responses=[AIMessage(content="Better skip the satay.")])
+    ranker = DenseRanker(dense_chat.ConceptVectors()) if dense else None
+    mw = CopageMiddleware(dense_chat.seeded("d"), dense=ranker, **dense_chat.PAGING)
+    assert mw.speculator.dense is ranker
+    _agent(model, mw).invoke({"messages": [HumanMessage(dense_chat.QUESTION)]},
+                             {"configurable": {"thread_id": "d"}})
+    (sent,) = model.seen
+    assert dense_chat.QUESTION in _text(sent)
+    assert (dense_chat.FACT_SHOWN in _text(sent)) is dense
+    assert "p1" in mw.memory("d").evicted  # shown for the call, not paged in

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -192,3 +193,48 @@ def test_an_unnamed_client_is_recognised(env: dict[str, Any]) -> None:
 
     mem = stored(env, transparent_id(history))
     assert [t.text for t in mem.turns] == [m["content"] for m in history]
+
+
+
+def test_copage_dense_in_the_real_proxy_with_the_real_encoder(env: dict[str, Any],
+                                                              tmp_path: Path) -> None:
+    """``COPAGE_DENSE=auto`` in the proxy's environment: a fact asked in other words
+    reaches the upstream; the module's proxy (the same paging, no ``COPAGE_DENSE``) sends
+    the same request without it. Skipped without the model files, failed under
+    COPAGE_REQUIRE_DENSE=1."""
+    from copage.dense import ModelMissing, find_model
+
+    try:
+        folder = find_model()
+    except ModelMissing as e:
+        if os.environ.get("COPAGE_REQUIRE_DENSE") == "1":
+            pytest.fail(f"dense model required (COPAGE_REQUIRE_DENSE=1) but {e}")
+        pytest.skip(f"dense model unavailable: {e}")
+    fact = "Penicillin gives me a terrible rash, I found that out as a kid."
+    question = "Which antibiotic should my doctor avoid prescribing for me?"
+    fillers = ("We talked about the weather and the long drive to the coast.",
+               "The meeting moved to Thursday afternoon after lunch.",
+               "My cousin is painting the kitchen a pale green colour.")
+    chat = [{"role": "user", "content": fact},
+            {"role": "assistant", "content": "Thanks for telling me, I'll keep that in mind."}]
+    chat += [{"role": "user" if i % 2 == 0 else "assistant",
+              "content": f"{fillers[i % 3]} ({i})"} for i in range(200)]
+    chat.append({"role": "user", "content": question})
+
+    def sent(up: FakeServer) -> str:
+        return " ".join(str(m["content"]) for m in up.received[-1]["messages"])
+
+    env["client"].chat.completions.create(model=MODEL, messages=chat, user="lt-dense")
+    plain = sent(env["up"])
+    with FakeServer(Upstream()) as up, LiteLLMProxy(tmp_path, up.url, env={
+            "COPAGE_STORE": f"sqlite:///{tmp_path / 'd.db'}", "COPAGE_BOUNDARY": "fixed_4",
+            "COPAGE_RESIDENT_PAGES": "2", "COPAGE_DENSE": "auto",
+            "COPAGE_DENSE_MODEL": str(folder),
+            "XDG_CACHE_HOME": str(tmp_path / "cache")}) as proxy:
+        openai.OpenAI(base_url=proxy.url, api_key=MASTER_KEY, max_retries=0, timeout=120
+                      ).chat.completions.create(model=MODEL, messages=chat, user="lt-dense")
+        dense = sent(up)
+    assert question in plain and question in dense
+    assert "Penicillin" not in plain  # evicted, and no word in common with the question
+    assert "Penicillin" in dense
+    assert (tmp_path / "cache" / "copage" / "embeddings.sqlite").is_file()  # vectors kept

@@ -14,7 +14,10 @@ import pytest
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 litellm = pytest.importorskip("litellm")
 
+import dense_chat
+
 from copage.adapters.litellm import CopageHook
+from copage.core.dense_rank import DenseRanker
 from copage.llm.fake_server import FakeServer, Reply
 from copage.session.speculate import FILL_HEADER
 
@@ -38,6 +41,16 @@ async def settled(hook: CopageHook, key: str, n: int) -> None:
     raise AssertionError(f"{key} stayed at {hook.counts[key]}, expected {n}")
 
 
+def use_hook(monkeypatch: pytest.MonkeyPatch, hook: CopageHook) -> None:
+    """``litellm.callbacks = [hook]`` for the test, with LiteLLM's own callback lists empty:
+    it copies a callback into them at the first call and keeps one per class, so a later
+    test's hook would not be told of its answers."""
+    monkeypatch.setattr(litellm, "callbacks", [hook])
+    for name in ("input_callback", "success_callback", "failure_callback",
+                 "_async_success_callback", "_async_failure_callback"):
+        monkeypatch.setattr(litellm, name, [])
+
+
 async def turn(up: FakeServer, history: list[dict[str, Any]], text: str, **kw: Any) -> str:
     messages = [*history, {"role": "user", "content": text}]
     r = await litellm.acompletion(model="openai/fake-model", api_base=up.url, api_key="sk-up",
@@ -51,7 +64,7 @@ async def turn(up: FakeServer, history: list[dict[str, Any]], text: str, **kw: A
 async def test_sdk_callbacks_page_store_and_trace(otel_spans: Any,
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     hook = CopageHook("memory://", boundary="fixed_4", resident_pages=2, keywords="heuristic")
-    monkeypatch.setattr(litellm, "callbacks", [hook])
+    use_hook(monkeypatch, hook)
     history: list[dict[str, Any]] = []
     with FakeServer(answer) as up:
         await turn(up, history, FACT)
@@ -81,3 +94,27 @@ async def test_sdk_callbacks_page_store_and_trace(otel_spans: Any,
     assert {"copage.page_in", "copage.upstream"} <= set(kids)
     assert kids["copage.page_in"].attributes["copage.fill.pages"][0] == "p1"
     assert kids["copage.upstream"].attributes["gen_ai.usage.output_tokens"] == 5
+
+
+@pytest.mark.parametrize("dense", [False, True])
+async def test_the_dense_channel_brings_back_a_fact_asked_in_other_words(
+        dense: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``dense=``: the request's fill offers the best passage by meaning first, so the
+    evicted fact reaches the model though the question shares no word with it; BM25
+    alone cannot. (A client sending a long chat and the question in one request.)"""
+    ranker = DenseRanker(dense_chat.ConceptVectors()) if dense else None
+    hook = CopageHook("memory://", dense=ranker, **dense_chat.PAGING)
+    assert hook.speculator.dense is ranker
+    use_hook(monkeypatch, hook)
+    history = [{"role": r, "content": t} for r, t in dense_chat.history()]
+    with FakeServer(answer) as up:
+        await litellm.acompletion(
+            model="openai/fake-model", api_base=up.url, api_key="sk-up", num_retries=0,
+            messages=[*history, {"role": "user", "content": dense_chat.QUESTION}],
+            metadata={"copage_conversation": "dense"})
+        await settled(hook, "stored", 1)
+    (body,) = up.received
+    sent = " ".join(str(m["content"]) for m in body["messages"])
+    assert body["messages"][-1]["content"] == dense_chat.QUESTION
+    assert (dense_chat.FACT_SHOWN in sent) is dense
+    assert "p1" in hook.memory("dense").evicted

@@ -38,6 +38,7 @@ from agents.tool_context import ToolContext
 from copage.adapters.agents.items import Item, content_text, items_of, to_turn
 from copage.core import prompt
 from copage.core.config import PagerConfig
+from copage.core.dense_rank import DenseRanker
 from copage.core.types import ToolCall, Turn
 from copage.ids import MAX_CONVERSATION_ID, check_conversation_id
 from copage.memory import PagedMemory
@@ -70,6 +71,9 @@ class CopageSession:
             run is given :meth:`run_config` (or :meth:`fill_filter`).
         speculative_threshold: minimal normalised BM25 score of the best evicted page
             for a fill (:mod:`copage.session.speculate`).
+        dense: the fill's meaning channel, so a question asked in other words than the
+            fact still reaches it (``copage.dense.ranker()``, docs/dense.md); None (the
+            default): BM25 only.
     """
 
     def __init__(self, session_id: str, store: PageStore | str | None = None, *,
@@ -77,7 +81,7 @@ class CopageSession:
                  session_settings: SessionSettings | None = None, max_recalls: int = 3,
                  speculative_tokens: int = DEFAULT_TOKENS,
                  speculative_threshold: float = DEFAULT_THRESHOLD,
-                 **settings: Any) -> None:
+                 dense: DenseRanker | None = None, **settings: Any) -> None:
         if config is not None and settings:
             raise ValueError("give either config= or individual settings, not both")
         # the one id rule (copage.ids), with room for the "~pop" twin's suffix
@@ -92,7 +96,8 @@ class CopageSession:
         self._recall_calls: set[str] = set()
         self.max_recalls = max_recalls
         self._cap = RecallCap(max_recalls)  # this turn's recalls (a user item starts a turn)
-        self.speculator = Speculator(speculative_threshold, tokens=speculative_tokens)
+        self.speculator = Speculator(speculative_threshold, tokens=speculative_tokens,
+                                     dense=dense)
         self._filtered = False  # fill_filter has run: it meters each run's request
         self._pending: tuple[list[dict[str, Any]], list[dict[str, Any]]] | None = None
         self._turn_fill: tuple[str, str | None] | None = None  # (question, fill) of the turn

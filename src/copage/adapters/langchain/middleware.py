@@ -54,6 +54,7 @@ from copage.adapters.langchain.caller import HandlerCall, View, engine_messages,
 from copage.adapters.langchain.convert import from_turn
 from copage.adapters.langchain.history import same, unstored
 from copage.core.config import PagerConfig
+from copage.core.dense_rank import DenseRanker
 from copage.ids import check_conversation_id
 from copage.memory import PagedMemory
 from copage.session.drive import in_worker, iterate_sync
@@ -92,6 +93,9 @@ class CopageMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         speculative_tokens: the speculative fill's allowance per model call (tokens).
         speculative_threshold: minimal normalised BM25 score of the best evicted page
             for a fill (:mod:`copage.session.speculate`).
+        dense: the fill's meaning channel, so a question asked in other words than the
+            fact still reaches it (``copage.dense.ranker()``, docs/dense.md); None (the
+            default): BM25 only.
         config: paging settings of new conversations, or give them as keywords
             (``boundary="fixed_10"``, ``policy="lru"``, ``resident_pages=5``, ...).
     """
@@ -101,6 +105,7 @@ class CopageMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
                  max_recalls: int = 3, recall_mode: str = DEFAULT_RECALL_MODE,
                  speculative_tokens: int = DEFAULT_TOKENS,
                  speculative_threshold: float = DEFAULT_THRESHOLD,
+                 dense: DenseRanker | None = None,
                  config: PagerConfig | None = None, **settings: Any) -> None:
         super().__init__()
         if config is not None and settings:
@@ -108,7 +113,8 @@ class CopageMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         if max_recalls < 0:
             raise ValueError(f"max_recalls must be >= 0, got {max_recalls}")
         self.mode = middleware_mode(recall_mode)
-        self.speculator = Speculator(speculative_threshold, tokens=speculative_tokens)
+        self.speculator = Speculator(speculative_threshold, tokens=speculative_tokens,
+                                     dense=dense)
         self.pool = ConversationPool(store, config or PagerConfig(**settings))
         self.conversation_id = conversation_id
         self.tenant = tenant

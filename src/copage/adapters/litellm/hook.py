@@ -54,6 +54,7 @@ except ImportError as e:  # pragma: no cover - the extra's message
 from copage.adapters.litellm.align import SYSTEM_ROLES, Alignment, align, conversation_of
 from copage.adapters.litellm.answer import Assembled, answer_of, last_user, usage_of
 from copage.core.config import PagerConfig
+from copage.core.dense_rank import DenseRanker
 from copage.llm.chat_messages import text_of
 from copage.memory import PagedMemory
 from copage.session import trace
@@ -117,6 +118,9 @@ class CopageHook(CustomLogger):
         recall_mode: ``speculative`` (the default of every front end) or ``none``.
         speculative_tokens: the fill's allowance per request (tokens).
         speculative_threshold: minimal normalised BM25 score of the best evicted page.
+        dense: the fill's meaning channel, so a question asked in other words than the
+            fact still reaches it (``copage.dense.ranker()``, docs/dense.md); None (the
+            default): BM25 only.
         use_user: the OpenAI ``user`` field names the conversation (after the header
             and ``metadata.copage_conversation``).
         hold_timeout: seconds after which a turn whose end LiteLLM never reported is
@@ -127,14 +131,16 @@ class CopageHook(CustomLogger):
 
     def __init__(self, store: PageStore | str | None = None, *, tenant: Tenant = "default",
                  recall_mode: str = "speculative", speculative_tokens: int = DEFAULT_TOKENS,
-                 speculative_threshold: float = DEFAULT_THRESHOLD, use_user: bool = True,
+                 speculative_threshold: float = DEFAULT_THRESHOLD,
+                 dense: DenseRanker | None = None, use_user: bool = True,
                  hold_timeout: float = HOLD_TIMEOUT, config: PagerConfig | None = None,
                  **settings: Any) -> None:
         super().__init__()
         if config is not None and settings:
             raise ValueError("give either config= or individual settings, not both")
         self.mode = hook_mode(recall_mode)
-        self.speculator = Speculator(speculative_threshold, tokens=speculative_tokens)
+        self.speculator = Speculator(speculative_threshold, tokens=speculative_tokens,
+                                     dense=dense)
         self.config = config or PagerConfig(**settings)
         self.tenant, self.use_user, self.hold_timeout = tenant, use_user, hold_timeout
         self._store_arg = store
