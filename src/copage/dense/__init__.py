@@ -69,9 +69,10 @@ def ranker(model: str | os.PathLike[str] | None = None, *,
     Raises:
         ModelMissing: no model folder (run ``copage dense fetch``).
     """
+    path: Path | None = None
     if cache is True:
-        path: Path | None = default_cache_file()
+        path = default_cache_file()
         path.parent.mkdir(parents=True, exist_ok=True)
-    else:
-        path = Path(cache) if cache else None
+    elif cache:
+        path = Path(cache)
     return DenseRanker(EmbeddingCache(load_encoder(model), path), slots)
