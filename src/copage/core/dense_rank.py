@@ -21,6 +21,7 @@ processes).
 
 from __future__ import annotations
 
+import threading
 import weakref
 from collections.abc import Collection, Sequence
 from typing import Protocol
@@ -74,13 +75,15 @@ class DenseRanker:
             raise TypeError(f"encoder must have a vectors(texts) method, got {type(encoder).__name__}")
         self.encoder, self.slots = encoder, slots
         self._by_index: weakref.WeakKeyDictionary[PassageIndex, _Turns] = weakref.WeakKeyDictionary()
+        self._lock = threading.Lock()  # the table only: one conversation's turn holds its lock
 
     def sync(self, index: PassageIndex) -> np.ndarray:
         """The vectors of ``index``'s turns (one row each), embedding the turns new
         since the last call (all of them if the index was rebuilt)."""
-        state = self._by_index.get(index)
-        if state is None:
-            state = self._by_index[index] = _Turns()
+        with self._lock:
+            state = self._by_index.get(index)
+            if state is None:
+                state = self._by_index[index] = _Turns()
         turns = [t.turn for t in index.turns]
         n = len(state.turns)
         if n > len(turns) or any(turns[i] is not state.turns[i] for i in range(max(0, n - 1), n)):

@@ -391,8 +391,8 @@ class BookmarkConversation(BudgetPlan):
 
         rec = Recorder(model, self.tokenizer, self.settings.budget, parts_of=parts_of)
         async with self.lock:
-            chat = PagedChat(self.memory, rec, **self.variant.chat_options(self.settings),
-                             speculative_tokens=self.fill_allowance(probe.question))
+            chat = PagedChat(self.memory, rec, **self.variant.chat_options(
+                self.settings, tokens=self.fill_allowance(probe.question)))
             record = await ask_probe(chat, probe.question, self.needed(probe), keep_pages=False)
         infos = tuple(RecallInfo(r.tool, r.arguments, r.status, r.page) for r in record.recalls)
         return MethodAnswer(record.answer, tuple(rec.calls), record.needed, record.evicted,

@@ -3,7 +3,7 @@ names its reference readers know (see :mod:`copage.eval.methods.bookmark`)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from copage.core.dense_rank import DenseRanker
@@ -102,15 +102,18 @@ class Variant:
                   (False, False): "none"}[(m.choose, m.tool)]
         return cls(recall=recall, speculative=m.speculative, copage=copage)
 
-    def chat_options(self, settings: MethodSettings) -> dict[str, Any]:
-        """Keyword arguments of :class:`PagedChat` for a model run of this variant."""
+    def chat_options(self, settings: MethodSettings, tokens: int | None = None) -> dict[str, Any]:
+        """Keyword arguments of :class:`PagedChat` for a model run of this variant;
+        ``tokens``: the fill's allowance (None: the fill's default)."""
         from copage.session.fill_settings import FillSettings
 
+        fill = FillSettings(threshold=settings.speculative_threshold,
+                            relative=settings.speculative_relative,
+                            dense=dense_ranker() if self.dense else None)
+        if tokens is not None:
+            fill = replace(fill, tokens=tokens)
         return {"max_recalls_per_turn": settings.max_recalls, "recall_mode": self.mode,
-                "prompt": settings.prompt_style,
-                "fill": FillSettings(threshold=settings.speculative_threshold,
-                                     relative=settings.speculative_relative,
-                                     dense=dense_ranker() if self.dense else None),
+                "prompt": settings.prompt_style, "fill": fill,
                 "temperature": settings.temperature, "max_tokens": settings.max_tokens}
 
     def config(self, settings: MethodSettings) -> dict[str, Any]:
