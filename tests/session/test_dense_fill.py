@@ -77,6 +77,7 @@ def test_a_question_in_other_words_reaches_the_fact_only_with_the_dense_channel(
     assert not statement_shown(lexical.text)  # no shared word: BM25 cannot
     dense = Speculator(whole=False, dense=DenseRanker(ConceptVectors())).plan(mem, QUESTION)
     assert statement_shown(dense.text) and "p1" in dense.paged_in
+    assert dense.by_meaning == ("p1",) and lexical.by_meaning == ()
     # a statement (not a question) keeps the lexical fill: the channel serves questions
     said = "Thai food tonight sounds lovely."
     assert (Speculator(dense=DenseRanker(ConceptVectors())).plan(mem, said).text

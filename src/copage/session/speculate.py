@@ -130,6 +130,8 @@ class Speculation:
         text: the fill message's text ("" when nothing was paged in).
         tokens: tokens of ``text`` (the part of the allowance used).
         turns: ids of the turns the fill shows (every turn of a page shown whole).
+        by_meaning: the pages of the turns the dense channel's passages added (none
+            without it).
     """
 
     best: PageId | None
@@ -138,6 +140,7 @@ class Speculation:
     text: str = ""
     tokens: int = 0
     turns: tuple[str, ...] = ()
+    by_meaning: tuple[PageId, ...] = ()
 
 
 def _check_int(name: str, value: object, *, low: int, none: bool) -> None:
@@ -373,7 +376,9 @@ class Speculator:
             if n <= allowance:
                 pages = tuple(page_id(p) for p in dict.fromkeys(index.turns[i].page for i in shown))
                 ids = tuple(index.turns[i].turn.id for i in sorted(shown))
-                return Speculation(best, top, pages, text, n, ids)
+                meant = {p for s in first for p in index.span(s)} & set(shown)
+                by_meaning = tuple(page_id(p) for p in sorted({index.turns[i].page for i in meant}))
+                return Speculation(best, top, pages, text, n, ids, by_meaning)
             shown.pop()  # joined text counted more than its parts: drop the last turn
         return Speculation(best, top)
 
@@ -404,7 +409,8 @@ class Speculator:
         if spec.best is not None or spec.paged_in:  # a whole fill may match no page
             pager.note("speculative", spec.best, {
                 "score": round(spec.score, 4), "paged_in": list(spec.paged_in),
-                "tokens": spec.tokens})
+                "tokens": spec.tokens,
+                **({"by_meaning": list(spec.by_meaning)} if spec.by_meaning else {})})
         return spec
 
 
