@@ -160,3 +160,17 @@ def test_threads_share_one_cache(tmp_path: Path) -> None:
         t.join()
     assert errors == []
     assert len(cache) <= 50
+
+
+def test_ranker_goes_on_in_memory_when_the_cache_folder_cannot_be_made(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``ranker(cache=True)`` under an unwritable cache home: one warning, no error."""
+    from copage import dense
+
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(blocker))  # its 'copage' folder cannot be made
+    monkeypatch.setattr(dense, "load_encoder", lambda model=None: Counting())
+    with pytest.warns(RuntimeWarning, match="embedding cache file"):
+        r = dense.ranker(cache=True)
+    assert r.encoder.vectors(["a b"]).shape == (1, 4)  # type: ignore[attr-defined]

@@ -72,7 +72,10 @@ def ranker(model: str | os.PathLike[str] | None = None, *,
     path: Path | None = None
     if cache is True:
         path = default_cache_file()
-        path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError:
+            pass  # the cache warns once and keeps the vectors in memory
     elif cache:
         path = Path(cache)
     return DenseRanker(EmbeddingCache(load_encoder(model), path), slots)
