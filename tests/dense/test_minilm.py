@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pytest
@@ -54,23 +52,6 @@ def test_empty_input(encoder: MiniLM) -> None:
     assert out.shape == (0, 384) and out.dtype == np.float32
     with pytest.raises(TypeError, match="not one str"):
         encoder.encode("one text")  # type: ignore[arg-type]
-
-
-def test_matches_the_bench_encoder(model_dir: Path, encoder: MiniLM, reference_tokenizer: Any,
-                                   tmp_path: Path) -> None:
-    """bench/minilm_numpy.py reads tokenizer.json, which a fetched folder lacks: it gets
-    the reference tokenizer's, beside links to the same weights."""
-    for name in ("config.json", "model.safetensors"):
-        (tmp_path / name).symlink_to(model_dir / name)
-    reference_tokenizer.save(str(tmp_path / "tokenizer.json"))
-    sys.path.insert(0, str(ROOT / "bench"))
-    try:
-        import minilm_numpy
-    finally:
-        sys.path.remove(str(ROOT / "bench"))
-    texts = _locomo_texts(24)
-    ref = minilm_numpy.MiniLM(tmp_path).encode(texts)
-    np.testing.assert_allclose(encoder.encode(texts), ref, atol=1e-5)
 
 
 def test_load_encoder_loads_once_per_folder(model_dir: Path, encoder: MiniLM) -> None:

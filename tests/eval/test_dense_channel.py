@@ -1,10 +1,8 @@
-"""bench/dense_channel.py without the model's weights: the safetensors reader on a small
-file written here, and the rankings and the reserve1 fusion on toy inputs."""
+"""bench/dense_channel.py without the model's weights: the rankings and the reserve1
+fusion on toy inputs (the safetensors reader: tests/dense/test_tensor_file.py)."""
 
 from __future__ import annotations
 
-import json
-import struct
 import sys
 from pathlib import Path
 
@@ -14,33 +12,8 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 
 import dense_channel as dc
-from minilm_numpy import read_safetensors
 
 from copage.core.types import Turn
-
-
-def _write(path: Path, tensors: dict[str, tuple[str, list[int], bytes]]) -> None:
-    head: dict[str, object] = {"__metadata__": {"format": "pt"}}
-    data, at = b"", 0
-    for name, (dtype, shape, raw) in tensors.items():
-        head[name] = {"dtype": dtype, "shape": shape, "data_offsets": [at, at + len(raw)]}
-        data, at = data + raw, at + len(raw)
-    h = json.dumps(head).encode()
-    path.write_bytes(struct.pack("<Q", len(h)) + h + data)
-
-
-def test_read_safetensors(tmp_path: Path) -> None:
-    a = np.arange(6, dtype="<f4").reshape(2, 3) / 4
-    ids = np.array([7, -1, 300], dtype="<i8")
-    bf16 = (np.array([1.5, -2.0], dtype="<f4").view("<u4") >> 16).astype("<u2")
-    p = tmp_path / "t.safetensors"
-    _write(p, {"a": ("F32", [2, 3], a.tobytes()), "ids": ("I64", [3], ids.tobytes()),
-               "b": ("BF16", [2], bf16.tobytes())})
-    got = read_safetensors(p)
-    assert set(got) == {"a", "ids", "b"}
-    np.testing.assert_array_equal(got["a"], a)
-    np.testing.assert_array_equal(got["ids"], ids)
-    np.testing.assert_array_equal(got["b"], np.array([1.5, -2.0], dtype=np.float32))
 
 
 def test_reserve_takes_k_minus_d_then_the_second_rankings_best_new() -> None:

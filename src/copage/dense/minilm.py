@@ -3,7 +3,7 @@
 The forward pass is BERT's (Devlin et al. 2019; post-LayerNorm, GELU with erf), then
 mean pooling over the real tokens and L2 normalisation, as the model's
 sentence-transformers ``modules.json`` says; inputs are cut at 256 word pieces (its
-``max_seq_length``). Written after bench/minilm_numpy.py, which it reproduces.
+``max_seq_length``). Written after a research script (bench/minilm_numpy.py, removed once this reproduced it exactly).
 """
 
 from __future__ import annotations
