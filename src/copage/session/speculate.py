@@ -288,13 +288,13 @@ class Speculator:
         first = next(ranked, None)
         if first is None:
             if dense and allowance > 0:  # no shared word: the meaning channel alone
-                return self._passages(pager, message, allowance, None, 0.0)
+                return self._passages(pager, message, allowance, None, 0.0, dense=True)
             return Speculation(None, 0.0)
         best, top = first
         if top < self.threshold_for(message) or allowance <= 0:  # most turns: only the best page ranked
             return Speculation(best, top)
         if self.unit == "passages":
-            return self._passages(pager, message, allowance, best, top)
+            return self._passages(pager, message, allowance, best, top, dense=dense)
         ranked = itertools.chain([first], ranked)
         evicted = set(pager.evicted) if self.neighbours else set()
         room = allowance - _count(pager, FILL_HEADER + "\n" + prompt.RECALLED_NOTE)
@@ -343,9 +343,10 @@ class Speculator:
         return QUESTION_RULES[self.question_rule](message)
 
     def _passages(self, pager: PagedView, message: str, allowance: int, best: PageId | None,
-                  top: float) -> Speculation:
+                  top: float, *, dense: bool = False) -> Speculation:
         """The fill of the best passages' evicted turns within ``allowance``
-        (:func:`copage.core.passages.pick`), each run of turns framed with its page id."""
+        (:func:`copage.core.passages.pick`), each run of turns framed with its page id;
+        ``dense``: the meaning channel's passages are offered first (:meth:`_dense_for`)."""
         index = pager.passages
         head = _count(pager, FILL_HEADER + "\n" + prompt.RECALLED_NOTE)
         frames: dict[tuple[int, int, int], str] = {}
@@ -365,8 +366,7 @@ class Speculator:
             return total
 
         allowed = {page_index(p) for p in pager.evicted}
-        first = (self.dense.top(index, message, allowed)
-                 if self.dense is not None and QUESTION_RULES[self.question_rule](message) else [])
+        first = self.dense.top(index, message, allowed) if dense and self.dense else []
         shown = pick(index, expand(index, query_terms(message)), allowed, allowance, cost,
                      relative=self.relative, max_pages=self.pages, first=first)
         while shown:
