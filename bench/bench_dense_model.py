@@ -102,7 +102,7 @@ def main() -> None:
     lines = lines_of_conversations(convs)
     rows = []
     for fact in split(a.split)[:a.facts]:
-        for name, fill in (("default", FillSettings()), ("dense", dense)):
+        for name, fill in (("default", FillSettings(dense=None)), ("dense", dense)):
             row = {"method": name, **ask(fact, build(fact, lines, a.gap, a.budget_tokens),
                                          a.model, fill)}
             rows.append(row)

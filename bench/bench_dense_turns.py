@@ -64,7 +64,7 @@ def main() -> None:
     results: dict[str, list[tuple[float, list[float]]]] = {"default": [], "dense": []}
     for _ in range(a.rounds):
         for name, got in results.items():
-            fill = FillSettings(dense=ranker()) if name == "dense" else FillSettings()
+            fill = FillSettings(dense=ranker()) if name == "dense" else FillSettings(dense=None)
             got.append(run(lines, a.history, a.turns, a.budget_tokens, fill))
     print(f"{a.history} turns stored, then {a.turns} turns sent (half of them questions), "
           f"budget {a.budget_tokens}; {a.rounds} rounds alternated")

@@ -142,6 +142,12 @@ def main() -> None:
         from copage import FillSettings
         from copage.dense import ranker
         options = {"fill": FillSettings(dense=ranker(args.dense or None, cache=args.dense_cache))}
+    else:
+        from copage import FillSettings
+        channel = FillSettings().speculator().dense is not None
+        print("copage's default meaning channel: " + ("on (its model's files are installed)"
+              if channel else "off (COPAGE_DENSE=off, or no model: `copage dense fetch`)"),
+              file=sys.stderr)
     results = run(lines, splits, conditions, options)
     print(table(results, conditions, splits))
     print(f"\n({time.perf_counter() - t0:.0f} s)", file=sys.stderr)

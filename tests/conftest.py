@@ -1,9 +1,19 @@
 """Shared test setup: real network model calls are forbidden in every test
-(loopback servers under the test's control are allowed)."""
+(loopback servers under the test's control are allowed).
+
+The fill's meaning channel is on by default wherever its model's files are installed
+(docs/dense.md), as on CI. Tests pin it off (``COPAGE_DENSE=off``, inherited by the
+servers they start) so that what they check does not depend on the machine; the tests
+of the default itself (tests/dense/test_default_channel.py, tests/server/
+test_edge_dense.py) lift the pin.
+"""
 
 pytest_plugins = ["copage.llm.testing"]
 
+import os
 from typing import Any
+
+os.environ["COPAGE_DENSE"] = "off"
 
 import pytest
 

@@ -1,6 +1,7 @@
 """``COPAGE_DENSE``: the meaning channel of the hook LiteLLM's ``config.yaml`` names
-(:func:`copage.adapters.litellm.proxy.from_env`). Off unless set; the model folder is
-checked when the hook is made, the encoder loaded at the first ranking."""
+(:func:`copage.adapters.litellm.proxy.from_env`). Unset: copage's default (on when the
+model's files are installed); ``off`` never; ``auto`` or a folder required, the folder
+checked when the hook is made; the encoder loaded at the first ranking."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ import copage.dense
 from copage import PagedMemory
 from copage.adapters.litellm.proxy import LazyEncoder, from_env
 from copage.core.dense_rank import DenseRanker
+from copage.dense import default_channel
 
 ENV = {"COPAGE_STORE": "memory://"}
 
@@ -29,16 +31,20 @@ def chat() -> PagedMemory:
     return PagedMemory(store=dense_chat.seeded("d"), conversation_id="d", create=False)
 
 
-def test_unset_is_off_and_copage_dense_is_not_imported() -> None:
-    assert from_env(ENV).speculator.dense is None
-    env = {k: v for k, v in os.environ.items() if k != "COPAGE_DENSE"}
-    env.update(ENV, LITELLM_LOCAL_MODEL_COST_MAP="True",
+def test_off_is_off_and_unset_is_off_without_the_model_files(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert from_env({**ENV, "COPAGE_DENSE": "off"}).speculator.dense is None
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.delenv("COPAGE_DENSE_MODEL", raising=False)
+    monkeypatch.setattr(copage.dense.model_files, "_package_dir", lambda: None)
+    assert from_env(ENV).speculator.dense is None  # the default, no files installed
+    env = dict(os.environ)
+    env.update(ENV, COPAGE_DENSE="off", LITELLM_LOCAL_MODEL_COST_MAP="True",
                PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
-    code = ("import sys, copage.adapters.litellm.proxy as p; "
-            "print(p.hook.speculator.dense, 'copage.dense' in sys.modules)")
+    code = "import copage.adapters.litellm.proxy as p; print(p.hook.speculator.dense)"
     out = subprocess.run(
         [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120, check=True)
-    assert out.stdout.split() == ["None", "False"]
+    assert out.stdout.split() == ["None"]  # the module-level hook LiteLLM loads
 
 
 def test_a_missing_model_is_an_error_when_the_hook_is_made(tmp_path: Path) -> None:
@@ -60,7 +66,8 @@ def test_the_channel_is_built_by_copage_dense_at_its_first_use(
         made.append((model, cache))
         return DenseRanker(dense_chat.ConceptVectors())
 
-    monkeypatch.setattr(copage.dense, "find_model", find_model)
+    monkeypatch.setattr(default_channel, "find_model", find_model)
+    monkeypatch.setattr(default_channel, "_memo", {})
     monkeypatch.setattr(copage.dense, "ranker", ranker)
     hook = from_env({**ENV, "COPAGE_DENSE": setting})
     dense = hook.speculator.dense
@@ -70,7 +77,7 @@ def test_the_channel_is_built_by_copage_dense_at_its_first_use(
     assert dense_chat.FACT_SHOWN in hook.speculator.plan(mem, dense_chat.QUESTION).text
     hook.speculator.plan(mem, dense_chat.QUESTION)
     assert made == [(Path("/found"), True)]  # once, with the vectors kept on disk
-    plain = from_env(ENV).speculator.plan(mem, dense_chat.QUESTION)
+    plain = from_env({**ENV, "COPAGE_DENSE": "off"}).speculator.plan(mem, dense_chat.QUESTION)
     assert dense_chat.FACT_SHOWN not in plain.text
 
 
@@ -92,7 +99,9 @@ def test_auto_with_the_real_encoder(tmp_path: Path, monkeypatch: pytest.MonkeyPa
         for role, text in [("user", fact), *dense_chat.history()[1:]]:
             mem.add(role, text)
     assert "p1" in mem.evicted
-    assert "Penicillin" not in from_env(ENV).speculator.plan(mem, question).text
+    assert "Penicillin" not in from_env({**ENV, "COPAGE_DENSE": "off"}
+                                        ).speculator.plan(mem, question).text
+    assert "Penicillin" in from_env(ENV).speculator.plan(mem, question).text  # the default
     assert "Penicillin" in from_env({**ENV, "COPAGE_DENSE": "auto"}
                                     ).speculator.plan(mem, question).text
     assert (tmp_path / "cache" / "copage" / "embeddings.sqlite").is_file()

@@ -47,13 +47,16 @@ def ask(proxy: Proxy) -> str:
 
 def test_serve_settings_read_dense_from_flags_env_and_file(tmp_path: Path) -> None:
     base = {"upstream": "http://127.0.0.1:9/v1"}
-    assert build_settings(base, env={}).dense is None  # off by default
+    assert build_settings(base, env={}).dense is None  # copage's default (docs/dense.md)
+    assert build_settings({**base, "dense": "off"}, env={}).dense == "off"  # --no-dense
+    assert build_settings(base, env={"COPAGE_DENSE": "off"}).dense == "off"
     assert build_settings({**base, "dense": "auto"}, env={}).dense == "auto"
     assert build_settings(base, env={"COPAGE_DENSE": "/models/minilm"}).dense == "/models/minilm"
     conf = tmp_path / "c.toml"
     conf.write_text('dense = "auto"\n')
     assert build_settings({**base, "config": str(conf)}, env={}).dense == "auto"
-    assert edge.dense_ranker(None) is None
+    assert edge.dense_ranker("off") is None
+    assert edge.dense_ranker(None) is None  # the tests pin COPAGE_DENSE=off (conftest)
 
 
 def test_proxy_fill_brings_back_a_fact_asked_in_other_words(
@@ -84,7 +87,7 @@ def test_serve_refuses_dense_without_a_model(tmp_path: Path,
     assert "--dense" in err and "copage dense fetch" in err
 
 
-def test_settings_dataclass_default_is_off() -> None:
+def test_settings_dataclass_default_is_copage_default() -> None:
     assert ServeSettings(upstream="http://127.0.0.1:9/v1").dense is None
 
 
@@ -93,10 +96,11 @@ REAL_QUESTION = "Which antibiotic should my doctor avoid prescribing for me?"
 
 
 def test_real_encoder_through_a_real_proxy_process(tmp_path: Path) -> None:
-    """``copage serve --dense`` as a user runs it (a process, its defaults but for a
-    small paging budget), the openai SDK as the client: the fact asked in other words
-    is in what the upstream receives; without ``--dense`` it is not. Skipped when the
-    model files are absent, failed instead under COPAGE_REQUIRE_DENSE=1 (CI)."""
+    """``copage serve`` as a user runs it (a process, its defaults but for a small paging
+    budget), the openai SDK as the client, the model's files installed: the fact asked
+    in other words is in what the upstream receives at the defaults and with
+    ``--dense``; with ``--no-dense`` it is not. Skipped when the model files are absent,
+    failed instead under COPAGE_REQUIRE_DENSE=1 (CI)."""
     import os
 
     import openai
@@ -115,14 +119,14 @@ def test_real_encoder_through_a_real_proxy_process(tmp_path: Path) -> None:
             {"role": "assistant", "content": "Thanks for telling me, I'll keep that in mind."}]
     chat += history(480)[2:]
     chat.append({"role": "user", "content": "Let's plan the week."})
-    env = {"XDG_CACHE_HOME": str(tmp_path / "cache")}
+    env = {"XDG_CACHE_HOME": str(tmp_path / "cache"), "COPAGE_DENSE": ""}  # the default
     if "COPAGE_DENSE_MODEL" not in os.environ:
         env["COPAGE_DENSE_MODEL"] = str(find_model())
     seen = {}
     with FakeServer(echo) as up:
-        for extra in ((), ("--dense",)):
+        for name, extra in (("off", ("--no-dense",)), ("default", ()), ("required", ("--dense",))):
             port = free_port()
-            proc = spawn_worker(port, up.url, f"sqlite://{tmp_path / f'p{len(extra)}.db'}",
+            proc = spawn_worker(port, up.url, f"sqlite://{tmp_path / f'p-{name}.db'}",
                                 "--budget-tokens", "4000", *extra, env=env)
             try:
                 client = openai.OpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key=KEY_A,
@@ -136,7 +140,8 @@ def test_real_encoder_through_a_real_proxy_process(tmp_path: Path) -> None:
                 proc.terminate()
                 proc.wait(10)
             sent = up.received[-1]["messages"]
-            seen[bool(extra)] = " ".join(str(m.get("content")) for m in sent)
-    assert "Penicillin" not in seen[False]  # evicted, and no word in common with the question
-    assert "Penicillin" in seen[True]
+            seen[name] = " ".join(str(m.get("content")) for m in sent)
+    assert "Penicillin" not in seen["off"]  # evicted, and no word in common with the question
+    assert "Penicillin" in seen["default"]
+    assert "Penicillin" in seen["required"]
     assert (tmp_path / "cache" / "copage" / "embeddings.sqlite").is_file()  # vectors kept

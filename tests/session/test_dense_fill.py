@@ -169,7 +169,7 @@ def test_settings_are_checked() -> None:
     with pytest.raises(ValueError, match="unit='passages'"):
         Speculator(unit="pages", dense=DenseRanker(ConceptVectors()))
     with pytest.raises(TypeError, match="DenseRanker"):
-        FillSettings(dense="minilm")  # type: ignore[arg-type]
+        FillSettings(dense=3)  # type: ignore[arg-type]
 
 
 def test_turn_text_adds_a_shared_image_caption() -> None:

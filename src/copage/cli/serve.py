@@ -62,9 +62,13 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     g.add_argument("--speculative-tokens", dest="speculative_tokens", type=int,
                    help="tokens of the speculative fill per turn (default 1024)")
     g.add_argument("--dense", nargs="?", const="auto", metavar="MODEL_DIR",
-                   help="add the fill's meaning channel for questions asked in other words "
-                        "(all-MiniLM-L6-v2, fetched once with `copage dense fetch`; "
-                        "MODEL_DIR: its folder, default: where copage finds it); docs/dense.md")
+                   help="require the fill's meaning channel for questions asked in other "
+                        "words (all-MiniLM-L6-v2, fetched once with `copage dense fetch`; "
+                        "MODEL_DIR: its folder, default: where copage finds it). Without "
+                        "this flag it is on when the model's files are installed; "
+                        "docs/dense.md")
+    g.add_argument("--no-dense", dest="dense", action="store_const", const="off",
+                   help="never use the meaning channel (also COPAGE_DENSE=off)")
     lim = p.add_argument_group("limits")
     lim.add_argument("--max-body-bytes", dest="max_body_bytes", type=int)
     lim.add_argument("--max-messages", dest="max_messages", type=int)
@@ -127,13 +131,15 @@ def run(args: argparse.Namespace) -> int:
     if not settings.client_key:  # with client keys the upstream checks every request
         refuse_open_without_keys(settings.keys, settings.host, "proxy keys")
     check_store(settings.store)
-    if settings.dense is not None:
-        from copage.dense import ModelMissing, find_model
-        try:
-            find_model(None if settings.dense == "auto" else settings.dense)
-        except (ModelMissing, ValueError) as e:
-            print(f"copage serve: --dense: {e}", file=sys.stderr)
-            return 2
+    from copage.dense import ModelDamaged, ModelMissing
+    from copage.server.edge import dense_ranker
+    try:  # required (--dense, COPAGE_DENSE=auto|DIR): checked now, not at the first question
+        dense = dense_ranker(settings.dense)
+    except (ModelMissing, ModelDamaged, ValueError) as e:
+        print(f"copage serve: --dense: {e}", file=sys.stderr)
+        return 2
+    meaning = "on" if dense is not None else (
+        "off" if settings.dense is not None else "off (`copage dense fetch` turns it on)")
     if not settings.client_key:  # (a key the clients send is not known yet)
         check_model(settings.model, settings.upstream_key)
     logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr,
@@ -141,7 +147,8 @@ def run(args: argparse.Namespace) -> int:
     target = f"upstream {safe_url(settings.upstream)}" if settings.upstream else \
         f"model {settings.model}"
     print(f"copage serve: http://{settings.host}:{settings.port}/v1 -> {target}; "
-          f"store {safe_url(settings.store)}; inspector at /ui", file=sys.stderr)
+          f"store {safe_url(settings.store)}; inspector at /ui; meaning channel {meaning}",
+          file=sys.stderr)
     if settings.client_key:
         print("copage serve: --upstream-key client: each client's own key goes to the "
               "upstream; each key is its own tenant", file=sys.stderr)

@@ -87,13 +87,12 @@ class ProxyState:
 
 
 def dense_ranker(setting: str | None) -> DenseRanker | None:
-    """The fill's meaning channel for ``ServeSettings.dense`` (None: off), its
-    embeddings kept in copage.dense's default cache file."""
-    if setting is None:
-        return None
-    from copage.dense import ranker
+    """The fill's meaning channel for ``ServeSettings.dense`` (None: copage's default, on
+    when the model's files are installed; ``off``: none), its embeddings kept in
+    copage.dense's default cache file."""
+    from copage.dense.default_channel import default_ranker
 
-    return ranker(None if setting == "auto" else setting, cache=True)
+    return default_ranker(setting, cache=True)
 
 
 def state_of(request: Request) -> ProxyState:

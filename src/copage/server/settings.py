@@ -63,9 +63,10 @@ class ServeSettings:
             ``recall_mode`` (default: the same; ``speculative``, ``tool``,
             ``speculative+tool`` or ``none``: the proxy does not run ``choose``).
         speculative_tokens: the speculative fill's allowance per turn (tokens).
-        dense: the fill's meaning channel (docs/dense.md): None (the default) off;
-            ``auto`` the model folder :func:`copage.dense.find_model` finds; else a
-            model folder.
+        dense: the fill's meaning channel (docs/dense.md): None (the default) on when
+            its model's files are installed (``copage dense fetch``), else off;
+            ``off`` never; ``auto`` required, from where
+            :func:`copage.dense.find_model` looks; else a model folder (required).
         max_body_bytes, max_tools: request bounds (413 / 400 beyond).
         max_messages: messages per request (400 beyond); 0, the default, means no limit:
             a client resending its history grows without bound, the body size is the cap.

@@ -22,7 +22,12 @@ from copage.session.speculate import (
     Speculator,
 )
 
-__all__ = ["KNOBS", "UNSET", "FillSettings", "Unset", "resolve_fill"]
+__all__ = ["DEFAULT_DENSE", "KNOBS", "UNSET", "FillSettings", "Unset", "resolve_dense",
+           "resolve_fill"]
+
+DEFAULT_DENSE: Final = "default"
+""":attr:`FillSettings.dense`'s default: copage's default meaning channel (on when its
+model's files are installed, unless ``COPAGE_DENSE=off``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,9 +44,13 @@ class FillSettings:
             page's score (0 to 1).
         neighbours: also page in this many evicted pages on each side.
         dense: a second channel that ranks passages by meaning, for questions asked
-            in other words than the fact (:class:`~copage.core.dense_rank.DenseRanker`;
-            :func:`copage.dense.ranker` builds one over all-MiniLM-L6-v2, docs/dense.md).
-            None (the default): BM25 only.
+            in other words than the fact (docs/dense.md): a
+            :class:`~copage.core.dense_rank.DenseRanker` (:func:`copage.dense.ranker`
+            builds one over all-MiniLM-L6-v2); ``"default"`` (the default) copage's
+            default channel: on when the model's files are installed (``copage dense
+            fetch``), unless ``COPAGE_DENSE=off`` (:func:`copage.dense.default_ranker`);
+            None or ``"off"``: BM25 only; ``"auto"`` or a model folder: required
+            (``ModelMissing`` when the files are not there).
     """
 
     threshold: float = DEFAULT_THRESHOLD
@@ -49,7 +58,7 @@ class FillSettings:
     pages: int | None = DEFAULT_PAGES
     relative: float = DEFAULT_RELATIVE
     neighbours: int = 0
-    dense: DenseRanker | None = None
+    dense: DenseRanker | str | None = DEFAULT_DENSE
 
     def __post_init__(self) -> None:
         self.speculator()  # the speculator's checks, with its messages
@@ -57,7 +66,25 @@ class FillSettings:
     def speculator(self) -> Speculator:
         """A new :class:`Speculator` with these options."""
         return Speculator(self.threshold, self.neighbours, tokens=self.tokens,
-                          pages=self.pages, relative=self.relative, dense=self.dense)
+                          pages=self.pages, relative=self.relative,
+                          dense=resolve_dense(self.dense))
+
+
+def resolve_dense(dense: DenseRanker | str | None) -> DenseRanker | None:
+    """The ranker a :attr:`FillSettings.dense` value stands for (None: BM25 only).
+
+    Raises:
+        TypeError: not a ranker, a string or None.
+        ModelMissing, ModelDamaged: a required model (``"auto"``, a folder) is not there.
+    """
+    if dense is None or isinstance(dense, DenseRanker):
+        return dense
+    if not isinstance(dense, str):
+        raise TypeError(f"dense must be a DenseRanker, a string ('default', 'off', 'auto' "
+                        f"or a model folder) or None, got {type(dense).__name__}")
+    from copage.dense.default_channel import default_ranker
+
+    return default_ranker(None if dense == DEFAULT_DENSE else dense)
 
 
 class Unset(Enum):

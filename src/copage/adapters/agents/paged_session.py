@@ -43,6 +43,7 @@ from copage.core.types import ToolCall, Turn
 from copage.ids import MAX_CONVERSATION_ID, check_conversation_id
 from copage.memory import PagedMemory
 from copage.session.cap import RecallCap
+from copage.session.fill_settings import DEFAULT_DENSE, resolve_dense
 from copage.session.opening import Conversations, read
 from copage.session.prepare import prepare
 from copage.session.speculate import DEFAULT_THRESHOLD, DEFAULT_TOKENS, Speculator
@@ -72,8 +73,9 @@ class CopageSession:
         speculative_threshold: minimal normalised BM25 score of the best evicted page
             for a fill (:mod:`copage.session.speculate`).
         dense: the fill's meaning channel, so a question asked in other words than the
-            fact still reaches it (``copage.dense.ranker()``, docs/dense.md); None (the
-            default): BM25 only.
+            fact still reaches it (docs/dense.md): a ranker (``copage.dense.ranker()``),
+            ``"default"`` (the default: on when its model's files are installed, as
+            ``FillSettings``'), ``"auto"``/a model folder (required) or None (BM25 only).
     """
 
     def __init__(self, session_id: str, store: PageStore | str | None = None, *,
@@ -81,7 +83,7 @@ class CopageSession:
                  session_settings: SessionSettings | None = None, max_recalls: int = 3,
                  speculative_tokens: int = DEFAULT_TOKENS,
                  speculative_threshold: float = DEFAULT_THRESHOLD,
-                 dense: DenseRanker | None = None, **settings: Any) -> None:
+                 dense: DenseRanker | str | None = DEFAULT_DENSE, **settings: Any) -> None:
         if config is not None and settings:
             raise ValueError("give either config= or individual settings, not both")
         # the one id rule (copage.ids), with room for the "~pop" twin's suffix
@@ -97,7 +99,7 @@ class CopageSession:
         self.max_recalls = max_recalls
         self._cap = RecallCap(max_recalls)  # this turn's recalls (a user item starts a turn)
         self.speculator = Speculator(speculative_threshold, tokens=speculative_tokens,
-                                     dense=dense)
+                                     dense=resolve_dense(dense))
         self._filtered = False  # fill_filter has run: it meters each run's request
         self._pending: tuple[list[dict[str, Any]], list[dict[str, Any]]] | None = None
         self._turn_fill: tuple[str, str | None] | None = None  # (question, fill) of the turn

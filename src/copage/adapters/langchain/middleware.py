@@ -59,6 +59,7 @@ from copage.ids import check_conversation_id
 from copage.memory import PagedMemory
 from copage.session.drive import in_worker, iterate_sync
 from copage.session.engine import LoopEnd, LoopSettings, run_recall_loop
+from copage.session.fill_settings import DEFAULT_DENSE, resolve_dense
 from copage.session.modes import DEFAULT_RECALL_MODE, LOOP_MODES, RecallMode, loop_mode
 from copage.session.prepare import prepare
 from copage.session.prompts import join_system
@@ -94,8 +95,9 @@ class CopageMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         speculative_threshold: minimal normalised BM25 score of the best evicted page
             for a fill (:mod:`copage.session.speculate`).
         dense: the fill's meaning channel, so a question asked in other words than the
-            fact still reaches it (``copage.dense.ranker()``, docs/dense.md); None (the
-            default): BM25 only.
+            fact still reaches it (docs/dense.md): a ranker (``copage.dense.ranker()``),
+            ``"default"`` (the default: on when its model's files are installed, as
+            ``FillSettings``'), ``"auto"``/a model folder (required) or None (BM25 only).
         config: paging settings of new conversations, or give them as keywords
             (``boundary="fixed_10"``, ``policy="lru"``, ``resident_pages=5``, ...).
     """
@@ -105,7 +107,7 @@ class CopageMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
                  max_recalls: int = 3, recall_mode: str = DEFAULT_RECALL_MODE,
                  speculative_tokens: int = DEFAULT_TOKENS,
                  speculative_threshold: float = DEFAULT_THRESHOLD,
-                 dense: DenseRanker | None = None,
+                 dense: DenseRanker | str | None = DEFAULT_DENSE,
                  config: PagerConfig | None = None, **settings: Any) -> None:
         super().__init__()
         if config is not None and settings:
@@ -114,7 +116,7 @@ class CopageMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             raise ValueError(f"max_recalls must be >= 0, got {max_recalls}")
         self.mode = middleware_mode(recall_mode)
         self.speculator = Speculator(speculative_threshold, tokens=speculative_tokens,
-                                     dense=dense)
+                                     dense=resolve_dense(dense))
         self.pool = ConversationPool(store, config or PagerConfig(**settings))
         self.conversation_id = conversation_id
         self.tenant = tenant

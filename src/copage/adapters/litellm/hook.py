@@ -59,6 +59,7 @@ from copage.llm.chat_messages import text_of
 from copage.memory import PagedMemory
 from copage.session import trace
 from copage.session.drive import in_thread
+from copage.session.fill_settings import DEFAULT_DENSE, resolve_dense
 from copage.session.modes import RecallMode, parse_mode
 from copage.session.opening import Conversations
 from copage.session.prepare import prepare
@@ -119,8 +120,9 @@ class CopageHook(CustomLogger):
         speculative_tokens: the fill's allowance per request (tokens).
         speculative_threshold: minimal normalised BM25 score of the best evicted page.
         dense: the fill's meaning channel, so a question asked in other words than the
-            fact still reaches it (``copage.dense.ranker()``, docs/dense.md); None (the
-            default): BM25 only.
+            fact still reaches it (docs/dense.md): a ranker (``copage.dense.ranker()``),
+            ``"default"`` (the default: on when its model's files are installed, as
+            ``FillSettings``'), ``"auto"``/a model folder (required) or None (BM25 only).
         use_user: the OpenAI ``user`` field names the conversation (after the header
             and ``metadata.copage_conversation``).
         hold_timeout: seconds after which a turn whose end LiteLLM never reported is
@@ -132,7 +134,7 @@ class CopageHook(CustomLogger):
     def __init__(self, store: PageStore | str | None = None, *, tenant: Tenant = "default",
                  recall_mode: str = "speculative", speculative_tokens: int = DEFAULT_TOKENS,
                  speculative_threshold: float = DEFAULT_THRESHOLD,
-                 dense: DenseRanker | None = None, use_user: bool = True,
+                 dense: DenseRanker | str | None = DEFAULT_DENSE, use_user: bool = True,
                  hold_timeout: float = HOLD_TIMEOUT, config: PagerConfig | None = None,
                  **settings: Any) -> None:
         super().__init__()
@@ -140,7 +142,7 @@ class CopageHook(CustomLogger):
             raise ValueError("give either config= or individual settings, not both")
         self.mode = hook_mode(recall_mode)
         self.speculator = Speculator(speculative_threshold, tokens=speculative_tokens,
-                                     dense=dense)
+                                     dense=resolve_dense(dense))
         self.config = config or PagerConfig(**settings)
         self.tenant, self.use_user, self.hold_timeout = tenant, use_user, hold_timeout
         self._store_arg = store

@@ -9,33 +9,31 @@ these before it loads callbacks):
 * ``COPAGE_RESIDENT_PAGES``, ``COPAGE_BOUNDARY``: paging settings of new conversations
   (default: copage's);
 * ``COPAGE_SPECULATIVE_TOKENS``: the fill's allowance (default 1024);
-* ``COPAGE_DENSE``: the fill's meaning channel (docs/dense.md): unset (default) off,
-  ``auto`` the model folder :func:`copage.dense.find_model` finds, else a model folder;
-  the folder is checked when the hook is made (``ModelMissing`` says to run
-  ``copage dense fetch``), the encoder loaded at the first request that needs it;
+* ``COPAGE_DENSE``: the fill's meaning channel (docs/dense.md): unset (default) on
+  when its model's files are installed (``copage dense fetch``), ``off`` never,
+  ``auto`` required from where :func:`copage.dense.find_model` looks, else a model
+  folder (required); a required folder is checked when the hook is made
+  (``ModelMissing`` says to run ``copage dense fetch``), the encoder loaded at the
+  first request that needs it;
 * ``COPAGE_USE_USER``: ``0`` stops the ``user`` field naming the conversation;
 * ``COPAGE_OTEL``: ``1`` exports OpenTelemetry traces over OTLP (also when the
   standard ``OTEL_EXPORTER_OTLP_ENDPOINT`` is set and no tracer provider is).
 
-Nothing is opened at import: the store is opened at the first request, and
-:mod:`copage.dense` is not even imported unless ``COPAGE_DENSE`` is set.
+Nothing is opened at import: the store is opened at the first request, and the
+encoder's weights at the first question that ranks by meaning.
 """
 
 from __future__ import annotations
 
 import os
-import threading
-from collections.abc import Mapping, Sequence
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping
+from typing import Any
 
 from copage.adapters.litellm.hook import CopageHook
-from copage.core.dense_rank import DenseRanker, TextVectors
+from copage.core.dense_rank import DenseRanker
+from copage.dense.default_channel import LazyEncoder
 from copage.session import trace
 from copage.session.speculate import DEFAULT_TOKENS
-
-if TYPE_CHECKING:
-    import numpy as np
 
 __all__ = ["LazyEncoder", "dense_from_env", "from_env", "hook"]
 
@@ -50,43 +48,18 @@ def _int(env: Mapping[str, str], name: str, default: int | None) -> int | None:
         raise ValueError(f"{name} must be an integer, got {raw!r}") from None
 
 
-class LazyEncoder:
-    """The encoder of ``copage.dense.ranker(model, cache=True)``, made at its first use
-    (so the weights and the embedding cache file are opened by the first request that
-    ranks by meaning, not when LiteLLM loads the hook)."""
-
-    def __init__(self, model: Path) -> None:
-        self.model = model
-        self._encoder: TextVectors | None = None
-        self._lock = threading.Lock()
-
-    @property
-    def loaded(self) -> bool:
-        """Whether the encoder has been made."""
-        return self._encoder is not None
-
-    def vectors(self, texts: Sequence[str]) -> np.ndarray:
-        with self._lock:
-            if self._encoder is None:
-                from copage.dense import ranker
-
-                self._encoder = ranker(self.model, cache=True).encoder
-        return self._encoder.vectors(texts)
-
-
 def dense_from_env(env: Mapping[str, str]) -> DenseRanker | None:
-    """The fill's meaning channel ``COPAGE_DENSE`` asks for (module docstring), None when
-    it is unset.
+    """The fill's meaning channel ``COPAGE_DENSE`` asks for (module docstring): unset,
+    copage's default (on when the model's files are installed); its vectors kept in
+    copage.dense's cache file.
 
     Raises:
-        ModelMissing: no model folder there (the message says to run ``copage dense fetch``).
+        ModelMissing: ``auto`` or a folder was asked for and the files are not there (the
+            message says to run ``copage dense fetch``).
     """
-    setting = env.get("COPAGE_DENSE", "").strip()
-    if not setting:
-        return None
-    from copage.dense import find_model
+    from copage.dense.default_channel import default_ranker
 
-    return DenseRanker(LazyEncoder(find_model(None if setting == "auto" else setting)))
+    return default_ranker(cache=True, env=env)
 
 
 def from_env(environ: Mapping[str, str] | None = None) -> CopageHook:

@@ -110,7 +110,9 @@ _ALL: dict[str, Method] = {
         Variant(recall="choose", speculative=True)),
     "bookmark_recall+copage": BookmarkMethod(
         "bookmark_recall+copage",
-        f"copage's defaults: PagerConfig() and PagedChat's recall mode ({DEFAULT_RECALL_MODE})",
+        f"copage's defaults: PagerConfig(), PagedChat's recall mode ({DEFAULT_RECALL_MODE}) "
+        "and the default meaning channel (on when its model's files are installed, "
+        "COPAGE_DENSE=off turns it off; docs/dense.md)",
         Variant.of_mode(DEFAULT_RECALL_MODE, copage=True)),
     "bookmark_recall+copage+tool": BookmarkMethod(
         "bookmark_recall+copage+tool",
@@ -119,8 +121,8 @@ _ALL: dict[str, Method] = {
         Variant.of_mode("speculative+tool", copage=True)),
     "bookmark_recall+copage+dense": BookmarkMethod(
         "bookmark_recall+copage+dense",
-        "copage's defaults with the fill's meaning channel (FillSettings(dense=...), "
-        "docs/dense.md)",
+        "copage's defaults with the fill's meaning channel required (FillSettings("
+        "dense='auto'), docs/dense.md)",
         Variant(recall="none", speculative=True, copage=True, dense=True)),
 }
 

@@ -62,7 +62,7 @@ from copage.eval.methods.bookmark_pages import (
     recall_call,
 )
 from copage.eval.methods.bookmark_plan import FILL_FRAME, BudgetPlan
-from copage.eval.methods.bookmark_variant import Variant, dense_ranker, speaker_names
+from copage.eval.methods.bookmark_variant import Variant, speaker_names
 from copage.eval.methods.method import (
     DOES_NOT_FIT,
     MethodAnswer,
@@ -130,7 +130,7 @@ class BookmarkConversation(BudgetPlan):
         self.shrink: list[str] = []
         self.speculator = Speculator(settings.speculative_threshold,
                                      relative=settings.speculative_relative,
-                                     dense=dense_ranker() if variant.dense else None)
+                                     dense=variant.ranker())
         self.fill = 0  # the speculative fill's allowance (tokens), set by the plan
         self._least_fill = 0
         self.config, self.pager = self._plan()

@@ -15,17 +15,14 @@ from copage.session.modes import parse_mode
 
 __all__ = ["RECALL_MODES", "Variant", "dense_ranker", "speaker_names"]
 
-_RANKER: list[DenseRanker] = []
+def dense_ranker(required: bool = True) -> DenseRanker | None:
+    """The benchmark's meaning channel (one per process, its embeddings kept in
+    copage.dense's default cache file): ``required``, the model :func:`copage.dense.
+    find_model` finds (``ModelMissing`` without it); else copage's default channel (None
+    when the model's files are not installed or ``COPAGE_DENSE=off``)."""
+    from copage.dense.default_channel import default_ranker
 
-
-def dense_ranker() -> DenseRanker:
-    """The benchmark's one meaning channel (loaded once per process; its embeddings
-    kept in copage.dense's default cache file)."""
-    if not _RANKER:
-        from copage.dense import ranker
-
-        _RANKER.append(ranker(None, cache=True))
-    return _RANKER[0]
+    return default_ranker("auto" if required else None, cache=True)
 
 
 def speaker_names(conversation: Conversation) -> frozenset[str]:
@@ -62,7 +59,10 @@ class Variant:
         copage: copage's defaults (``PagerConfig()``: its boundary, policy, keywords
             and bounded index) instead of the paper's settings.
         dense: the fill's meaning channel (``FillSettings(dense=...)``, docs/dense.md),
-            its model found by :func:`copage.dense.find_model`.
+            required, its model found by :func:`copage.dense.find_model`. Without it a
+            ``copage`` variant with the fill has copage's default channel, as the
+            library (on when the model's files are installed, unless
+            ``COPAGE_DENSE=off``); the paper's variants never have one.
     """
 
     recall: str = "page"
@@ -75,6 +75,12 @@ class Variant:
             raise ValueError(f"unknown recall kind {self.recall!r}; valid: {', '.join(RECALL_MODES)}")
         if self.dense and not self.speculative:
             raise ValueError("the dense channel is part of the speculative fill: dense needs speculative")
+
+    def ranker(self) -> DenseRanker | None:
+        """This variant's meaning channel (None: BM25 only; the class docstring)."""
+        if self.dense:
+            return dense_ranker()
+        return dense_ranker(required=False) if self.copage and self.speculative else None
 
     @property
     def by_query(self) -> bool:
@@ -109,7 +115,7 @@ class Variant:
 
         fill = FillSettings(threshold=settings.speculative_threshold,
                             relative=settings.speculative_relative,
-                            dense=dense_ranker() if self.dense else None)
+                            dense=self.ranker())
         if tokens is not None:
             fill = replace(fill, tokens=tokens)
         return {"max_recalls_per_turn": settings.max_recalls, "recall_mode": self.mode,
@@ -122,4 +128,4 @@ class Variant:
         choose call."""
         return {"recall_mode": self.mode, "prompt_style": settings.prompt_style,
                 "session_templates": session_templates_id(),
-                **({"dense": True} if self.dense else {})}
+                **({"dense": True} if self.ranker() is not None else {})}

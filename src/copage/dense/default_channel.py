@@ -1,0 +1,137 @@
+"""copage's default meaning channel: on when the model's files are in place, else off.
+
+``copage dense fetch`` puts all-MiniLM-L6-v2's files in copage's cache folder once;
+from then on every fill (the library, the proxy, the adapters) adds its best passage by
+meaning for questions, unless told otherwise. Nothing is downloaded here: without the
+files the fill is BM25 only, as before, and a log line says how to turn the channel on.
+
+``COPAGE_DENSE`` decides (read when the default is resolved):
+
+* unset or empty: the default above;
+* ``off`` (or ``0``, ``false``, ``no``, ``none``): never;
+* ``auto``: required, from where :func:`~copage.dense.find_model` looks (an error
+  when it is not there);
+* a folder: required, from that folder.
+
+The encoder is loaded at the first question that needs it (:class:`LazyEncoder`), so a
+conversation that is never paged never loads the 90 MB of weights.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import warnings
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from copage.core.dense_rank import DEFAULT_SLOTS, DenseRanker, TextVectors
+from copage.dense.model_files import ModelDamaged, ModelMissing, find_model
+
+if TYPE_CHECKING:
+    import numpy as np
+
+__all__ = ["ENV_SWITCH", "OFF_WORDS", "LazyEncoder", "default_ranker", "dense_setting"]
+
+ENV_SWITCH = "COPAGE_DENSE"
+OFF_WORDS = frozenset({"off", "0", "false", "no", "none"})
+
+log = logging.getLogger("copage.dense")
+
+_memo: dict[tuple[str, ...], DenseRanker | None] = {}
+_memo_lock = threading.Lock()
+
+
+class LazyEncoder:
+    """The encoder of the model folder ``model``, made at its first use (so the weights,
+    and with ``cache=True`` the embedding cache file, are opened by the first question
+    that ranks by meaning, not when the channel is set up)."""
+
+    def __init__(self, model: Path, *, cache: bool = False) -> None:
+        self.model = model
+        self.cache = cache
+        self._encoder: TextVectors | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def loaded(self) -> bool:
+        """Whether the encoder has been made."""
+        return self._encoder is not None
+
+    def vectors(self, texts: Sequence[str]) -> np.ndarray:
+        with self._lock:
+            if self._encoder is None:
+                from copage.dense import ranker
+
+                self._encoder = ranker(self.model, cache=self.cache or None).encoder
+        return self._encoder.vectors(texts)
+
+
+def dense_setting(env: Mapping[str, str] | None = None) -> str | None:
+    """``COPAGE_DENSE`` read: None (unset: the default), ``off``, ``auto`` or a folder."""
+    raw = (os.environ if env is None else env).get(ENV_SWITCH, "").strip()
+    if not raw:
+        return None
+    return "off" if raw.lower() in OFF_WORDS else raw
+
+
+def default_ranker(setting: str | None = None, *, cache: bool = False,
+                   env: Mapping[str, str] | None = None) -> DenseRanker | None:
+    """The meaning channel copage uses when none is given (module docstring).
+
+    Args:
+        setting: None to read ``COPAGE_DENSE`` (:func:`dense_setting`); else its value.
+        cache: keep the turns' vectors in copage.dense's cache file (the proxies do);
+            False: in memory only.
+        env: the environment to read (default ``os.environ``).
+
+    Returns:
+        One shared :class:`DenseRanker` per model folder and ``cache`` (the encoder
+        loaded at its first use), or None: off, or (by default) no model files.
+
+    Raises:
+        ModelMissing, ModelDamaged: the channel was asked for (``auto`` or a folder) and
+            the files are not there, or not the expected ones.
+    """
+    if setting is not None and not setting.strip():
+        setting = None
+    if setting is None:
+        setting = dense_setting(env)
+    elif setting.strip().lower() in OFF_WORDS:
+        setting = "off"
+    if setting == "off":
+        return None
+    required = setting is not None
+    try:
+        folder = find_model(None if setting in (None, "auto") else setting)
+    except ModelDamaged as e:  # (a ModelMissing too: caught first)
+        if required:
+            raise
+        warnings.warn(f"copage: the fill's meaning channel is off: {e}", RuntimeWarning,
+                      stacklevel=2)
+        return None
+    except ModelMissing:
+        if required:
+            raise
+        _once(("missing",), "copage: the fill's meaning channel is off: its model files "
+              "are not installed (run `copage dense fetch` once to turn it on; docs/dense.md)")
+        return None
+    key = (str(folder), str(cache))
+    with _memo_lock:
+        found = _memo.get(key)
+        if found is None:
+            found = _memo[key] = DenseRanker(LazyEncoder(folder, cache=cache), DEFAULT_SLOTS)
+        return found
+
+
+_said: set[tuple[str, ...]] = set()
+
+
+def _once(key: tuple[str, ...], message: str) -> None:
+    with _memo_lock:
+        if key in _said:
+            return
+        _said.add(key)
+    log.info(message)

@@ -1,0 +1,144 @@
+"""copage's default meaning channel (copage.dense.default_channel): on when the model's
+files are installed, off without them (a log line says how to turn it on), pinned off by
+``COPAGE_DENSE=off``, required by ``auto`` or a folder.
+
+The test suite pins ``COPAGE_DENSE=off`` (tests/conftest.py); these tests lift the pin.
+The ones marked by ``model_dir`` run the real all-MiniLM-L6-v2 (skipped without its
+files, failed instead under COPAGE_REQUIRE_DENSE=1, as on CI).
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import pytest
+
+from copage import FillSettings, PagedMemory
+from copage.core.dense_rank import DenseRanker
+from copage.dense import ModelMissing, default_channel
+from copage.dense import model_files as mf
+from copage.dense.default_channel import LazyEncoder, default_ranker, dense_setting
+from copage.llm.scripted import ScriptedModel
+from copage.session import PagedChat
+from copage.session.fill_settings import resolve_dense
+
+FACT = "Penicillin gives me a terrible rash, I found that out as a kid."
+QUESTION = "Which antibiotic should my doctor avoid prescribing for me?"
+FILLER = [
+    "We talked about the weather and the long drive to the coast.",
+    "The meeting moved to Thursday afternoon after lunch.",
+    "My cousin is painting the kitchen a pale green colour.",
+    "The train was late again, so I read a novel on the platform.",
+]
+
+
+@pytest.fixture
+def no_model(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """No model files anywhere copage looks (empty cache home, no package)."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.delenv("COPAGE_DENSE_MODEL", raising=False)
+    monkeypatch.delenv("COPAGE_DENSE", raising=False)
+    monkeypatch.setattr(mf, "_package_dir", lambda: None)
+    monkeypatch.setattr(default_channel, "_said", set())
+    return tmp_path
+
+
+@pytest.fixture
+def with_model(model_dir: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The real model's files installed; ``COPAGE_DENSE`` unset (the default)."""
+    monkeypatch.setenv("COPAGE_DENSE_MODEL", str(model_dir))
+    monkeypatch.delenv("COPAGE_DENSE", raising=False)
+    return model_dir
+
+
+def test_the_switch_reads_off_words_and_values() -> None:
+    assert dense_setting({}) is None and dense_setting({"COPAGE_DENSE": " "}) is None
+    for word in ("off", "OFF", "0", "false", "no", "none"):
+        assert dense_setting({"COPAGE_DENSE": word}) == "off"
+    assert dense_setting({"COPAGE_DENSE": "auto"}) == "auto"
+    assert dense_setting({"COPAGE_DENSE": "/m"}) == "/m"
+
+
+def test_without_the_model_files_the_default_is_off_and_says_how_to_turn_it_on(
+        no_model: Path, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="copage.dense")
+    assert default_ranker() is None
+    assert FillSettings().speculator().dense is None
+    said = [r.getMessage() for r in caplog.records if "copage dense fetch" in r.getMessage()]
+    assert len(said) == 1  # once per process, not at every conversation
+    # asked for explicitly, a missing model is an error that says what to run
+    with pytest.raises(ModelMissing, match="copage dense fetch"):
+        default_ranker("auto")
+    with pytest.raises(ModelMissing, match="copage dense fetch"):
+        FillSettings(dense=str(no_model / "nowhere"))
+
+
+def test_off_wins_even_with_the_files(with_model: Path,
+                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    assert default_ranker("off") is None
+    assert FillSettings(dense="off").speculator().dense is None
+    assert FillSettings(dense=None).speculator().dense is None
+    monkeypatch.setenv("COPAGE_DENSE", "off")
+    assert FillSettings().speculator().dense is None
+
+
+def test_with_the_files_the_default_is_on_shared_and_not_loaded_until_asked(
+        with_model: Path) -> None:
+    ranker = default_ranker()
+    assert isinstance(ranker, DenseRanker) and isinstance(ranker.encoder, LazyEncoder)
+    assert default_ranker() is ranker  # one per process and folder
+    assert FillSettings().speculator().dense is ranker
+    assert resolve_dense("default") is ranker and resolve_dense(ranker) is ranker
+    assert default_ranker(cache=True) is not ranker  # the proxies keep vectors on disk
+    with pytest.raises(TypeError, match="DenseRanker, a string"):
+        resolve_dense(3)  # type: ignore[arg-type]
+
+
+def test_paged_chat_at_its_defaults_brings_back_a_fact_asked_in_other_words(
+        with_model: Path) -> None:
+    """The user's first test of a memory, at the defaults but for a small budget: a fact
+    said once, evicted long ago, asked in words it shares none with."""
+    def run(fill: FillSettings | None) -> str:
+        mem = PagedMemory(budget_tokens=3000, budget_floor=1000)
+        mem.add("user", FACT)
+        mem.add("assistant", "Thanks for telling me, I'll keep that in mind.")
+        for i in range(300):
+            mem.add("user" if i % 2 == 0 else "assistant", FILLER[i % len(FILLER)] + f" ({i})")
+        assert mem.evicted
+        model = ScriptedModel(name="recorder")
+        model.reply("ok")
+        chat = PagedChat(mem, model) if fill is None else PagedChat(mem, model, fill=fill)
+        chat.send_sync(QUESTION)
+        return " ".join(str(m.get("content")) for m in model.requests[-1].messages)
+
+    assert "Penicillin" in run(None)  # the defaults
+    assert "Penicillin" not in run(FillSettings(dense="off"))  # BM25 alone cannot
+
+
+def test_damaged_files_warn_and_leave_the_default_off(
+        no_model: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    folder = no_model / "damaged"
+    folder.mkdir()
+    for name in mf.REQUIRED_SHA256:
+        (folder / name).write_text("not the model")
+    monkeypatch.setenv("COPAGE_DENSE_MODEL", str(folder))
+    with pytest.warns(RuntimeWarning, match="meaning channel is off.*sha256"):
+        assert default_ranker() is None
+    with pytest.raises(mf.ModelDamaged):
+        default_ranker("auto")  # asked for: an error
+
+
+def test_the_benchmarks_copage_default_follows_the_library_default(
+        with_model: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from copage.eval.methods import METHODS
+
+    def ranker_of(name: str) -> DenseRanker | None:
+        return METHODS.create(name).variant.ranker()  # type: ignore[attr-defined]
+
+    assert isinstance(ranker_of("bookmark_recall+copage"), DenseRanker)
+    assert isinstance(ranker_of("bookmark_recall+copage+dense"), DenseRanker)
+    assert ranker_of("bookmark_recall+speculative") is None  # the paper's methods: never
+    monkeypatch.setenv("COPAGE_DENSE", "off")
+    assert ranker_of("bookmark_recall+copage") is None
+    assert isinstance(ranker_of("bookmark_recall+copage+dense"), DenseRanker)  # required
