@@ -62,8 +62,13 @@ WIDTH = 3
 PRE = CONDITIONS["2000"][0]
 """Turns before the statement (bench/bench_paraphrase.py's long conditions)."""
 PARAPHRASE_KS = (1, 3, 5, 10)
-LOCOMO_KS = (3, 6, 12, 24)
-METHODS = ("bm25", "bm25+expand", "minilm-turnmax", "reserve1")
+LOCOMO_KS = (3, 6, 12, 24, 48, 96)
+METHODS = ("bm25", "bm25+expand", "minilm-turnmax", "reserve1", "rrf", "rrf-tail", "tail12",
+           "tail24")
+FUSED = {"rrf", "rrf-tail", "tail12", "tail24"}
+"""Methods built on reciprocal rank fusion of ``bm25+expand`` and ``minilm-turnmax``."""
+RRF_K = 60
+"""The usual constant of reciprocal rank fusion (Cormack et al. 2009), not tuned here."""
 
 
 class Embeddings:
@@ -130,10 +135,14 @@ def rankings(index: PassageIndex, question: str, emb: Embeddings, turn_texts: Se
     out: Rankings = {}
     if "bm25" in methods:
         out["bm25"] = bm25_rank(index, terms)
-    if {"bm25+expand", "reserve1"} & set(methods):
+    if {"bm25+expand", "reserve1"} & set(methods) or FUSED & set(methods):
         out["bm25+expand"] = bm25_rank(index, expand(index, terms))
-    if {"minilm-turnmax", "reserve1"} & set(methods):
+    if {"minilm-turnmax", "reserve1"} & set(methods) or FUSED & set(methods):
         out["minilm-turnmax"] = turnmax_rank(emb([question])[0], emb(turn_texts), len(index))
+    if FUSED & set(methods):
+        rb = {s: r for r, s in enumerate(out["bm25+expand"])}
+        rd = {s: r for r, s in enumerate(out["minilm-turnmax"])}
+        out["rrf"] = sorted(rb, key=lambda s: (-(1 / (RRF_K + rb[s]) + 1 / (RRF_K + rd[s])), s))
     return out
 
 
@@ -141,6 +150,16 @@ def choose(method: str, ranks: Rankings, k: int) -> list[int] | None:
     """The ``k`` passages ``method`` picks (None where it is undefined)."""
     if method == "reserve1":
         return reserve(ranks["bm25+expand"], ranks["minilm-turnmax"], k) if k > 1 else None
+    if method in ("rrf-tail", "tail12", "tail24"):  # reserve1's head, then rrf's order
+        base = (reserve(ranks["bm25+expand"], ranks["minilm-turnmax"], k) if k > 1
+                else ranks["bm25+expand"][:k])
+        head = list(base[:{"rrf-tail": max(1, k // 2), "tail12": 12, "tail24": 24}[method]])
+        for s in ranks["rrf"]:
+            if len(head) >= k:
+                break
+            if s not in head:
+                head.append(s)
+        return head
     return ranks[method][:k]
 
 
@@ -160,7 +179,7 @@ def paraphrase(convs: Sequence[Any], emb: Embeddings, split_name: str, gap: int,
     hits = {m: dict.fromkeys(PARAPHRASE_KS, 0) for m in methods}
     defined = {m: set() for m in methods}
     chats = [fact_chat(lines, FACTS.index(fact), gap) for fact in facts]
-    if {"minilm-turnmax", "reserve1"} & set(methods):  # embed what the cache lacks at once
+    if {"minilm-turnmax", "reserve1"} & set(methods) or FUSED & set(methods):  # embed what the cache lacks at once
         emb([*(f.question for f in facts), *(t.text for turns in chats for t in turns)])
     for fact, turns in zip(facts, chats, strict=True):
         index = passage_index(turns)
@@ -187,7 +206,7 @@ def locomo(convs: Sequence[Any], emb: Embeddings, methods: Sequence[str]) -> str
     share: dict[str, dict[int, list[float]]] = {m: {k: [] for k in LOCOMO_KS} for m in methods}
     full: dict[str, dict[int, list[float]]] = {m: {k: [] for k in LOCOMO_KS} for m in methods}
     n = 0
-    if {"minilm-turnmax", "reserve1"} & set(methods):  # embed what the cache lacks at once
+    if {"minilm-turnmax", "reserve1"} & set(methods) or FUSED & set(methods):  # embed what the cache lacks at once
         emb([*(p.question for c in convs for p in c.probes),
              *(turn_text(t) for c in convs for t in c.turns)])
     for conv in convs:
