@@ -7,23 +7,29 @@ import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
 from copage.core.config import PagerConfig
+from copage.core.dense_rank import DenseRanker
 from copage.core.pager import EvictedMatch, Pager, PagerStats
 from copage.core.passages import PassageIndex
 from copage.core.retrieval import BM25Index
 from copage.core.text import query_terms
-from copage.core.types import Bookmark, Page, PageId, Turn, page_id, parse_page_arg
+from copage.core.types import Bookmark, Page, PageId, Turn, page_id, page_index, parse_page_arg
 
 __all__ = ["MemoryReads", "SearchHit"]
 
 
 @dataclass(frozen=True, slots=True)
 class SearchHit:
-    """An evicted page matching a query: its id, BM25 score and bookmark."""
+    """An evicted page matching a query: its id, score and bookmark. ``by_meaning``:
+    found by the meaning channel (docs/dense.md), ``score`` then the cosine of its
+    closest turn with the query; else ``score`` is the page's BM25 score."""
 
     page: PageId
     score: float
     bookmark: Bookmark
+    by_meaning: bool = False
 
 
 class MemoryReads:
@@ -126,20 +132,34 @@ class MemoryReads:
         self._live()
         return {p.id: self.pager.bookmark(p.id) for p in self.pager.pages}
 
-    def search(self, query: str, limit: int = 5) -> list[SearchHit]:
-        """Evicted pages ranked by BM25 against ``query``, best first (ties: older page).
+    def search(self, query: str, limit: int = 5, *,
+               dense: DenseRanker | str | None = "default") -> list[SearchHit]:
+        """Evicted pages ranked by BM25 against ``query``, best first (ties: older page),
+        and, with the meaning channel, the page of the evicted turn closest in meaning to
+        ``query`` when BM25 did not rank it: added last, in the last place if the list is
+        full (``by_meaning``), as the fill gives the channel one place.
 
-        Read-only: nothing is paged in (recall a hit for that). Pages sharing no
-        content word with the query are left out, so the list may be empty.
+        ``dense``: the meaning channel, as ``FillSettings.dense`` takes it: ``"default"``
+        (on when its model's files are installed, unless ``COPAGE_DENSE=off``), None or
+        ``"off"`` (BM25 only), ``"auto"`` or a model folder (required), or a ranker.
+
+        Read-only: nothing is paged in (recall a hit for that). Without the channel,
+        pages sharing no content word with the query are left out, so the list may be
+        empty.
         """
         self._live()
         if limit < 1:
             raise ValueError(f"limit must be >= 1, got {limit}")
-        terms = list(query_terms(query))
-        if not terms or not self.pager.evicted:
+        if not self.pager.evicted:
             return []
-        return [SearchHit(page_id(i), score, self.pager.bookmark(page_id(i)))
-                for i, score in self.pager.evicted_index.top(terms, limit)]
+        terms = list(query_terms(query))
+        hits = [SearchHit(page_id(i), score, self.pager.bookmark(page_id(i)))
+                for i, score in (self.pager.evicted_index.top(terms, limit) if terms else [])]
+        meaning = closest_evicted(self.pager, query, dense)
+        if meaning is not None and all(h.page != meaning[0] for h in hits):
+            hit = SearchHit(meaning[0], meaning[1], self.pager.bookmark(meaning[0]), True)
+            hits = [*hits[:limit - 1], hit]
+        return hits
 
     def stats(self, question: str | None = None) -> PagerStats:
         """The paging figures now: pages, resident set, counts and tokens.
@@ -165,3 +185,33 @@ class MemoryReads:
         if callable(counts):
             stats = dataclasses.replace(stats, keyword_generator=counts())
         return stats
+
+
+def closest_evicted(pager: Pager, query: str, dense: DenseRanker | str | None
+                    ) -> tuple[PageId, float] | None:
+    """The evicted page of the turn closest in meaning to ``query``, and its cosine
+    (None: no channel, nothing evicted, or an empty query)."""
+    if dense is None or not query.strip() or not pager.evicted:
+        return None
+    if not isinstance(dense, DenseRanker):
+        from copage.dense.default_channel import default_ranker
+
+        if not isinstance(dense, str):
+            raise TypeError(f"dense must be a DenseRanker, a string or None, got "
+                            f"{type(dense).__name__}")
+        ranker = default_ranker(None if dense == "default" else dense)
+        if ranker is None:
+            return None
+        dense = ranker
+    index = pager.passages
+    vectors = dense.sync(index)
+    if not len(vectors):
+        return None
+    evicted = {page_index(p) for p in pager.evicted}
+    ok = np.fromiter((t.page in evicted for t in index.turns), bool, len(index.turns))
+    if not ok.any():
+        return None
+    q = np.asarray(dense.encoder.vectors([query]), dtype=np.float32)[0]
+    cos = np.where(ok, vectors @ q, -np.inf)
+    best = int(np.argmax(cos))
+    return page_id(index.turns[best].page), float(cos[best])

@@ -142,3 +142,25 @@ def test_the_benchmarks_copage_default_follows_the_library_default(
     monkeypatch.setenv("COPAGE_DENSE", "off")
     assert ranker_of("bookmark_recall+copage") is None
     assert isinstance(ranker_of("bookmark_recall+copage+dense"), DenseRanker)  # required
+
+
+def test_search_adds_the_page_closest_in_meaning(with_model: Path) -> None:
+    """``PagedMemory.search`` with the channel (the default once the model is
+    installed): a query in other words than the fact finds its page, marked
+    ``by_meaning``; BM25's hits keep their places; off, the search is BM25's."""
+    mem = PagedMemory(boundary="fixed_4", resident_pages=2)
+    mem.add("user", FACT)
+    mem.add("assistant", "Thanks for telling me, I'll keep that in mind.")
+    for i in range(120):
+        mem.add("user" if i % 2 == 0 else "assistant", FILLER[i % len(FILLER)] + f" ({i})")
+    assert "p1" in mem.evicted
+    assert mem.search("antibiotic to avoid", dense=None) == []  # no shared word
+    hits = mem.search("antibiotic to avoid")
+    assert [(h.page, h.by_meaning) for h in hits] == [("p1", True)]
+    assert 0.0 < hits[0].score <= 1.0
+    lexical = mem.search("train late platform", dense=None)
+    both = mem.search("train late platform", limit=len(lexical))
+    assert [h.page for h in both[:-1]] == [h.page for h in lexical[:-1]]  # BM25 kept first
+    assert len(both) == len(lexical)
+    assert mem.search("penicillin rash")[0].page == "p1"  # found by its words: no extra
+    assert not any(h.by_meaning for h in mem.search("penicillin rash", limit=1))

@@ -150,7 +150,8 @@ def recall_page(pool: ConversationPool, tenant: str, conversation: str, page: ob
 
 def search_pages(pool: ConversationPool, tenant: str, conversation: str, query: str,
                  limit: int = 5) -> str:
-    """Evicted pages ranked by BM25 against ``query``: bookmarks and scores, no text."""
+    """Evicted pages ranked by BM25 against ``query`` (and the one closest in meaning,
+    with the meaning channel: :meth:`PagedMemory.search`): bookmarks and scores, no text."""
     cid = check_conversation_id(conversation)
     if not 1 <= limit <= MAX_LIMIT:
         raise ToolInputError(f"limit must be between 1 and {MAX_LIMIT}; got {limit}.")
@@ -164,7 +165,9 @@ def search_pages(pool: ConversationPool, tenant: str, conversation: str, query: 
                 where = "no page is evicted yet" if not mem.evicted else \
                     "list_bookmarks shows every evicted page"
                 return f"No evicted page of {cid!r} matches {query[:80]!r} ({where})."
-            lines = [f"{h.bookmark.text}  score {h.score:.2f}" for h in hits]
+            lines = [f"{h.bookmark.text}  " + (f"closest in meaning (cosine {h.score:.2f})"
+                                                if h.by_meaning else f"score {h.score:.2f}")
+                     for h in hits]
     except ConversationNotFound:
         raise unknown_conversation(pool, tenant, cid) from None
     return (f"Evicted pages of {cid!r} matching {query[:80]!r}, best first:\n"
