@@ -205,7 +205,7 @@ def closest_evicted(pager: Pager, query: str, dense: DenseRanker | str | None
         dense = ranker
     index = pager.passages
     vectors = dense.sync(index)
-    if not len(vectors):
+    if vectors is None or not len(vectors):
         return None
     evicted = {page_index(p) for p in pager.evicted}
     ok = np.fromiter((t.page in evicted for t in index.turns), bool, len(index.turns))

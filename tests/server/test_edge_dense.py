@@ -119,7 +119,8 @@ def test_real_encoder_through_a_real_proxy_process(tmp_path: Path) -> None:
             {"role": "assistant", "content": "Thanks for telling me, I'll keep that in mind."}]
     chat += history(480)[2:]
     chat.append({"role": "user", "content": "Let's plan the week."})
-    env = {"XDG_CACHE_HOME": str(tmp_path / "cache"), "COPAGE_DENSE": ""}  # the default
+    env = {"XDG_CACHE_HOME": str(tmp_path / "cache"), "COPAGE_DENSE": "",  # the default
+           "COPAGE_DENSE_WAIT": "600"}  # a loaded CI machine embeds slowly: wait it out
     if "COPAGE_DENSE_MODEL" not in os.environ:
         env["COPAGE_DENSE_MODEL"] = str(find_model())
     seen = {}

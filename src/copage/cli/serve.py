@@ -138,6 +138,12 @@ def run(args: argparse.Namespace) -> int:
     except (ModelMissing, ModelDamaged, ValueError) as e:
         print(f"copage serve: --dense: {e}", file=sys.stderr)
         return 2
+    try:
+        from copage.server.dense_warm import wait_seconds
+        wait_seconds()
+    except ValueError as e:
+        print(f"copage serve: {e}", file=sys.stderr)
+        return 2
     meaning = "on" if dense is not None else (
         "off" if settings.dense is not None else "off (`copage dense fetch` turns it on)")
     if not settings.client_key:  # (a key the clients send is not known yet)

@@ -59,6 +59,14 @@ class _Turns:
         self.parts: list[np.ndarray] = []
         self.matrix: np.ndarray | None = None
 
+    def current(self, index: PassageIndex) -> np.ndarray | None:
+        """The vectors when they cover exactly ``index``'s turns already, else None."""
+        m, turns = self.matrix, self.turns
+        n = len(index.turns)
+        if m is None or len(m) != n or len(turns) != n:
+            return None
+        return m if not n or turns[-1] is index.turns[-1].turn else None
+
 
 class DenseRanker:
     """Ranks passages by their best turn's cosine with a message (module docstring).
@@ -66,24 +74,49 @@ class DenseRanker:
     Args:
         encoder: gives unit vectors for texts (``vectors(texts)``).
         slots: fill places for the best passages by meaning (>= 1).
+        wait: what :meth:`sync` (hence :meth:`top`) does when it has turns to embed
+            while another thread is embedding (one embedding at a time per ranker):
+            wait for it (True, the default), or give None at once (False: the channel
+            sits that turn out; the proxy, whose requests must not wait for another
+            conversation's long history to be embedded).
     """
 
-    def __init__(self, encoder: TextVectors, slots: int = DEFAULT_SLOTS) -> None:
+    def __init__(self, encoder: TextVectors, slots: int = DEFAULT_SLOTS, *,
+                 wait: bool = True) -> None:
         if isinstance(slots, bool) or not isinstance(slots, int) or slots < 1:
             raise ValueError(f"dense slots must be an int >= 1, got {slots!r}")
         if not callable(getattr(encoder, "vectors", None)):
             raise TypeError(f"encoder must have a vectors(texts) method, got {type(encoder).__name__}")
-        self.encoder, self.slots = encoder, slots
+        self.encoder, self.slots, self.wait = encoder, slots, wait
         self._by_index: weakref.WeakKeyDictionary[PassageIndex, _Turns] = weakref.WeakKeyDictionary()
         self._lock = threading.Lock()  # the table only: one conversation's turn holds its lock
+        self._embedding = threading.Lock()  # one embedding at a time (one encoder)
 
-    def sync(self, index: PassageIndex) -> np.ndarray:
+    def sync(self, index: PassageIndex, *, wait: bool | None = None) -> np.ndarray | None:
         """The vectors of ``index``'s turns (one row each), embedding the turns new
-        since the last call (all of them if the index was rebuilt)."""
+        since the last call (all of them if the index was rebuilt); None when there
+        are turns to embed, another thread is embedding, and ``wait`` (default:
+        :attr:`wait`) is False."""
         with self._lock:
             state = self._by_index.get(index)
             if state is None:
                 state = self._by_index[index] = _Turns()
+        done = state.current(index)
+        if done is not None:
+            return done
+        if not self._embedding.acquire(blocking=self.wait if wait is None else wait):
+            return None
+        try:
+            return self._embed(index, state)
+        finally:
+            self._embedding.release()
+
+    @property
+    def busy(self) -> bool:
+        """Whether a thread is embedding turns with this ranker now."""
+        return self._embedding.locked()
+
+    def _embed(self, index: PassageIndex, state: _Turns) -> np.ndarray:
         turns = [t.turn for t in index.turns]
         n = len(state.turns)
         if n > len(turns) or any(turns[i] is not state.turns[i] for i in range(max(0, n - 1), n)):
@@ -112,7 +145,7 @@ class DenseRanker:
         if k <= 0 or not message.strip() or not len(index):
             return []
         turns = self.sync(index)
-        if not len(turns):
+        if turns is None or not len(turns):
             return []
         query = np.asarray(self.encoder.vectors([message]), dtype=np.float32)[0]
         cos = turns @ query

@@ -54,6 +54,7 @@ from copage.llm.errors import BadResponse
 from copage.memory import PagedMemory, new_conversation_id
 from copage.server.body import Known
 from copage.server.commit import Committer, Prep
+from copage.server.dense_warm import proxy_ranker, warm
 from copage.server.error_body import ProxyError
 from copage.server.events import Finished, Opened, TurnEvent, TurnResult
 from copage.server.finder import Finder
@@ -155,11 +156,10 @@ class ProxyService:
         cache_size: int = DEFAULT_SIZE, lock_timeout: float = LOCK_TIMEOUT,
         idempotency_window: float = 600.0, clock: Callable[[], float] = time.time,
         recall_mode: str = DEFAULT_RECALL_MODE, speculative_tokens: int = DEFAULT_TOKENS,
-        dense: DenseRanker | None = None,
-    ) -> None:
+        dense: DenseRanker | None = None) -> None:
         #: The recall steps of every turn, as PagedChat's ``recall_mode`` (no ``choose``).
         self.mode = proxy_mode(recall_mode)
-        self.speculator = Speculator(tokens=speculative_tokens, dense=dense)
+        self.speculator = Speculator(tokens=speculative_tokens, dense=proxy_ranker(dense))
         self.store, self.index, self.upstream = store, index, upstream
         self.paging, self.metrics, self.executor = paging, metrics, executor
         self.max_recalls, self.lock_timeout = max_recalls, lock_timeout
@@ -255,7 +255,7 @@ class ProxyService:
             yield Finished(result)
             return
         if self.speculator.dense is not None and self.mode.speculative and turn.mem.evicted:
-            await self.run(self.speculator.dense.sync, turn.mem.passages)  # embed off the loop
+            await warm(self.run, self.speculator.dense, turn.mem.passages)  # off the loop, bounded
         model = self.upstream.model_for(call.model, upstream_key)
         yield Opened(turn.conversation_id, model.name, False, turn.prep.head)
         latencies: list[float] = []

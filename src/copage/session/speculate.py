@@ -339,7 +339,8 @@ class Speculator:
         a long chat's turns all at once)."""
         if self.dense is None or not pager.evicted:
             return False
-        self.dense.sync(pager.passages)
+        if self.dense.sync(pager.passages) is None:  # being embedded elsewhere: sit it out
+            return False
         return QUESTION_RULES[self.question_rule](message)
 
     def _passages(self, pager: PagedView, message: str, allowance: int, best: PageId | None,
