@@ -1,4 +1,5 @@
-"""``copage dense``: fetch and check the opt-in sentence encoder's model (docs/dense.md)."""
+"""``copage dense``: fetch and check the sentence encoder's model (the fill's meaning
+channel is on once it is fetched; docs/dense.md)."""
 
 from __future__ import annotations
 
@@ -14,8 +15,8 @@ CARD_COSINES = (0.6660, 0.1046, 0.1411)
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
-        "dense", help="the opt-in sentence encoder (all-MiniLM-L6-v2): fetch, check",
-        description="Fetch or check the model files of the opt-in sentence encoder "
+        "dense", help="the meaning channel's sentence encoder (all-MiniLM-L6-v2): fetch, check",
+        description="Fetch or check the model files of the sentence encoder "
         "(all-MiniLM-L6-v2, run in numpy). See docs/dense.md.")
     actions = p.add_subparsers(dest="dense_command", metavar="ACTION", required=True)
     f = actions.add_parser(

@@ -1,7 +1,9 @@
-"""An opt-in sentence encoder: all-MiniLM-L6-v2 in numpy, for passages asked in other words.
+"""The sentence encoder of the fill's meaning channel: all-MiniLM-L6-v2 in numpy, for
+passages asked in other words.
 
 Nothing here needs torch or Hugging Face's ``tokenizers``; the weights (90 MB) are not
-shipped with copage but fetched once by ``copage dense fetch`` (see docs/dense.md).
+shipped with copage but fetched once by ``copage dense fetch``, after which the channel
+is on by default (:mod:`copage.dense.default_channel`; docs/dense.md).
 """
 
 from __future__ import annotations

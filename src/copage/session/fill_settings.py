@@ -48,7 +48,7 @@ class FillSettings:
             :class:`~copage.core.dense_rank.DenseRanker` (:func:`copage.dense.ranker`
             builds one over all-MiniLM-L6-v2); ``"default"`` (the default) copage's
             default channel: on when the model's files are installed (``copage dense
-            fetch``), unless ``COPAGE_DENSE=off`` (:func:`copage.dense.default_ranker`);
+            fetch``), unless ``COPAGE_DENSE=off`` (:func:`copage.dense.default_channel.default_ranker`);
             None or ``"off"``: BM25 only; ``"auto"`` or a model folder: required
             (``ModelMissing`` when the files are not there).
     """

@@ -32,7 +32,7 @@ a chat the evicted pages are few, and a question that paraphrases what it asks f
 shares no word with it. Chosen by held-out measurement (``docs/loop.md``, "The
 trigger").
 
-With ``dense`` (opt-in, :class:`~copage.core.dense_rank.DenseRanker`), a message the
+With ``dense`` (a :class:`~copage.core.dense_rank.DenseRanker`), a message the
 question rule holds for is also offered the passage closest to it in meaning, before
 BM25's passages (and even when no evicted word matches): a fact asked in other words
 shares no word with its question (docs/dense.md).
