@@ -164,3 +164,27 @@ def test_search_adds_the_page_closest_in_meaning(with_model: Path) -> None:
     assert len(both) == len(lexical)
     assert mem.search("penicillin rash")[0].page == "p1"  # found by its words: no extra
     assert not any(h.by_meaning for h in mem.search("penicillin rash", limit=1))
+
+
+@pytest.mark.parametrize("adapter", ["langchain", "agents", "litellm"])
+def test_the_adapters_default_to_the_channel_and_take_off(
+        adapter: str, with_model: Path) -> None:
+    """``CopageMiddleware``, ``CopageSession`` and ``CopageHook`` at their defaults have
+    copage's default channel (the model installed); ``dense=None`` turns it off."""
+    import os
+
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    if adapter == "langchain":
+        pytest.importorskip("langchain")
+        from copage.adapters.langchain import CopageMiddleware as make
+    elif adapter == "agents":
+        pytest.importorskip("agents")
+        from copage.adapters.agents import CopageSession
+
+        def make(**kw: object) -> object:
+            return CopageSession("s", **kw)  # type: ignore[arg-type]
+    else:
+        pytest.importorskip("litellm")
+        from copage.adapters.litellm import CopageHook as make
+    assert make().speculator.dense is default_ranker()
+    assert make(dense=None).speculator.dense is None
