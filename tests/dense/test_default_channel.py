@@ -188,3 +188,12 @@ def test_the_adapters_default_to_the_channel_and_take_off(
         from copage.adapters.litellm import CopageHook as make
     assert make().speculator.dense is default_ranker()
     assert make(dense=None).speculator.dense is None
+
+
+def test_the_bench_report_says_whether_the_channel_was_on(
+        no_model: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from copage.cli.bench import meaning_channel
+
+    assert meaning_channel().startswith("off")
+    monkeypatch.setenv("COPAGE_DENSE", "auto")
+    assert meaning_channel().startswith("required but missing")

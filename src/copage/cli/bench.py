@@ -219,9 +219,11 @@ def run(args: argparse.Namespace) -> int:
             print(f"[bench] {msg}", file=sys.stderr, flush=True)
 
     t0 = time.perf_counter()
+    channel = meaning_channel()
     log(f"run directory {ctx.out}; datasets "
         + ", ".join(f"{d.name} ({len(d.conversations)} conversations, {d.probes} probes)"
-                    for d in ctx.datasets) + f"; experiments {', '.join(names)}")
+                    for d in ctx.datasets) + f"; experiments {', '.join(names)}; "
+        + f"copage's default meaning channel {channel}")
     try:
         results = run_experiments(ctx, names, log=log)
     except ModelError as e:
@@ -234,7 +236,23 @@ def run(args: argparse.Namespace) -> int:
               + (f"; LoCoMo categories {', '.join(map(str, ctx.options['categories']))} only"
                  if ctx.options.get("categories") else "")
               + f"; prompt style {ctx.options.get('prompt_style', 'paper')}"),
-             f"experiments: {', '.join(names)}; total {time.perf_counter() - t0:.1f} s"]
+             (f"experiments: {', '.join(names)}; total {time.perf_counter() - t0:.1f} s; "
+              f"copage's default meaning channel (the `bookmark_recall+copage` methods): "
+              f"{channel}")]
     paths = write_report(ctx.out, results, settings_of(ctx), intro)
     print(f"report: {paths['html']}\nsummary: {paths['summary']}")
     return 0
+
+
+def meaning_channel() -> str:
+    """Whether copage's default meaning channel is on in this process, for the report
+    (the ``bookmark_recall+copage`` methods follow it; docs/dense.md)."""
+    from copage.dense import ModelMissing
+    from copage.dense.default_channel import default_ranker
+
+    try:
+        on = default_ranker() is not None
+    except ModelMissing as e:
+        return f"required but missing ({str(e).splitlines()[0]})"
+    return ("on (its model is installed; COPAGE_DENSE=off for BM25 alone)" if on
+            else "off (COPAGE_DENSE=off, or no model: `copage dense fetch`)")
