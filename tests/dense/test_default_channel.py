@@ -122,11 +122,19 @@ def test_damaged_files_warn_and_leave_the_default_off(
     folder.mkdir()
     for name in mf.REQUIRED_SHA256:
         (folder / name).write_text("not the model")
-    monkeypatch.setenv("COPAGE_DENSE_MODEL", str(folder))
+    monkeypatch.setattr(mf, "_package_dir", lambda: folder)  # found, not named
     with pytest.warns(RuntimeWarning, match="meaning channel is off.*sha256"):
         assert default_ranker() is None
     with pytest.raises(mf.ModelDamaged):
         default_ranker("auto")  # asked for: an error
+    monkeypatch.setenv("COPAGE_DENSE_MODEL", str(folder))
+    with pytest.raises(mf.ModelDamaged):
+        default_ranker()  # named in $COPAGE_DENSE_MODEL: an error too
+    monkeypatch.setenv("COPAGE_DENSE_MODEL", str(no_model / "nowhere"))
+    with pytest.raises(ModelMissing):
+        default_ranker()
+    with pytest.raises(ModelMissing):
+        default_ranker(" AUTO ")  # the same words however written
 
 
 def test_the_benchmarks_copage_default_follows_the_library_default(

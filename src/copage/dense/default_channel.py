@@ -7,7 +7,8 @@ files the fill is BM25 only, as before, and a log line says how to turn the chan
 
 ``COPAGE_DENSE`` decides (read when the default is resolved):
 
-* unset or empty: the default above;
+* unset or empty: the default above (with ``COPAGE_DENSE_MODEL`` set, that folder is
+  asked for: wrong or damaged files there are an error, as everywhere);
 * ``off`` (or ``0``, ``false``, ``no``, ``none``): never;
 * ``auto``: required, from where :func:`~copage.dense.find_model` looks (an error
   when it is not there);
@@ -28,6 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from copage.core.dense_rank import DEFAULT_SLOTS, DenseRanker, TextVectors
+from copage.dense.model_files import ENV_VAR as MODEL_ENV
 from copage.dense.model_files import ModelDamaged, ModelMissing, find_model
 
 if TYPE_CHECKING:
@@ -95,15 +97,18 @@ def default_ranker(setting: str | None = None, *, cache: bool = False,
         ModelMissing, ModelDamaged: the channel was asked for (``auto`` or a folder) and
             the files are not there, or not the expected ones.
     """
-    if setting is not None and not setting.strip():
-        setting = None
+    if setting is not None:
+        setting = setting.strip() or None
     if setting is None:
         setting = dense_setting(env)
-    elif setting.strip().lower() in OFF_WORDS:
+    elif setting.lower() in OFF_WORDS:
         setting = "off"
+    if setting is not None and setting.lower() == "auto":
+        setting = "auto"
     if setting == "off":
         return None
-    required = setting is not None
+    # a model folder named in $COPAGE_DENSE_MODEL is asked for too: wrong is an error
+    required = setting is not None or bool(os.environ.get(MODEL_ENV, "").strip())
     try:
         folder = find_model(None if setting in (None, "auto") else setting)
     except ModelDamaged as e:  # (a ModelMissing too: caught first)
