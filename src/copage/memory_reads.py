@@ -16,6 +16,7 @@ from copage.core.passages import PassageIndex
 from copage.core.retrieval import BM25Index
 from copage.core.text import query_terms
 from copage.core.types import Bookmark, Page, PageId, Turn, page_id, page_index, parse_page_arg
+from copage.dense.default_channel import resolve
 
 __all__ = ["MemoryReads", "SearchHit"]
 
@@ -193,25 +194,12 @@ def closest_evicted(pager: Pager, query: str, dense: DenseRanker | str | None
     (None: no channel, nothing evicted, or an empty query)."""
     if dense is None or not query.strip() or not pager.evicted:
         return None
-    if not isinstance(dense, DenseRanker):
-        from copage.dense.default_channel import default_ranker
-
-        if not isinstance(dense, str):
-            raise TypeError(f"dense must be a DenseRanker, a string or None, got "
-                            f"{type(dense).__name__}")
-        ranker = default_ranker(None if dense == "default" else dense)
-        if ranker is None:
-            return None
-        dense = ranker
+    ranker = resolve(dense)
+    if ranker is None:
+        return None
     index = pager.passages
-    vectors = dense.sync(index)
-    if vectors is None or not len(vectors):
+    cos = ranker.cosines(index, query, {page_index(p) for p in pager.evicted})
+    if cos is None or not np.isfinite(cos).any():
         return None
-    evicted = {page_index(p) for p in pager.evicted}
-    ok = np.fromiter((t.page in evicted for t in index.turns), bool, len(index.turns))
-    if not ok.any():
-        return None
-    q = np.asarray(dense.encoder.vectors([query]), dtype=np.float32)[0]
-    cos = np.where(ok, vectors @ q, -np.inf)
     best = int(np.argmax(cos))
     return page_id(index.turns[best].page), float(cos[best])

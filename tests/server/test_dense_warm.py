@@ -65,14 +65,22 @@ def test_a_busy_index_gives_none_without_waiting_and_vectors_after() -> None:
     assert statement_shown(later.text) and later.by_meaning == ("p1",)
 
 
-def test_warm_returns_after_its_wait_and_the_embedding_finishes_in_its_thread() -> None:
-    mem = chat_memory()
-    enc = Gated()
-    ranker = DenseRanker(enc, wait=False)
-    pool = ThreadPoolExecutor(2)
+class Pool:
+    """A conversation, a gated encoder, a ranker that never waits, and ``run`` on a
+    thread pool of two, as the proxy's service has them."""
 
-    async def run(fn: Any, *args: Any) -> Any:
-        return await asyncio.get_running_loop().run_in_executor(pool, fn, *args)
+    def __init__(self) -> None:
+        self.mem, self.enc = chat_memory(), Gated()
+        self.ranker = DenseRanker(self.enc, wait=False)
+        self.pool = ThreadPoolExecutor(2)
+
+    async def run(self, fn: Any, *args: Any) -> Any:
+        return await asyncio.get_running_loop().run_in_executor(self.pool, fn, *args)
+
+
+def test_warm_returns_after_its_wait_and_the_embedding_finishes_in_its_thread() -> None:
+    p = Pool()
+    mem, enc, ranker, pool, run = p.mem, p.enc, p.ranker, p.pool, p.run
 
     async def scenario() -> tuple[bool, bool]:
         first = await warm(run, ranker, mem.passages, seconds=0.2)  # the gate is shut
@@ -90,13 +98,8 @@ def test_warm_returns_after_its_wait_and_the_embedding_finishes_in_its_thread() 
 
 
 def test_a_later_request_does_not_wait_for_an_embedding_already_running() -> None:
-    mem = chat_memory()
-    enc = Gated()
-    ranker = DenseRanker(enc, wait=False)
-    pool = ThreadPoolExecutor(2)
-
-    async def run(fn: Any, *args: Any) -> Any:
-        return await asyncio.get_running_loop().run_in_executor(pool, fn, *args)
+    p = Pool()
+    mem, enc, ranker, pool, run = p.mem, p.enc, p.ranker, p.pool, p.run
 
     async def scenario() -> tuple[bool, bool, float]:
         first = await warm(run, ranker, mem.passages, seconds=0.2)

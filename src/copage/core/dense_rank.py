@@ -136,6 +136,18 @@ class DenseRanker:
             state.parts = [state.matrix] if len(state.matrix) else []
         return state.matrix
 
+    def cosines(self, index: PassageIndex, message: str, allowed: Collection[int]
+                ) -> np.ndarray | None:
+        """Each of ``index``'s turns' cosine with ``message``, ``-inf`` for a turn not on
+        a page of ``allowed`` (page indices); None when no turn is embedded (or, not
+        waiting, another thread is embedding them)."""
+        turns = self.sync(index)
+        if turns is None or not len(turns):
+            return None
+        query = np.asarray(self.encoder.vectors([message]), dtype=np.float32)[0]
+        ok = np.fromiter((t.page in allowed for t in index.turns), bool, len(index.turns))
+        return np.where(ok, turns @ query, -np.inf)
+
     def top(self, index: PassageIndex, message: str, allowed: Collection[int],
             k: int | None = None) -> list[int]:
         """The ``k`` (default :attr:`slots`) best passage starts of ``index`` for
@@ -144,13 +156,9 @@ class DenseRanker:
         k = self.slots if k is None else k
         if k <= 0 or not message.strip() or not len(index):
             return []
-        turns = self.sync(index)
-        if turns is None or not len(turns):
+        cos = self.cosines(index, message, allowed)
+        if cos is None:
             return []
-        query = np.asarray(self.encoder.vectors([message]), dtype=np.float32)[0]
-        cos = turns @ query
-        ok = np.fromiter((t.page in allowed for t in index.turns), bool, len(index.turns))
-        cos = np.where(ok, cos, -np.inf)
         starts = len(index)
         width = index.width
         padded = np.concatenate([cos, np.full(width, -np.inf, np.float32)])

@@ -35,7 +35,11 @@ from copage.dense.model_files import ModelDamaged, ModelMissing, find_model
 if TYPE_CHECKING:
     import numpy as np
 
-__all__ = ["ENV_SWITCH", "OFF_WORDS", "LazyEncoder", "default_ranker", "dense_setting"]
+__all__ = ["DEFAULT", "ENV_SWITCH", "OFF_WORDS", "LazyEncoder", "default_ranker",
+           "dense_setting", "resolve"]
+
+DEFAULT = "default"
+"""The ``dense=`` value that stands for copage's default channel (``FillSettings``'s)."""
 
 ENV_SWITCH = "COPAGE_DENSE"
 OFF_WORDS = frozenset({"off", "0", "false", "no", "none"})
@@ -129,6 +133,23 @@ def default_ranker(setting: str | None = None, *, cache: bool = False,
         if found is None:
             found = _memo[key] = DenseRanker(LazyEncoder(folder, cache=cache), DEFAULT_SLOTS)
         return found
+
+
+def resolve(dense: DenseRanker | str | None) -> DenseRanker | None:
+    """The ranker a ``dense=`` value stands for (``FillSettings.dense``,
+    ``PagedMemory.search``, the adapters): a ranker itself, None (BM25 only), or a
+    string for :func:`default_ranker` (:data:`DEFAULT`: copage's default).
+
+    Raises:
+        TypeError: not a ranker, a string or None.
+        ModelMissing, ModelDamaged: a required model (``"auto"``, a folder) is not there.
+    """
+    if dense is None or isinstance(dense, DenseRanker):
+        return dense
+    if not isinstance(dense, str):
+        raise TypeError(f"dense must be a DenseRanker, a string ('default', 'off', 'auto' "
+                        f"or a model folder) or None, got {type(dense).__name__}")
+    return default_ranker(None if dense == DEFAULT else dense)
 
 
 _said: set[tuple[str, ...]] = set()

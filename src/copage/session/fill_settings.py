@@ -14,6 +14,7 @@ from enum import Enum
 from typing import Final
 
 from copage.core.dense_rank import DenseRanker
+from copage.dense.default_channel import DEFAULT, resolve
 from copage.session.speculate import (
     DEFAULT_PAGES,
     DEFAULT_RELATIVE,
@@ -25,7 +26,7 @@ from copage.session.speculate import (
 __all__ = ["DEFAULT_DENSE", "KNOBS", "UNSET", "FillSettings", "Unset", "resolve_dense",
            "resolve_fill"]
 
-DEFAULT_DENSE: Final = "default"
+DEFAULT_DENSE: Final = DEFAULT
 """:attr:`FillSettings.dense`'s default: copage's default meaning channel (on when its
 model's files are installed, unless ``COPAGE_DENSE=off``)."""
 
@@ -77,14 +78,7 @@ def resolve_dense(dense: DenseRanker | str | None) -> DenseRanker | None:
         TypeError: not a ranker, a string or None.
         ModelMissing, ModelDamaged: a required model (``"auto"``, a folder) is not there.
     """
-    if dense is None or isinstance(dense, DenseRanker):
-        return dense
-    if not isinstance(dense, str):
-        raise TypeError(f"dense must be a DenseRanker, a string ('default', 'off', 'auto' "
-                        f"or a model folder) or None, got {type(dense).__name__}")
-    from copage.dense.default_channel import default_ranker
-
-    return default_ranker(None if dense == DEFAULT_DENSE else dense)
+    return resolve(dense)
 
 
 class Unset(Enum):
