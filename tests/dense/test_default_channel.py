@@ -91,6 +91,19 @@ def test_with_the_files_the_default_is_on_shared_and_not_loaded_until_asked(
     assert FillSettings().speculator().dense is ranker
     assert resolve_dense("default") is ranker and resolve_dense(ranker) is ranker
     assert default_ranker(cache=True) is not ranker  # the proxies keep vectors on disk
+    assert ranker.wait is True  # the library waits for its turns' vectors by default
+
+
+def test_copage_dense_wait_bounds_the_librarys_wait(with_model: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COPAGE_DENSE_WAIT", "2.5")
+    ranker = default_ranker()
+    assert ranker is not None and ranker.wait == 2.5
+    assert FillSettings().speculator().dense is ranker
+    assert default_ranker(wait=True) is not ranker
+    monkeypatch.setenv("COPAGE_DENSE_WAIT", "soon")
+    with pytest.raises(ValueError, match="COPAGE_DENSE_WAIT"):
+        default_ranker()
     with pytest.raises(TypeError, match="DenseRanker, a string"):
         resolve_dense(3)  # type: ignore[arg-type]
 
@@ -147,6 +160,9 @@ def test_the_benchmarks_copage_default_follows_the_library_default(
     assert isinstance(ranker_of("bookmark_recall+copage"), DenseRanker)
     assert isinstance(ranker_of("bookmark_recall+copage+dense"), DenseRanker)
     assert ranker_of("bookmark_recall+speculative") is None  # the paper's methods: never
+    monkeypatch.setenv("COPAGE_DENSE_WAIT", "0")
+    bench = ranker_of("bookmark_recall+copage")
+    assert bench is not None and bench.wait is True  # figures never depend on the clock
     monkeypatch.setenv("COPAGE_DENSE", "off")
     assert ranker_of("bookmark_recall+copage") is None
     assert isinstance(ranker_of("bookmark_recall+copage+dense"), DenseRanker)  # required

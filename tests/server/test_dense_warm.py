@@ -115,8 +115,87 @@ def test_a_later_request_does_not_wait_for_an_embedding_already_running() -> Non
     finally:
         enc.gate.set()
         pool.shutdown(wait=True)
+    assert ranker.sync(mem.passages, wait=True) is not None  # waits for the daemon thread
     assert not ranker.busy
-    assert ranker.sync(mem.passages) is not None
+
+
+def test_the_pool_is_not_held_by_the_embedding_so_shutdown_does_not_wait_for_it() -> None:
+    p = Pool()
+    try:
+        assert asyncio.run(warm(p.run, p.ranker, p.mem.passages, seconds=0.2)) is False
+        assert p.ranker.busy
+        p.pool.shutdown(wait=True)  # returns while the embedding still runs (daemon thread)
+        assert p.ranker.busy
+    finally:
+        p.enc.gate.set()
+    assert p.ranker.sync(p.mem.passages, wait=True) is not None
+
+
+def test_a_bounded_wait_gives_up_in_time_and_the_next_question_finds_the_vectors() -> None:
+    """The library's bound (``DenseRanker(wait=seconds)``): the first question waits at
+    most that long, the fill runs on BM25 alone meanwhile, a question asked while the
+    embedding runs does not wait at all, and one asked after it is filled by meaning."""
+    import time
+
+    mem, enc = chat_memory(), Gated()
+    ranker = DenseRanker(enc, wait=0.2)
+    t = time.monotonic()
+    spec = Speculator(whole=False, dense=ranker).plan(mem, QUESTION)
+    assert time.monotonic() - t < 5 and enc.started.is_set()
+    assert not statement_shown(spec.text) and spec.by_meaning == ()
+    assert ranker.busy and ranker.sync(mem.passages, wait=30.0) is None  # busy: at once
+    enc.gate.set()
+    assert ranker.sync(mem.passages, wait=True) is not None
+    later = Speculator(whole=False, dense=ranker).plan(mem, QUESTION)
+    assert statement_shown(later.text) and later.by_meaning == ("p1",)
+    assert sum(n for n in enc.calls if n > 1) == len(mem.passages.turns)  # embedded once
+
+
+def test_a_bounded_wait_that_is_long_enough_answers_at_once() -> None:
+    mem, enc = chat_memory(), ConceptVectors()
+    ranker = DenseRanker(enc, wait=30)
+    assert ranker.wait == 30.0
+    spec = Speculator(whole=False, dense=ranker).plan(mem, QUESTION)
+    assert statement_shown(spec.text) and spec.by_meaning == ("p1",)
+
+
+class Broken(Gated):
+    def vectors(self, texts: Sequence[str]) -> np.ndarray:
+        if len(texts) > 1:
+            self.started.set()
+            assert self.gate.wait(30)
+            raise OSError("weights unreadable")
+        return super().vectors(texts)
+
+
+def test_an_error_in_the_background_reaches_the_caller_once() -> None:
+    import pytest
+
+    mem, enc = chat_memory(), Broken()
+    enc.gate.set()
+    with pytest.raises(OSError, match="unreadable"):  # met within the wait: raised there
+        DenseRanker(enc, wait=10.0).sync(mem.passages)
+    enc.gate.clear()
+    ranker = DenseRanker(enc, wait=0.05)
+    assert ranker.sync(mem.passages) is None  # gave up; the error comes later
+    enc.gate.set()
+    while ranker.busy:
+        threading.Event().wait(0.01)
+    with pytest.raises(OSError, match="unreadable"):
+        ranker.sync(mem.passages)
+    enc.gate.clear()
+    assert ranker.sync(mem.passages) is None  # raised once; a new attempt gives up again
+    enc.gate.set()
+
+
+def test_bad_wait_values_are_refused() -> None:
+    import pytest
+
+    for bad in (-1, float("inf"), float("nan"), "10", None):
+        with pytest.raises(ValueError, match="dense wait"):
+            DenseRanker(ConceptVectors(), wait=bad)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="dense wait"):
+        DenseRanker(ConceptVectors()).sync(chat_memory().passages, wait=-2)
 
 
 def test_a_conversation_already_embedded_is_served_while_another_embeds() -> None:

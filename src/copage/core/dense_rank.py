@@ -31,7 +31,7 @@ import numpy as np
 from copage.core.passages import PassageIndex
 from copage.core.types import Turn
 
-__all__ = ["DEFAULT_SLOTS", "DenseRanker", "TextVectors", "turn_text"]
+__all__ = ["DEFAULT_SLOTS", "DenseRanker", "TextVectors", "check_wait", "turn_text"]
 
 DEFAULT_SLOTS = 1
 """Fill places given to the best passages by meaning (bench/dense_channel.py's
@@ -49,6 +49,30 @@ def turn_text(turn: Turn) -> str:
     shares (LoCoMo's ``blip_caption``) when it has one."""
     caption = turn.meta.get("blip_caption") if turn.meta else None
     return f"{turn.text} [shares an image: {caption}]" if caption else turn.text
+
+
+def check_wait(wait: bool | float) -> bool | float:
+    """``wait`` if it is a :class:`DenseRanker` ``wait`` value (True, False or a finite
+    number of seconds >= 0; a number is given back as a float).
+
+    Raises:
+        ValueError: anything else.
+    """
+    if isinstance(wait, bool):
+        return wait
+    if isinstance(wait, (int, float)) and 0 <= wait < float("inf"):
+        return float(wait)
+    raise ValueError(f"dense wait must be True, False or a number of seconds >= 0, got {wait!r}")
+
+
+class _Job:
+    """One background embedding: its result or error, and whether its caller gave up."""
+
+    def __init__(self) -> None:
+        self.done = threading.Event()
+        self.result: np.ndarray | None = None
+        self.error: BaseException | None = None
+        self.abandoned = False
 
 
 class _Turns:
@@ -75,41 +99,91 @@ class DenseRanker:
         encoder: gives unit vectors for texts (``vectors(texts)``).
         slots: fill places for the best passages by meaning (>= 1).
         wait: what :meth:`sync` (hence :meth:`top`) does when it has turns to embed
-            while another thread is embedding (one embedding at a time per ranker):
-            wait for it (True, the default), or give None at once (False: the channel
-            sits that turn out; the proxy, whose requests must not wait for another
-            conversation's long history to be embedded).
+            (one embedding at a time per ranker):
+
+            * True (the default): embed them, after waiting for any other thread's
+              embedding;
+            * False: embed them only when no other thread is embedding, else give None
+              at once (the channel sits that turn out);
+            * seconds (a number >= 0): embed them in a background thread and wait for it
+              at most that long; until it has finished, and while any other embedding
+              runs, give None at once (copage's default channel: a long history
+              imported at once costs its first question that long at most, and the
+              fill runs on BM25 alone until the vectors are there).
     """
 
     def __init__(self, encoder: TextVectors, slots: int = DEFAULT_SLOTS, *,
-                 wait: bool = True) -> None:
+                 wait: bool | float = True) -> None:
         if isinstance(slots, bool) or not isinstance(slots, int) or slots < 1:
             raise ValueError(f"dense slots must be an int >= 1, got {slots!r}")
         if not callable(getattr(encoder, "vectors", None)):
             raise TypeError(f"encoder must have a vectors(texts) method, got {type(encoder).__name__}")
-        self.encoder, self.slots, self.wait = encoder, slots, wait
+        self.encoder, self.slots, self.wait = encoder, slots, check_wait(wait)
         self._by_index: weakref.WeakKeyDictionary[PassageIndex, _Turns] = weakref.WeakKeyDictionary()
         self._lock = threading.Lock()  # the table only: one conversation's turn holds its lock
         self._embedding = threading.Lock()  # one embedding at a time (one encoder)
+        self._late: BaseException | None = None  # a background embedding's error, unseen
 
-    def sync(self, index: PassageIndex, *, wait: bool | None = None) -> np.ndarray | None:
+    def sync(self, index: PassageIndex, *, wait: bool | float | None = None
+             ) -> np.ndarray | None:
         """The vectors of ``index``'s turns (one row each), embedding the turns new
         since the last call (all of them if the index was rebuilt); None when there
-        are turns to embed, another thread is embedding, and ``wait`` (default:
-        :attr:`wait`) is False."""
+        are turns to embed and ``wait`` (default: :attr:`wait`) gives up on them
+        (see the class's ``wait``).
+
+        Raises:
+            Exception: the encoder's error, also one a background embedding met after
+                its caller had stopped waiting (raised once, by the next call).
+        """
         with self._lock:
             state = self._by_index.get(index)
             if state is None:
                 state = self._by_index[index] = _Turns()
+            late, self._late = self._late, None
+        if late is not None:
+            raise late
         done = state.current(index)
         if done is not None:
             return done
-        if not self._embedding.acquire(blocking=self.wait if wait is None else wait):
+        how = self.wait if wait is None else check_wait(wait)
+        if not isinstance(how, bool):
+            return self._embed_bounded(index, state, how)
+        if not self._embedding.acquire(blocking=how):
             return None
         try:
             return self._embed(index, state)
         finally:
             self._embedding.release()
+
+    def _embed_bounded(self, index: PassageIndex, state: _Turns, seconds: float
+                       ) -> np.ndarray | None:
+        """Embed in a daemon thread (a process may exit while it runs: the vectors are
+        derived state), waiting for it at most ``seconds``."""
+        if not self._embedding.acquire(blocking=False):
+            return None
+        job = _Job()
+
+        def work() -> None:
+            try:
+                job.result = self._embed(index, state)
+            except BaseException as e:  # noqa: BLE001 - handed to whoever asks next
+                job.error = e
+            finally:
+                with self._lock:
+                    self._embedding.release()
+                    job.done.set()
+                    if job.error is not None and job.abandoned:
+                        self._late = job.error
+
+        threading.Thread(target=work, name="copage-dense-embed", daemon=True).start()
+        if not job.done.wait(seconds):
+            with self._lock:
+                if not job.done.is_set():
+                    job.abandoned = True
+                    return None
+        if job.error is not None:
+            raise job.error
+        return job.result
 
     @property
     def busy(self) -> bool:

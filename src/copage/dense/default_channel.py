@@ -15,7 +15,13 @@ files the fill is BM25 only, as before, and a log line says how to turn the chan
 * a folder: required, from that folder.
 
 The encoder is loaded at the first question that needs it (:class:`LazyEncoder`), so a
-conversation that is never paged never loads the 90 MB of weights.
+conversation that is never paged never loads the 90 MB of weights. In the library a
+question waits until its conversation's turns are embedded (as a vector store embeds at
+``add``: about 12 s for 1,900 turns imported at once, then a few milliseconds a turn),
+unless ``COPAGE_DENSE_WAIT`` (seconds) bounds that wait: then a long history is embedded
+in a background thread and the fill runs on BM25 alone until it is done
+(``DenseRanker``'s ``wait``). The proxy always bounds it (:data:`WAIT_SECONDS` unless
+``COPAGE_DENSE_WAIT`` says otherwise; :mod:`copage.server.dense_warm`).
 """
 
 from __future__ import annotations
@@ -28,21 +34,27 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from copage.core.dense_rank import DEFAULT_SLOTS, DenseRanker, TextVectors
+from copage.core.dense_rank import DEFAULT_SLOTS, DenseRanker, TextVectors, check_wait
 from copage.dense.model_files import ENV_VAR as MODEL_ENV
 from copage.dense.model_files import ModelDamaged, ModelMissing, find_model
 
 if TYPE_CHECKING:
     import numpy as np
 
-__all__ = ["DEFAULT", "ENV_SWITCH", "OFF_WORDS", "LazyEncoder", "default_ranker",
-           "dense_setting", "resolve"]
+__all__ = ["DEFAULT", "ENV_SWITCH", "OFF_WORDS", "WAIT_SECONDS", "WAIT_VAR",
+           "LazyEncoder", "default_ranker", "dense_setting", "resolve", "wait_seconds"]
 
 DEFAULT = "default"
 """The ``dense=`` value that stands for copage's default channel (``FillSettings``'s)."""
 
 ENV_SWITCH = "COPAGE_DENSE"
 OFF_WORDS = frozenset({"off", "0", "false", "no", "none"})
+
+WAIT_SECONDS = 10.0
+"""How long a proxy request waits for its conversation's turns to be embedded, unless
+``COPAGE_DENSE_WAIT`` (seconds) says otherwise."""
+
+WAIT_VAR = "COPAGE_DENSE_WAIT"
 
 log = logging.getLogger("copage.dense")
 
@@ -75,6 +87,24 @@ class LazyEncoder:
         return self._encoder.vectors(texts)
 
 
+def wait_seconds(env: Mapping[str, str] | None = None) -> float:
+    """``COPAGE_DENSE_WAIT`` when set (seconds, >= 0), else :data:`WAIT_SECONDS`.
+
+    Raises:
+        ValueError: not a number of seconds >= 0.
+    """
+    raw = (os.environ if env is None else env).get(WAIT_VAR, "").strip()
+    if not raw:
+        return WAIT_SECONDS
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not value >= 0 or value == float("inf"):
+        raise ValueError(f"COPAGE_DENSE_WAIT must be a number of seconds >= 0, got {raw!r}")
+    return value
+
+
 def dense_setting(env: Mapping[str, str] | None = None) -> str | None:
     """``COPAGE_DENSE`` read: None (unset: the default), ``off``, ``auto`` or a folder."""
     raw = (os.environ if env is None else env).get(ENV_SWITCH, "").strip()
@@ -84,7 +114,8 @@ def dense_setting(env: Mapping[str, str] | None = None) -> str | None:
 
 
 def default_ranker(setting: str | None = None, *, cache: bool = False,
-                   env: Mapping[str, str] | None = None) -> DenseRanker | None:
+                   env: Mapping[str, str] | None = None, wait: bool | float | None = None
+                   ) -> DenseRanker | None:
     """The meaning channel copage uses when none is given (module docstring).
 
     Args:
@@ -92,14 +123,17 @@ def default_ranker(setting: str | None = None, *, cache: bool = False,
         cache: keep the turns' vectors in copage.dense's cache file (the proxies do);
             False: in memory only.
         env: the environment to read (default ``os.environ``).
+        wait: the ranker's ``wait`` (None: the seconds of ``COPAGE_DENSE_WAIT`` when it
+            is set, else True: a question waits until its turns are embedded).
 
     Returns:
-        One shared :class:`DenseRanker` per model folder and ``cache`` (the encoder
-        loaded at its first use), or None: off, or (by default) no model files.
+        One shared :class:`DenseRanker` per model folder, ``cache`` and ``wait`` (the
+        encoder loaded at its first use), or None: off, or (by default) no model files.
 
     Raises:
         ModelMissing, ModelDamaged: the channel was asked for (``auto`` or a folder) and
             the files are not there, or not the expected ones.
+        ValueError: ``COPAGE_DENSE_WAIT`` or ``wait`` is not a number of seconds >= 0.
     """
     if setting is not None:
         setting = setting.strip() or None
@@ -127,11 +161,16 @@ def default_ranker(setting: str | None = None, *, cache: bool = False,
         _once(("missing",), "copage: the fill's meaning channel is off: its model files "
               "are not installed (run `copage dense fetch` once to turn it on; docs/dense.md)")
         return None
-    key = (str(folder), str(cache))
+    if wait is None:
+        bounded = (os.environ if env is None else env).get(WAIT_VAR, "").strip()
+        wait = wait_seconds(env) if bounded else True
+    how = check_wait(wait)
+    key = (str(folder), str(cache), repr(how))
     with _memo_lock:
         found = _memo.get(key)
         if found is None:
-            found = _memo[key] = DenseRanker(LazyEncoder(folder, cache=cache), DEFAULT_SLOTS)
+            found = _memo[key] = DenseRanker(LazyEncoder(folder, cache=cache), DEFAULT_SLOTS,
+                                             wait=how)
         return found
 
 

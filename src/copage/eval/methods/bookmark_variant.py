@@ -19,10 +19,12 @@ def dense_ranker(required: bool = True) -> DenseRanker | None:
     """The benchmark's meaning channel (one per process, its embeddings kept in
     copage.dense's default cache file): ``required``, the model :func:`copage.dense.
     find_model` finds (``ModelMissing`` without it); else copage's default channel (None
-    when the model's files are not installed or ``COPAGE_DENSE=off``)."""
+    when the model's files are not installed or ``COPAGE_DENSE=off``). It always waits
+    for the turns' vectors (``COPAGE_DENSE_WAIT`` does not apply), so that a figure
+    does not depend on how busy the machine was."""
     from copage.dense.default_channel import default_ranker
 
-    return default_ranker("auto" if required else None, cache=True)
+    return default_ranker("auto" if required else None, cache=True, wait=True)
 
 
 def speaker_names(conversation: Conversation) -> frozenset[str]:
