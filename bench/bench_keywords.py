@@ -119,8 +119,8 @@ class OptionCell:
     n_keywords: int = 4
     bookmark_tokens: int | None = None
 
-    def config(self) -> Any:
-        return replace(self.cell.config(), keyword_options=dict(self.options),
+    def config(self, extractors: Any = None) -> Any:
+        return replace(self.cell.config(extractors), keyword_options=dict(self.options),
                        n_keywords=self.n_keywords, bookmark_tokens=self.bookmark_tokens)
 
     def __getattr__(self, name: str) -> Any:
