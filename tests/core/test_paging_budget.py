@@ -196,3 +196,17 @@ def test_the_cache_evicts_down_to_its_floor_on_admission_only() -> None:
     assert restored.floor == 40 and restored.resident == cache.resident
     with pytest.raises(ValueError, match="floor must be an int >= 0 below the token_budget"):
         PageCache(get_policy("lru"), token_budget=100, floor=100, size_of=lambda p: 30)
+
+
+def test_a_small_budget_alone_takes_half_of_it_as_its_floor() -> None:
+    """``budget_tokens=1500`` for a small model's window works without a floor of its own
+    (the default floor of 2,000 would not be below it)."""
+    assert PagerConfig(budget_tokens=1500).budget_floor == 750
+    assert PagerConfig(budget_tokens=2000).budget_floor == 1000
+    assert PagerConfig(budget_tokens=1).budget_floor == 0
+    assert PagerConfig(budget_tokens=3000).budget_floor == 2000  # above it: the default
+    assert PagerConfig(budget_tokens=1500, budget_floor=100).budget_floor == 100
+    mem = PagedMemory(budget_tokens=1500)
+    for i in range(120):
+        mem.add(role(i), line(i))
+    assert mem.pager.evicted and mem.config.budget_floor == 750

@@ -57,6 +57,8 @@ def test_the_switch_reads_off_words_and_values() -> None:
     for word in ("off", "OFF", "0", "false", "no", "none"):
         assert dense_setting({"COPAGE_DENSE": word}) == "off"
     assert dense_setting({"COPAGE_DENSE": "auto"}) == "auto"
+    for word in ("on", "ON", "1", "true", "yes"):  # what a user guesses turns it on
+        assert dense_setting({"COPAGE_DENSE": word}) == "auto"
     assert dense_setting({"COPAGE_DENSE": "/m"}) == "/m"
 
 
@@ -70,6 +72,8 @@ def test_without_the_model_files_the_default_is_off_and_says_how_to_turn_it_on(
     # asked for explicitly, a missing model is an error that says what to run
     with pytest.raises(ModelMissing, match="copage dense fetch"):
         default_ranker("auto")
+    with pytest.raises(ModelMissing, match="given path: not set"):
+        FillSettings(dense="on")  # asked for, not read as a folder named "on"
     with pytest.raises(ModelMissing, match="copage dense fetch"):
         FillSettings(dense=str(no_model / "nowhere"))
 

@@ -83,7 +83,8 @@ class PagerConfig:
             the policy's victims go at once until they hold at most ``budget_floor``
             tokens, so the prompt's prefix changes once per ``budget_tokens -
             budget_floor`` tokens of conversation (page-ins evict just enough).
-        budget_floor: see ``budget_tokens`` (0 <= ``budget_floor`` < ``budget_tokens``).
+        budget_floor: see ``budget_tokens`` (0 <= ``budget_floor`` < ``budget_tokens``;
+            2,000 by default, half of ``budget_tokens`` when that is 2,000 or less).
         keywords: keyword extractor name (``askable``, the default; ``contrast``,
             ``discriminative``, ``tfidf``, ``heuristic``, ``random``, ``generic``).
         n_keywords: keywords the extractor offers per bookmark (all shown when
@@ -160,6 +161,10 @@ class PagerConfig:
             if self.budget_tokens is None or self.budget_tokens < 1:
                 raise ValueError("give resident_pages, resident_tokens or budget_tokens >= 1, "
                                  f"got budget_tokens={self.budget_tokens!r}")
+            if (self.budget_floor == DEFAULT_BUDGET_FLOOR
+                    and self.budget_tokens <= DEFAULT_BUDGET_FLOOR):
+                # the default floor under a small budget (a small model's window): half
+                object.__setattr__(self, "budget_floor", self.budget_tokens // 2)
             if self.budget_floor is None or not 0 <= self.budget_floor < self.budget_tokens:
                 raise ValueError(f"budget_floor must be >= 0 and below budget_tokens "
                                  f"({self.budget_tokens}), got {self.budget_floor!r}")

@@ -10,8 +10,8 @@ files the fill is BM25 only, as before, and a log line says how to turn the chan
 * unset or empty: the default above (with ``COPAGE_DENSE_MODEL`` set, that folder is
   asked for: wrong or damaged files there are an error, as everywhere);
 * ``off`` (or ``0``, ``false``, ``no``, ``none``): never;
-* ``auto``: required, from where :func:`~copage.dense.find_model` looks (an error
-  when it is not there);
+* ``auto`` (or ``on``, ``1``, ``true``, ``yes``): required, from where
+  :func:`~copage.dense.find_model` looks (an error when it is not there);
 * a folder: required, from that folder.
 
 The encoder is loaded at the first question that needs it (:class:`LazyEncoder`), so a
@@ -41,7 +41,7 @@ from copage.dense.model_files import ModelDamaged, ModelMissing, find_model
 if TYPE_CHECKING:
     import numpy as np
 
-__all__ = ["DEFAULT", "ENV_SWITCH", "OFF_WORDS", "WAIT_SECONDS", "WAIT_VAR",
+__all__ = ["DEFAULT", "ENV_SWITCH", "OFF_WORDS", "ON_WORDS", "WAIT_SECONDS", "WAIT_VAR",
            "LazyEncoder", "default_ranker", "dense_setting", "resolve", "wait_seconds"]
 
 DEFAULT = "default"
@@ -49,6 +49,7 @@ DEFAULT = "default"
 
 ENV_SWITCH = "COPAGE_DENSE"
 OFF_WORDS = frozenset({"off", "0", "false", "no", "none"})
+ON_WORDS = frozenset({"auto", "on", "1", "true", "yes"})
 
 WAIT_SECONDS = 10.0
 """How long a proxy request waits for its conversation's turns to be embedded, unless
@@ -110,7 +111,7 @@ def dense_setting(env: Mapping[str, str] | None = None) -> str | None:
     raw = (os.environ if env is None else env).get(ENV_SWITCH, "").strip()
     if not raw:
         return None
-    return "off" if raw.lower() in OFF_WORDS else raw
+    return "off" if raw.lower() in OFF_WORDS else "auto" if raw.lower() in ON_WORDS else raw
 
 
 def default_ranker(setting: str | None = None, *, cache: bool = False,
@@ -141,7 +142,7 @@ def default_ranker(setting: str | None = None, *, cache: bool = False,
         setting = dense_setting(env)
     elif setting.lower() in OFF_WORDS:
         setting = "off"
-    if setting is not None and setting.lower() == "auto":
+    if setting is not None and setting.lower() in ON_WORDS:
         setting = "auto"
     if setting == "off":
         return None
