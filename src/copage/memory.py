@@ -349,12 +349,14 @@ class PagedMemory(MemoryReads):
 
     def meter_request(self, messages: Sequence[Mapping[str, Any]],
                       tools: Sequence[Mapping[str, Any]], question: str | None = None,
-                      *, follow_up: bool = False) -> None:
+                      *, follow_up: bool = False, system_prompt: str | None = None) -> None:
         """Count the request as it is sent in ``stats().prompt_cache`` (after a prompt
         style or a speculative fill changed it; ``follow_up``: a later request of the
-        same turn, after a recall): see :meth:`Pager.meter_request`."""
+        same turn, after a recall; ``system_prompt``: the caller's own, sent with it):
+        see :meth:`Pager.meter_request`."""
         self._live()
-        self.pager.meter_request(messages, tools, question, follow_up=follow_up)
+        self.pager.meter_request(messages, tools, question, follow_up=follow_up,
+                                 system_prompt=system_prompt)
 
     def recall(self, page: object = None, *, query: object = None) -> str:
         """The recall tool: pages the page in and returns the text for the model (errors

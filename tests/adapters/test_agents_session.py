@@ -98,6 +98,21 @@ async def test_runner_gets_the_paged_view_and_recalls(tmp_path: Path) -> None:
     assert items[-1]["content"][0]["text"] == "Bring your insurance card."
 
 
+async def test_the_recall_tool_is_offered_only_while_a_page_is_evicted() -> None:
+    """At the defaults a short chat is not paged: the model gets the agent's own tools
+    and no ``recall``; once pages are evicted it gets ``recall`` too."""
+    short = CopageSession("carol")
+    with FakeServer(lambda _body: Reply(text="Hello.")) as up:
+        await Runner.run(_agent(up.url, short), "Hi there, how are you?", session=short)
+        paged = CopageSession("dave", **PAGING)
+        await paged.add_items(_history())
+        await Runner.run(_agent(up.url, paged), "What should I bring to the dentist?",
+                         session=paged)
+    alone, evicted = up.received
+    assert [t["function"]["name"] for t in alone["tools"]] == ["get_weather"]
+    assert [t["function"]["name"] for t in evicted["tools"]] == ["get_weather", "recall"]
+
+
 async def test_app_tools_are_stored_with_their_outputs() -> None:
     session = CopageSession("bob", **PAGING)
     script = deque([Reply(tool_calls=[("get_weather", {"city": "Lisbon"})]),

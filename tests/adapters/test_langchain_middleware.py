@@ -245,3 +245,19 @@ def test_the_dense_channel_brings_back_a_fact_asked_in_other_words(dense: bool) 
     assert dense_chat.QUESTION in _text(sent)
     assert (dense_chat.FACT_SHOWN in _text(sent)) is dense
     assert "p1" in mw.memory("d").evicted  # shown for the call, not paged in
+
+
+def test_a_chat_that_is_not_paged_costs_what_full_context_costs() -> None:
+    """Nothing evicted: the request is the conversation as it is, with the agent's own
+    system prompt, and the meter counts full context with that prompt too, so the
+    savings are nil, not a loss."""
+    model = ToolCallingFake(responses=[AIMessage(content=f"Reply {i}.") for i in range(4)])
+    mw = CopageMiddleware()
+    agent = _agent(model, mw, checkpointer=InMemorySaver())
+    for i in range(4):
+        agent.invoke({"messages": [HumanMessage(f"Small talk number {i} about the weather.")]},
+                     {"configurable": {"thread_id": "short"}})
+    mem = mw.memory("short")
+    pc = mem.stats().prompt_cache
+    assert not mem.evicted and pc is not None and pc["requests"] == 4
+    assert pc["prompt_tokens"] == pc["full_tokens"]

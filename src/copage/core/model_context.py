@@ -75,7 +75,7 @@ class Shown(Protocol):
 
     def meter_request(self, messages: Sequence[Mapping[str, Any]],
                       tools: Sequence[Mapping[str, Any]], question: str | None = None,
-                      *, follow_up: bool = False) -> None: ...
+                      *, follow_up: bool = False, system_prompt: str | None = None) -> None: ...
 
 
 def context(pager: Shown, question: str | None, meter: bool) -> Context:
@@ -98,7 +98,7 @@ def context(pager: Shown, question: str | None, meter: bool) -> Context:
 
 def meter_request(pager: Shown, messages: Sequence[Mapping[str, Any]],
                   tools: Sequence[Mapping[str, Any]], question: str | None = None,
-                  *, follow_up: bool = False) -> None:
+                  *, follow_up: bool = False, system_prompt: str | None = None) -> None:
     """Count one request as sent (see ``Pager.meter_request``)."""
     if follow_up:
         pager.prompt_meter.record(messages, tools, 0, 0, follow_up=True)
@@ -108,6 +108,11 @@ def meter_request(pager: Shown, messages: Sequence[Mapping[str, Any]],
     asked = meter.part_tokens({"role": "user", "content": question}) if question else 0
     full = pager.full_request_tokens()
     tail = pager.full_context.tail(pager.turns, full)
+    if system_prompt:  # the caller's own system prompt: full context sends it too
+        own = pager.system or ""
+        full += meter.part_tokens({"role": "system", "content": "\n\n".join(
+            p for p in (system_prompt, own) if p)})
+        full -= meter.part_tokens({"role": "system", "content": own}) if own else 0
     meter.record(messages, tools, full + asked, asked, tail=tail)
     pager.changes.dirty = True  # the meter is in the snapshot
 

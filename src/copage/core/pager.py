@@ -365,12 +365,15 @@ class Pager:
 
     def meter_request(self, messages: Sequence[Mapping[str, Any]],
                       tools: Sequence[Mapping[str, Any]], question: str | None = None,
-                      *, follow_up: bool = False) -> None:
+                      *, follow_up: bool = False, system_prompt: str | None = None) -> None:
         """Count one request as sent (``stats().prompt_cache``): its repeated prefix and
         cost, beside full context's with ``question`` (None: the conversation's latest
         turn is the question). ``follow_up``: a later request of the turn (after a
-        recall), which full context would not send (:meth:`PromptMeter.record`)."""
-        model_context.meter_request(self, messages, tools, question, follow_up=follow_up)
+        recall), which full context would not send (:meth:`PromptMeter.record`).
+        ``system_prompt``: the caller's own system prompt, in ``messages`` before the
+        conversation's (a LangChain agent's), which full context would send as well."""
+        model_context.meter_request(self, messages, tools, question, follow_up=follow_up,
+                                    system_prompt=system_prompt)
 
     def full_request_tokens(self) -> int:
         """Tokens of the whole conversation sent as it is (the pinned system prompt and

@@ -111,7 +111,8 @@ def prepare(
     sent = with_fill(sent, spec)
     if meter:
         shown = sent if system_prompt is None else _with_system(sent, system_prompt)
-        pager.meter_request(shown, sent_tools, question)  # type: ignore[attr-defined]
+        pager.meter_request(shown, sent_tools, question,  # type: ignore[attr-defined]
+                            system_prompt=system_prompt)
     tokens = count(sent, sent_tools) if count is not None else None
     return Prepared(sent, sent_tools, spec, tokens)
 

@@ -313,7 +313,9 @@ class CopageSession:
 
     # ------------------------------------------------------------ the tool
     def recall_tool(self) -> FunctionTool:
-        """The recall tool to give the agent (served by this session's memory)."""
+        """The recall tool to give the agent (served by this session's memory). It is
+        offered to the model only while a page is evicted (the SDK's ``is_enabled``), so
+        a conversation that is not paged goes out without it, as everywhere in copage."""
         spec = prompt.recall_tool(self.config.tool_name, by_query=self.config.recall_by_query)
         fn = spec["function"]
 
@@ -321,9 +323,16 @@ class CopageSession:
             call = ToolCall(str(getattr(ctx, "tool_call_id", "") or ""), fn["name"], arguments)
             return await asyncio.to_thread(self._recall, call)
 
+        async def enabled(ctx: Any, agent: Any) -> bool:
+            return await asyncio.to_thread(self._paged)
+
         return FunctionTool(name=fn["name"], description=fn["description"] + RECALL_HINT,
                             params_json_schema=fn["parameters"], on_invoke_tool=invoke,
-                            strict_json_schema=False)
+                            strict_json_schema=False, is_enabled=enabled)
+
+    def _paged(self) -> bool:
+        with self._memory(create=False) as mem:
+            return mem is not None and bool(mem.evicted)
 
     def _recall(self, call: ToolCall) -> str:
         self._recall_calls.add(call.id)
