@@ -261,3 +261,22 @@ def test_a_chat_that_is_not_paged_costs_what_full_context_costs() -> None:
     pc = mem.stats().prompt_cache
     assert not mem.evicted and pc is not None and pc["requests"] == 4
     assert pc["prompt_tokens"] == pc["full_tokens"]
+
+
+class _TooLong(ToolCallingFake):
+    def _generate(self, messages: list[Any], stop: Any = None, run_manager: Any = None,
+                  **kwargs: Any) -> Any:
+        raise ValueError("Error code: 400 - {'error': {'message': 'request (6520 tokens) "
+                         "exceeds the available context size (4096 tokens)'}}")
+
+
+def test_a_model_error_for_a_too_long_request_carries_what_to_do() -> None:
+    """The model's own error (an SDK's, here a ValueError) is raised as it is, with a note
+    naming the paging budget that fits the window it reports."""
+    mw = CopageMiddleware()
+    agent = _agent(_TooLong(responses=[AIMessage(content="unused")]), mw)
+    with pytest.raises(ValueError, match="context size") as info:
+        agent.invoke({"messages": [HumanMessage("Hello there.")]},
+                     {"configurable": {"thread_id": "long"}})
+    notes = getattr(info.value, "__notes__", [])
+    assert any("budget_tokens=1600" in n for n in notes)

@@ -145,3 +145,23 @@ def test_recall_cap_refuses_extra_recalls(make_proxy: Any) -> None:
     tool_msgs = [m for m in proxy.upstream.received[-1]["messages"] if m["role"] == "tool"]
     assert "limit of 1 recall" in tool_msgs[-1]["content"]
     assert json.loads(raw.headers["x-copage-stats"])["recalls"] == 2
+
+
+LLAMA_OVERFLOW = ('{"error":{"code":400,"message":"request (6520 tokens) exceeds the available '
+                  'context size (4096 tokens), try increasing it","type":"exceed_context_size_error",'
+                  '"n_prompt_tokens":6520,"n_ctx":4096}}')
+
+
+def test_a_request_too_long_for_the_models_window_says_what_to_do(proxy: Proxy) -> None:
+    """llama.cpp's server (and OpenAI, Anthropic, vLLM) answer 400 when a conversation
+    does not fit the model's window: the client gets OpenAI's code for it and, in the
+    message, the paging budget that would fit; nothing is stored."""
+    c = proxy.client(default_headers={"X-Copage-Conversation": "conv-w"})
+    c.chat.completions.create(model="m", messages=[{"role": "user", "content": "first"}])
+    proxy.upstream.responder = lambda body: Reply(status=400, error=LLAMA_OVERFLOW)
+    with pytest.raises(openai.BadRequestError) as info:
+        c.chat.completions.create(model="m", messages=[{"role": "user", "content": "second"}])
+    err = info.value.body
+    assert isinstance(err, dict) and err["code"] == "context_length_exceeded"
+    assert "4096 tokens" in err["message"] and "--budget-tokens 1600" in err["message"]
+    assert len(proxy.state.store.load("conv-w", tenant="alice").turns) == 2

@@ -8,6 +8,7 @@ from copage.llm.chat_messages import assistant_message, tool_call_dict, tool_mes
 from copage.llm.errors import (
     AuthError,
     BadResponse,
+    ContextOverflow,
     EmptyReply,
     MissingExtraError,
     ModelError,
@@ -48,6 +49,7 @@ __all__ = [
     "ChatModel",
     "ChatRequest",
     "ChatResponse",
+    "ContextOverflow",
     "EmptyReply",
     "MeteredModel",
     "MissingExtraError",

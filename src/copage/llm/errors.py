@@ -151,14 +151,81 @@ def out_of_fds(provider: str, err: OSError) -> OutOfFileDescriptors:
     )
 
 
+_WINDOW = (
+    re.compile(r"available context size \((\d+) tokens\)"),  # llama.cpp's server
+    re.compile(r"maximum context length is (\d+) tokens"),  # OpenAI, vLLM, LiteLLM
+    re.compile(r"prompt is too long: \d+ tokens > (\d+) maximum"),  # Anthropic
+    re.compile(r"context window (?:of|is) (\d+) tokens"),
+)
+_OVERFLOW = re.compile(r"context_length_exceeded|exceeds? the (?:available )?context|"
+                       r"context (?:length|window) exceeded|prompt is too long", re.IGNORECASE)
+
+
+class ContextOverflow(RequestRejected):
+    """The request did not fit the model's context window (``window``: its size in the
+    model's tokens, when the server said it). The message says how to page by a
+    smaller budget (:func:`overflow_hint`)."""
+
+    def __init__(self, provider: str, message: str, *, status: int | None = None,
+                 window: int | None = None) -> None:
+        super().__init__(provider, message, status=status)
+        self.window = window
+
+
+def context_window(message: str) -> int | bool:
+    """From an upstream's error text: the model's context window in tokens when the text
+    says the request did not fit it and names it, True when it says so without a size,
+    else False."""
+    for pattern in _WINDOW:
+        m = pattern.search(message)
+        if m:
+            return int(m.group(1))
+    return bool(_OVERFLOW.search(message))
+
+
+def overflow_hint(window: int | None) -> str:
+    """What to do about a request that did not fit a window of ``window`` tokens: page by
+    a budget of about 40% of it (counted in o200k tokens, which a small model's
+    tokenizer may count 1.3 times over; the rest holds the bookmarks, the open page, the
+    fill and the answer)."""
+    n = max(500, int(window * 0.4) // 100 * 100) if window is not None else 0
+    size = f" ({window:,} tokens)" if window is not None else ""
+    if not n or n >= 40_000:  # the default budget fits such a window: one part is too long
+        budget = ("a smaller budget (budget_tokens=, `copage serve --budget-tokens`); a "
+                  "single message longer than the window cannot be paged")
+    else:
+        budget = (f"a budget of about {n:,} tokens (budget_tokens={n}, or "
+                  f"`copage serve --budget-tokens {n}`)")
+    return (f"copage: the conversation did not fit the model's context window{size}; "
+            f"page it by {budget}: docs/paging-budget.md")
+
+
 def error_for_status(
     provider: str, status: int, message: str, retry_after: float | None = None
 ) -> ModelError:
-    """The error class that fits an HTTP status."""
+    """The error class that fits an HTTP status (a 400 or 413 that says the request did not
+    fit the model's window: :class:`ContextOverflow`, with what to do about it)."""
     if status == 429:
         return RateLimited(provider, message, status=status, retry_after=retry_after)
     if status in (401, 403):
         return AuthError(provider, message, status=status)
     if status == 408 or status >= 500:
         return UpstreamError(provider, message, status=status, retry_after=retry_after)
+    if status in (400, 413):
+        window = context_window(message)
+        if window is not False:
+            size = None if window is True else int(window)
+            return ContextOverflow(provider, f"{message} ({overflow_hint(size)})",
+                                   status=status, window=size)
     return RequestRejected(provider, message, status=status)
+
+
+def note_overflow(exc: BaseException) -> None:
+    """Add :func:`overflow_hint` to ``exc`` as a note when its text says the request did not
+    fit the model's context window (an SDK's own error, e.g. LangChain's model's: its type
+    is kept, the hint shows with it)."""
+    if isinstance(exc, ContextOverflow):
+        return
+    window = context_window(str(exc))
+    if window is not False:
+        exc.add_note(overflow_hint(None if window is True else int(window)))

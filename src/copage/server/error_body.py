@@ -9,6 +9,7 @@ from typing import Any
 
 from copage.llm.errors import (
     AuthError,
+    ContextOverflow,
     ModelError,
     ModelTimeout,
     RateLimited,
@@ -69,6 +70,8 @@ def from_model_error(exc: ModelError) -> ProxyError:
                           headers=headers)
     if isinstance(exc, AuthError):
         return ProxyError(401, msg, type="authentication_error", code="upstream_auth_failed")
+    if isinstance(exc, ContextOverflow):  # OpenAI's code, which clients know
+        return ProxyError(400, msg, code="context_length_exceeded")
     if isinstance(exc, RequestRejected):
         return ProxyError(400, msg, code="upstream_rejected")
     return ProxyError(502, msg, type="upstream_error", code="upstream_error")

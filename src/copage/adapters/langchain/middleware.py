@@ -56,6 +56,7 @@ from copage.adapters.langchain.history import same, unstored
 from copage.core.config import PagerConfig
 from copage.core.dense_rank import DenseRanker
 from copage.ids import check_conversation_id
+from copage.llm.errors import note_overflow
 from copage.memory import PagedMemory
 from copage.session.drive import in_worker, iterate_sync
 from copage.session.engine import LoopEnd, LoopSettings, run_recall_loop
@@ -240,7 +241,11 @@ class CopageMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         with self._opened(cid, request) as (mem, call):
             events = run_recall_loop(mem, call.messages, call.recall_tools, self._settings(),
                                      call.sync(handler))
-            ends = [e for e in iterate_sync(events) if isinstance(e, LoopEnd)]
+            try:
+                ends = [e for e in iterate_sync(events) if isinstance(e, LoopEnd)]
+            except Exception as e:
+                note_overflow(e)  # the model's own error, with what to do about it
+                raise
             return call.result(ends[-1].outcome)
 
     async def awrap_model_call(self, request: ModelRequest[Any],
@@ -250,9 +255,13 @@ class CopageMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         :func:`copage.session.drive.in_worker`)."""
         cid = self._conversation(request.runtime)
         async with in_worker(self._opened(cid, request)) as (mem, call):
-            ends = [e async for e in run_recall_loop(mem, call.messages, call.recall_tools,
-                                                     self._settings(), call.async_(handler))
-                    if isinstance(e, LoopEnd)]
+            try:
+                ends = [e async for e in run_recall_loop(mem, call.messages, call.recall_tools,
+                                                         self._settings(), call.async_(handler))
+                        if isinstance(e, LoopEnd)]
+            except Exception as e:
+                note_overflow(e)
+                raise
             return call.result(ends[-1].outcome)
 
     def after_agent(self, state: AgentState[Any], runtime: Runtime[Any]) -> None:
