@@ -8,18 +8,20 @@ import secrets
 import time
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import Any, TextIO
+from typing import Any, TextIO, TypeVar
 
 from copage.core.changes import ChangeSet
 from copage.core.config import PagerConfig
 from copage.core.pager import Context, Pager, RecallResult
 from copage.core.registry import UnknownNameError
+from copage.core.shrink import shrink
 from copage.core.types import PageId, ToolCall, Turn
 from copage.memory_reads import MemoryReads, SearchHit  # noqa: F401 - SearchHit: its public path
 from copage.stores.protocol import ConversationExists, ConversationNotFound, PageStore, StoreError
 from copage.undo import UndoLog, pop_turn
 
 ROLES = ("user", "assistant", "tool", "system")
+_T = TypeVar("_T")
 
 
 class MemoryOutOfSync(StoreError):
@@ -223,6 +225,14 @@ class PagedMemory(MemoryReads):
                 self._rollback(e)
             raise
 
+    def _apply(self, fn: Callable[..., _T], *args: Any, **kwargs: Any) -> _T:
+        """One pager operation, applied (:meth:`_applying`) and stored (:meth:`_commit`)."""
+        self._undo.plain = False
+        with self._applying():
+            out = fn(*args, **kwargs)
+        self._commit()
+        return out
+
     def _commit(self, change: ChangeSet | None = None) -> None:
         if self._deferred:
             return  # inside transaction(): stored once at its end
@@ -327,19 +337,12 @@ class PagedMemory(MemoryReads):
 
     def close_page(self) -> list[PageId]:
         """Close the open page now (e.g. at the end of a session)."""
-        self._undo.plain = False
-        with self._applying():
-            closed = self.pager.close_open_page()
-        self._commit()
-        return closed
+        return self._apply(self.pager.close_open_page)
 
     def refresh_bookmarks(self) -> None:
         """Recompute every bookmark with the whole conversation known (the extractor's
         batch mode, as ``copage simulate``'s placement "end" does), and store them."""
-        self._undo.plain = False
-        with self._applying():
-            self.pager.refresh_all_bookmarks()
-        self._commit()
+        self._apply(self.pager.refresh_all_bookmarks)
 
     def context(self, question: str | None = None, *, meter: bool = True) -> Context:
         """Messages and tools for the next model call (see :meth:`Pager.context`;
@@ -380,11 +383,7 @@ class PagedMemory(MemoryReads):
 
     def recall_result(self, page: object = None, *, query: object = None) -> RecallResult:
         """Like :meth:`recall`, with the status and page id."""
-        self._undo.plain = False
-        with self._applying():
-            result = self.pager.recall(page, query=query)
-        self._commit()
-        return result
+        return self._apply(self.pager.recall, page, query=query)
 
     def access(self, page: PageId, *, protect: Collection[PageId] = (),
                kind: str = "probe") -> bool:
@@ -392,18 +391,15 @@ class PagedMemory(MemoryReads):
 
         ``protect``: pages the eviction must not pick; ``kind``: the access's kind in
         the event log and counts (``probe``, ``speculative``, ...)."""
-        self._undo.plain = False
-        with self._applying():
-            hit = self.pager.access(page, protect=protect, kind=kind)
-        self._commit()
-        return hit
+        return self._apply(self.pager.access, page, protect=protect, kind=kind)
+
+    def shrink(self, tokens: int) -> list[PageId]:
+        """Evict pages until the resident ones hold at most ``tokens`` (core/shrink.py)."""
+        return self._apply(shrink, self.pager, tokens)
 
     def note(self, kind: str, page: PageId | None, detail: dict[str, Any] | None = None) -> None:
         """Record an event made outside the pager (e.g. ``speculative`` by the chat loop)."""
-        self._undo.plain = False
-        with self._applying():
-            self.pager.note(kind, page, detail)
-        self._commit()
+        self._apply(self.pager.note, kind, page, detail)
 
     def pager_for_change(self) -> Pager:
         """The pager, for a change made to it directly and not stored (the benchmark's

@@ -89,8 +89,13 @@ def test_the_front_ends_system_prompt_is_metered_before_copages() -> None:
     got = prep_mod.prepare(mem, system_prompt="Be brief.")
     sent = [{"role": "system", "content": "Be brief.\n\n" + got.messages[0]["content"]},
             *got.messages[1:]]
-    twin.meter_request(sent, got.tools)
+    twin.meter_request(sent, got.tools, system_prompt="Be brief.")
     assert mem.stats().prompt_cache == twin.stats().prompt_cache
+    # full context would send the front end's system prompt too
+    bare = memory()
+    bare.meter_request(sent, got.tools)
+    full, without = (m.stats().prompt_cache["full_tokens"] for m in (mem, bare))
+    assert full > without
 
 
 def test_enum_pages_lists_the_evicted_pages() -> None:

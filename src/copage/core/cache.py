@@ -133,6 +133,22 @@ class PageCache:
             raise ValueError(f"page {pid!r} is not resident; resident: {self.resident}")
         self._remove(pid)
 
+    def shrink(self, tokens: int, *, protect: Collection[PageId] = ()) -> list[PageId]:
+        """Evict the policy's victims until the resident pages hold at most ``tokens``
+        tokens (a model's window turned out smaller than the budget); ``protect``-ed
+        pages go last. Returns the pages evicted (counted in ``evictions``)."""
+        evicted: list[PageId] = []
+        while self._tokens > tokens and self._resident:
+            candidates = [p for p in self._resident if p not in protect] or list(self._resident)
+            victim = self.policy.victim(candidates, self.history, self.clock)
+            if victim not in candidates:
+                raise RuntimeError(
+                    f"policy {self.policy.name!r} chose {victim!r}, not one of {candidates}")
+            self._remove(victim)
+            self.evictions += 1
+            evicted.append(victim)
+        return evicted
+
     def set_query(self, text: str | None) -> None:
         """The latest user message or probe question (used by the ``query`` policy)."""
         self.policy.set_query(text)

@@ -157,6 +157,12 @@ _WINDOW = (
     re.compile(r"prompt is too long: \d+ tokens > (\d+) maximum"),  # Anthropic
     re.compile(r"context window (?:of|is) (\d+) tokens"),
 )
+_ASKED = (
+    re.compile(r"request \((\d+) tokens\) exceeds"),  # llama.cpp's server
+    re.compile(r"messages resulted in (\d+) tokens"),  # OpenAI
+    re.compile(r"prompt is too long: (\d+) tokens"),  # Anthropic
+    re.compile(r"(\d+) in the messages"),  # vLLM
+)
 _OVERFLOW = re.compile(r"context_length_exceeded|exceeds? the (?:available )?context|"
                        r"context (?:length|window) exceeded|prompt is too long", re.IGNORECASE)
 
@@ -167,9 +173,19 @@ class ContextOverflow(RequestRejected):
     smaller budget (:func:`overflow_hint`)."""
 
     def __init__(self, provider: str, message: str, *, status: int | None = None,
-                 window: int | None = None) -> None:
+                 window: int | None = None, asked: int | None = None) -> None:
         super().__init__(provider, message, status=status)
-        self.window = window
+        self.window, self.asked = window, asked
+
+
+def asked_tokens(message: str) -> int | None:
+    """From an upstream's context-window error: the request's size in the model's tokens,
+    when the text says it."""
+    for pattern in _ASKED:
+        m = pattern.search(message)
+        if m:
+            return int(m.group(1))
+    return None
 
 
 def context_window(message: str) -> int | bool:
@@ -216,7 +232,7 @@ def error_for_status(
         if window is not False:
             size = None if window is True else int(window)
             return ContextOverflow(provider, f"{message} ({overflow_hint(size)})",
-                                   status=status, window=size)
+                                   status=status, window=size, asked=asked_tokens(message))
     return RequestRejected(provider, message, status=status)
 
 
