@@ -22,11 +22,18 @@ import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field, replace
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from copage.core.types import ToolCall
 from copage.llm.errors import BadResponse
-from copage.llm.model_types import ChatModel, ChatRequest, ChatResponse, StreamEvent, ToolCallDelta
+from copage.llm.model_types import (
+    ChatModel,
+    ChatRequest,
+    ChatResponse,
+    Message,
+    StreamEvent,
+    ToolCallDelta,
+)
 from copage.memory import PagedMemory
 from copage.server.request import ChatCall
 from copage.session.engine import (
@@ -38,7 +45,8 @@ from copage.session.engine import (
     run_recall_loop,
 )
 from copage.session.modes import RecallMode
-from copage.session.prepare import prepare
+from copage.session.overflow import refit
+from copage.session.prepare import Prepared, prepare
 from copage.session.records import RecallRecord
 from copage.session.speculate import Speculator
 from copage.session.trace import NULL, TurnTrace
@@ -110,10 +118,15 @@ def loop_events(
     mode = mode or RecallMode()
     # the one turn preparation: context, the "paper" style of the mode, the fill for the
     # latest user message, the meter (what is sent, fill included)
-    prep = prepare(mem, offer_tool=mode.tool,
-                   speculator=(speculator or Speculator()) if mode.speculative else None,
-                   trace=trace)
-    messages, tools, filled = prep.messages, prep.tools, prep.filled
+    spec = (speculator or Speculator()) if mode.speculative else None
+    prep = prepare(mem, offer_tool=mode.tool, speculator=spec, trace=trace)
+    shown = [prep]  # the request last prepared (its fill is the turn's)
+
+    def again(error: BaseException) -> tuple[list[Message], list[dict[str, Any]]] | None:
+        if not refit(mem, error, shown[-1].messages, shown[-1].tools):
+            return None  # not the model's window, or nothing left to evict
+        shown.append(prepare(mem, offer_tool=mode.tool, speculator=spec, trace=trace))
+        return list(shown[-1].messages), [dict(t) for t in shown[-1].tools]
 
     async def checked(request: ChatRequest) -> AsyncIterator[StreamEvent]:
         async with closing(upstream(model, request)) as events:
@@ -123,8 +136,8 @@ def loop_events(
                 yield event
 
     return _with_fill(_as_sent(run_recall_loop(
-        mem, messages, tools, settings_for(call, max_recalls, offer_recall=mode.tool),
-        checked, trace=trace)), filled)
+        mem, prep.messages, prep.tools, settings_for(call, max_recalls, offer_recall=mode.tool),
+        checked, trace=trace, refit=again)), shown)
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,11 +147,12 @@ class FilledEnd(LoopEnd):
     filled: tuple[str, ...] = ()
 
 
-async def _with_fill(events: AsyncIterator[LoopEvent], filled: tuple[str, ...]
+async def _with_fill(events: AsyncIterator[LoopEvent], shown: list[Prepared]
                      ) -> AsyncIterator[LoopEvent]:
     async with closing(events):
         async for event in events:
-            yield FilledEnd(event.outcome, filled) if isinstance(event, LoopEnd) else event
+            yield (FilledEnd(event.outcome, shown[-1].filled) if isinstance(event, LoopEnd)
+                   else event)
 
 
 def replay_events(out: Outcome) -> list[TextDelta | ClientToolDelta]:

@@ -32,6 +32,7 @@ from copage.llm.errors import BadResponse, EmptyReply
 from copage.llm.model_types import ChatRequest, ChatResponse, Message, StreamEvent, ToolCallDelta
 from copage.memory import PagedMemory
 from copage.session.cap import CALLS_AFTER_CAP, RecallCap, RecallLoopError, Verdict
+from copage.session.overflow import REFITS
 from copage.session.records import RecallRecord, UsageSum
 from copage.session.textfilter import CallTextFilter, recall_stub, text_calls
 from copage.session.trace import NULL, TurnTrace, now_ns
@@ -44,6 +45,11 @@ __all__ = [
 
 Caller = Callable[[ChatRequest], AsyncIterator[StreamEvent]]
 """Sends one request and streams the reply (``copage.llm.stream`` or a one-chunk fallback)."""
+
+Refit = Callable[[BaseException], "tuple[Sequence[Message], Sequence[Mapping[str, Any]]] | None"]
+"""Given the error of the turn's first request, the request made again (messages, recall
+tools) after paging the conversation down, or None to raise the error
+(:func:`copage.session.overflow.refit`: the model's window was too small)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,9 +150,10 @@ class _Loop:
     def __init__(
         self, mem: PagedMemory, messages: Sequence[Message], recall_tools: Sequence[Mapping[str, Any]],
         settings: LoopSettings, call: Caller, records: list[RecallRecord] | None,
-        usage: UsageSum | None, trace: TurnTrace = NULL,
+        usage: UsageSum | None, trace: TurnTrace = NULL, refit: Refit | None = None,
     ) -> None:
-        self.mem, self.s, self.call, self.trace = mem, settings, call, trace
+        self.mem, self.s, self.call, self.trace, self.refit = mem, settings, call, trace, refit
+        self.refits = 0
         self.tool = mem.config.tool_name
         self.messages: list[Message] = list(messages)
         self.recall_tools = list(recall_tools) if settings.offer_recall else []
@@ -256,6 +263,8 @@ class _Loop:
                         yield ev
             except Exception as e:
                 self.trace.upstream(t0, error=e)
+                if self._refitted(e):
+                    continue
                 if not isinstance(e, EmptyReply):
                     raise
                 # the client's parser saw nothing: as Verdict.EMPTY
@@ -322,6 +331,24 @@ class _Loop:
                 self.messages.append(tool_message(c.id, text_out))
                 yield RecallServed(rec)
 
+    def _refitted(self, error: Exception) -> bool:
+        """After the turn's first request failed before any answer: the request made
+        again by ``refit`` (at most ``REFITS`` times), or False."""
+        if (self.refit is None or self.sent != 1 or self.answer or self.records
+                or self.refits >= REFITS):
+            return False
+        again = self.refit(error)
+        if again is None:
+            return False
+        messages, tools = again
+        self.refits += 1
+        self.sent = 0  # the caller metered the request made again
+        self.messages = list(messages)
+        self.recall_tools = list(tools) if self.s.offer_recall else []
+        self.cap.offered = bool(self.recall_tools)
+        self.text_tools = list(tools) or [recall_stub(self.tool)]
+        return True
+
     def _serve(self, call: ToolCall, allowed: bool) -> tuple[str, RecallRecord]:
         """One recall call answered through the cap (traced as a ``copage.recall`` span)."""
         t0 = now_ns()
@@ -361,7 +388,7 @@ def _unique(call: ToolCall, seen: set[str], n: int) -> ToolCall:
 def run_recall_loop(
     mem: PagedMemory, messages: Sequence[Message], recall_tools: Sequence[Mapping[str, Any]],
     settings: LoopSettings, call: Caller, *, records: list[RecallRecord] | None = None,
-    usage: UsageSum | None = None, trace: TurnTrace = NULL,
+    usage: UsageSum | None = None, trace: TurnTrace = NULL, refit: Refit | None = None,
 ) -> AsyncIterator[LoopEvent]:
     """Run one turn's recall loop; yields :data:`LoopEvent` s, :class:`LoopEnd` last.
 
@@ -378,6 +405,8 @@ def run_recall_loop(
         records, usage: lists to extend (a turn's earlier steps, e.g. ``choose``).
         trace: the turn's trace (:mod:`copage.session.trace`): each model call and each
             recall is a child span of it.
+        refit: called with the error of the turn's first request (no answer, no recall
+            yet): the request to make instead, or None (:data:`Refit`).
 
     Raises:
         ModelError: a model call failed (nothing is rolled back here: the caller's
@@ -385,4 +414,5 @@ def run_recall_loop(
         RecallLoopError: the model kept calling tools after the cap.
         BadResponse: an empty reply twice.
     """
-    return _Loop(mem, messages, recall_tools, settings, call, records, usage, trace).run()
+    return _Loop(mem, messages, recall_tools, settings, call, records, usage, trace,
+                 refit).run()

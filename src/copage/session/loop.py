@@ -16,6 +16,7 @@ from typing import Any, Self
 from copage.llm.model_types import (
     ChatModel,
     ChatRequest,
+    Message,
     StreamEvent,
     fallback_stream,
     run_sync,
@@ -36,6 +37,7 @@ from copage.session.engine import (
 )
 from copage.session.fill_settings import UNSET, FillSettings, Unset, resolve_fill
 from copage.session.modes import DEFAULT_RECALL_MODE, RecallMode, parse_mode
+from copage.session.overflow import refit
 from copage.session.prepare import plan_fill, prepare
 from copage.session.prompts import PROMPT_STYLES
 from copage.session.records import RecallRecord, TurnReport, UsageSum
@@ -287,8 +289,19 @@ class PagedChat:
             provider=self.model.spec,
         )
         call = self._streamer if streaming else self._completer
+
+        def again(error: BaseException) -> tuple[list[Message], list[dict[str, Any]]] | None:
+            nonlocal spec, prep
+            if not refit(mem, error, prep.messages, prep.tools):
+                return None  # not the model's window, or nothing left to evict
+            spec = plan_fill(self._speculator, mem, text, trace=tr) if mode.speculative else None
+            prep = prepare(mem, question=question, style=style, offer_tool=mode.tool,
+                           enum_pages=self.enum_pages, planned=spec)
+            return list(prep.messages), [dict(t) for t in prep.tools]
+
         async for event in run_recall_loop(mem, messages, tools, settings, call,
-                                           records=records, usage=usage, trace=tr):
+                                           records=records, usage=usage, trace=tr,
+                                           refit=again):
             if isinstance(event, LoopEnd):
                 yield _End(event.outcome, spec)
             elif isinstance(event, TextDelta | RecallServed):
