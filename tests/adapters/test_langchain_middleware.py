@@ -280,3 +280,53 @@ def test_a_model_error_for_a_too_long_request_carries_what_to_do() -> None:
                      {"configurable": {"thread_id": "long"}})
     notes = getattr(info.value, "__notes__", [])
     assert any("budget_tokens=1600" in n for n in notes)
+
+
+class _SmallWindow(ToolCallingFake):
+    """Refuses, as an SDK raises llama.cpp's 400, a request over 4,096 of its tokens."""
+
+    refused: int = 0
+
+    def _generate(self, messages: list[Any], stop: Any = None, run_manager: Any = None,
+                  **kwargs: Any) -> Any:
+        from copage.core.tokens import get_tokenizer
+
+        n = int(1.3 * sum(get_tokenizer().count(str(m.content)) for m in messages))
+        if n > 4096:
+            self.refused += 1
+            raise ValueError(f"Error code: 400 - {{'error': {{'message': 'request ({n} tokens) "
+                             "exceeds the available context size (4096 tokens)'}}")
+        return super()._generate(messages, stop, run_manager, **kwargs)
+
+
+def test_a_long_history_is_paged_down_to_the_models_window() -> None:
+    """At the defaults a 400-message history is not paged; the model refuses it for its
+    length; the middleware pages it down and asks again; the agent gets its answer."""
+    model = _SmallWindow(responses=[AIMessage(content="Ana lives in Porto.")])
+    mw = CopageMiddleware()
+    history: list[Any] = [HumanMessage("My sister Ana moved to Porto last spring."),
+                          AIMessage(content="Noted.")]
+    for i in range(200):
+        history += [HumanMessage(f"Small talk {i}: the weather, the trains and lunch {i}."),
+                    AIMessage(content=f"Sure, {i}.")]
+    out = _agent(model, mw).invoke(
+        {"messages": [*history, HumanMessage("Where does my sister live?")]},
+        {"configurable": {"thread_id": "window"}})
+    assert out["messages"][-1].content == "Ana lives in Porto."
+    assert model.refused == 1 and len(model.seen) == 1  # refused, then answered
+    mem = mw.memory("window")
+    assert mem.evicted and "Porto" in _text(model.seen[-1])  # the fill brought the fact
+
+
+async def test_a_long_history_is_paged_down_in_the_async_path_too() -> None:
+    model = _SmallWindow(responses=[AIMessage(content="Ana lives in Porto.")])
+    mw = CopageMiddleware()
+    history: list[Any] = [HumanMessage("My sister Ana moved to Porto last spring.")]
+    for i in range(200):
+        history += [AIMessage(content=f"Sure, {i}."),
+                    HumanMessage(f"Small talk {i}: the weather, the trains and lunch {i}.")]
+    out = await _agent(model, mw).ainvoke(
+        {"messages": [*history, HumanMessage("Where does my sister live?")]},
+        {"configurable": {"thread_id": "window-async"}})
+    assert out["messages"][-1].content == "Ana lives in Porto." and model.refused == 1
+    assert mw.memory("window-async").evicted

@@ -19,10 +19,10 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from copage.llm.errors import ContextOverflow
+from copage.llm.errors import ContextOverflow, asked_tokens, context_window
 from copage.memory import PagedMemory
 
-__all__ = ["REFITS", "SHARE", "refit"]
+__all__ = ["REFITS", "SHARE", "overflow_of", "refit"]
 
 REFITS = 2
 """Requests a turn may make again after a context overflow."""
@@ -39,8 +39,10 @@ def refit(mem: PagedMemory, error: BaseException, messages: Sequence[Mapping[str
     the model refused for its window (``error``), would take about :data:`SHARE` of it;
     whether any page was evicted (False: not a context overflow, or nothing left to
     evict: the open page or one message is longer than the window allows)."""
-    if not isinstance(error, ContextOverflow):
+    found = overflow_of(error)
+    if found is None:
         return False
+    error = found
     count = mem.pager.tokenizer.count
     ours = sum(count(_text(m.get("content"))) for m in messages)
     ours += count(json.dumps(list(tools))) if tools else 0
@@ -51,6 +53,20 @@ def refit(mem: PagedMemory, error: BaseException, messages: Sequence[Mapping[str
     if not resident or keep >= resident:
         return False
     return bool(mem.shrink(max(0, keep)))
+
+
+def overflow_of(error: BaseException) -> ContextOverflow | None:
+    """``error`` as a :class:`ContextOverflow`: itself, or another library's error (an
+    SDK's ``BadRequestError`` raised inside a framework) whose text says the request did
+    not fit the model's window; None for any other error."""
+    if isinstance(error, ContextOverflow):
+        return error
+    text = str(error)
+    window = context_window(text)
+    if window is False:
+        return None
+    return ContextOverflow("model", text, window=None if window is True else int(window),
+                           asked=asked_tokens(text))
 
 
 def _text(content: Any) -> str:

@@ -89,9 +89,15 @@ class HandlerCall:
     """
 
     def __init__(self, request: ModelRequest[Any], view: View) -> None:
-        self.base, self.view = request, view
+        self.base = request
+        self.take(view)
+
+    def take(self, view: View) -> None:
+        """Stand for ``view`` (at the start, or made again before any reply: the
+        conversation paged down after the model refused the request for its length)."""
+        self.view = view
         self.name = view.tool_name
-        parts = [p for p in (request.system_prompt, view.system) if p]
+        parts = [p for p in (self.base.system_prompt, view.system) if p]
         system = SystemMessage(content="\n\n".join(parts)) if parts else None
         self.system = system
         # the engine's first messages stand for the system message and the view's messages

@@ -57,11 +57,13 @@ from copage.core.config import PagerConfig
 from copage.core.dense_rank import DenseRanker
 from copage.ids import check_conversation_id
 from copage.llm.errors import note_overflow
+from copage.llm.model_types import Message
 from copage.memory import PagedMemory
 from copage.session.drive import in_worker, iterate_sync
-from copage.session.engine import LoopEnd, LoopSettings, run_recall_loop
+from copage.session.engine import LoopEnd, LoopSettings, Refit, run_recall_loop
 from copage.session.fill_settings import DEFAULT_DENSE, resolve_dense
 from copage.session.modes import DEFAULT_RECALL_MODE, LOOP_MODES, RecallMode, loop_mode
+from copage.session.overflow import refit
 from copage.session.prepare import prepare
 from copage.session.prompts import join_system
 from copage.session.speculate import DEFAULT_THRESHOLD, DEFAULT_TOKENS, Filled, Speculator
@@ -223,6 +225,17 @@ class CopageMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         return View(str(prep.messages[0]["content"]), shown, tool, mem.config.tool_name,
                     prep.fill)
 
+    def _refit(self, mem: PagedMemory, request: ModelRequest[Any], call: HandlerCall
+               ) -> Refit:
+        """The engine's ``refit``: on a context overflow, the conversation paged down and
+        the view made again (:mod:`copage.session.overflow`)."""
+        def again(error: BaseException) -> tuple[list[Message], list[dict[str, Any]]] | None:
+            if not refit(mem, error, call.messages, call.recall_tools):
+                return None
+            call.take(self._view(mem, request.messages, request.system_prompt))
+            return call.messages, call.recall_tools
+        return again
+
     def _record(self, cid: str, messages: Sequence[BaseMessage]) -> None:
         with self.pool.use(cid, tenant=self.tenant, create=True) as mem:
             self._ingest(mem, messages)
@@ -240,7 +253,7 @@ class CopageMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         cid = self._conversation(request.runtime)
         with self._opened(cid, request) as (mem, call):
             events = run_recall_loop(mem, call.messages, call.recall_tools, self._settings(),
-                                     call.sync(handler))
+                                     call.sync(handler), refit=self._refit(mem, request, call))
             try:
                 ends = [e for e in iterate_sync(events) if isinstance(e, LoopEnd)]
             except Exception as e:
@@ -256,8 +269,9 @@ class CopageMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         cid = self._conversation(request.runtime)
         async with in_worker(self._opened(cid, request)) as (mem, call):
             try:
-                ends = [e async for e in run_recall_loop(mem, call.messages, call.recall_tools,
-                                                         self._settings(), call.async_(handler))
+                ends = [e async for e in run_recall_loop(
+                    mem, call.messages, call.recall_tools, self._settings(),
+                    call.async_(handler), refit=self._refit(mem, request, call))
                         if isinstance(e, LoopEnd)]
             except Exception as e:
                 note_overflow(e)
