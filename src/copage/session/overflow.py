@@ -19,6 +19,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from copage.core.tokens import get_tokenizer
 from copage.llm.errors import ContextOverflow, asked_tokens, context_window
 from copage.memory import PagedMemory
 
@@ -43,12 +44,12 @@ def refit(mem: PagedMemory, error: BaseException, messages: Sequence[Mapping[str
     if found is None:
         return False
     error = found
-    count = mem.pager.tokenizer.count
+    count = get_tokenizer(mem.config.tokenizer).count
     ours = sum(count(_text(m.get("content"))) for m in messages)
     ours += count(json.dumps(list(tools))) if tools else 0
     ratio = error.asked / ours if error.asked and ours else 1.0  # its tokens per ours
     target = (SHARE * error.window / ratio) if error.window else ours / 2
-    resident = mem.pager.cache.tokens
+    resident = sum(mem.page(pid).tokens for pid in mem.resident)
     keep = int(resident - (ours - target) - (0 if mem.evicted else _OVERHEAD))
     if not resident or keep >= resident:
         return False
