@@ -166,3 +166,25 @@ async def test_logprobs(real_server: LlamaServer) -> None:
     assert len(response.logprobs) == response.usage.completion_tokens > 0
     assert all(lp <= 0.0 for lp in response.logprobs)
     assert any(lp < 0.0 for lp in response.logprobs)  # real probabilities, not a placeholder
+
+
+async def test_a_chat_longer_than_the_models_window_is_paged_down_at_the_defaults(
+    real_server: LlamaServer,
+) -> None:
+    """PagedChat at its defaults (a 48,000-token budget: nothing paged) with a chat of
+    about 9,000 of SmolLM2's tokens: llama-server refuses it for its 4,096-token window,
+    copage pages the conversation down and asks again, and the turn is answered."""
+    mem = PagedMemory(store="memory://")
+    mem.add("user", "My sister Ana moved to Porto last spring.")
+    mem.add("assistant", "Noted.")
+    for i in range(300):
+        mem.add("user" if i % 2 == 0 else "assistant",
+                f"Small talk {i}: the weather was fine, the trains were late, item {i * 7}.")
+    assert not mem.evicted
+    with RecordingProxy(real_server.base_url) as rec:
+        model = get_model(f"openai:smollm2@{rec.base_url}", max_retries=0)
+        report = await PagedChat(mem, model).send("Where does my sibling live these days?")
+    assert report.answer.strip() and mem.evicted
+    chats = rec.chats
+    assert [e.status for e in chats] == [400, 200]  # refused for its length, then answered
+    assert "exceeds the available context size" in json.dumps(chats[0].reply)
