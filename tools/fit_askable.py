@@ -117,7 +117,7 @@ def _recording(sink: list[tuple[str, list[int], set[int]]]) -> Iterator[type]:
     """Record every routing decision of the simulation; yields the Pager class used."""
     from copage.eval import simulation as simulate
 
-    real_route, real_pager = simulate.route, simulate.Pager
+    real_route, real_make = simulate.route, simulate.simulation_pager
 
     def route(question: str, books: Sequence[str], want: Any) -> Any:
         ids = [int(m.group(1)) - 1 for m in (re.match(r"\[p(\d+)", b) for b in books) if m]
@@ -126,18 +126,18 @@ def _recording(sink: list[tuple[str, list[int], set[int]]]) -> Iterator[type]:
         sink.append((question, ids, {ids[i] for i in want}))
         return real_route(question, books, want)
 
-    class Kept(real_pager):  # type: ignore[misc, valid-type]
+    class Kept:  # the simulation's latest pager
         last: Any = None
 
-        def __init__(self, *a: Any, **k: Any) -> None:
-            super().__init__(*a, **k)
-            Kept.last = self
+    def make(*a: Any, **k: Any) -> Any:
+        Kept.last = real_make(*a, **k)
+        return Kept.last
 
-    simulate.route, simulate.Pager = route, Kept  # type: ignore[assignment, misc]
+    simulate.route, simulate.simulation_pager = route, make  # type: ignore[assignment]
     try:
         yield Kept
     finally:
-        simulate.route, simulate.Pager = real_route, real_pager  # type: ignore[misc]
+        simulate.route, simulate.simulation_pager = real_route, real_make  # type: ignore[misc]
 
 
 def prepare(files: Sequence[str]) -> list[Prepared]:
