@@ -57,6 +57,13 @@ def test_the_turn_pages_down_to_the_window_and_is_answered(tmp_path: Path) -> No
     assert len(sizes) == 2 and sizes[0] > WINDOW >= sizes[1]  # refused, then it fitted
     assert sizes[1] <= 0.75 * WINDOW  # paged to about half: room to grow
     assert mem.evicted and mem.stats().evictions == len(mem.evicted)
+    # both requests were sent (the refused one is metered), full context counted once
+    pc = mem.stats().prompt_cache
+    twin = long_chat(PagedMemory())
+    twin.add("user", "Where does my sibling live these days?")
+    twin.meter_request([{"role": "user", "content": "x"}], [])
+    assert pc is not None and pc["requests"] == 2
+    assert pc["full_tokens"] == twin.stats().prompt_cache["full_tokens"]
     again = PagedMemory(store=url, conversation_id="c")  # stored with the turn
     assert again.evicted == mem.evicted and again.turns[-1].text == "Ana lives in Porto."
     # the next turns fit without a refusal until the conversation grows again

@@ -125,7 +125,8 @@ def loop_events(
     def again(error: BaseException) -> tuple[list[Message], list[dict[str, Any]]] | None:
         if not refit(mem, error, shown[-1].messages, shown[-1].tools):
             return None  # not the model's window, or nothing left to evict
-        shown.append(prepare(mem, offer_tool=mode.tool, speculator=spec, trace=trace))
+        shown.append(prepare(mem, offer_tool=mode.tool, speculator=spec, trace=trace,
+                             meter=False))
         return list(shown[-1].messages), [dict(t) for t in shown[-1].tools]
 
     async def checked(request: ChatRequest) -> AsyncIterator[StreamEvent]:

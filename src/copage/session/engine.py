@@ -48,8 +48,9 @@ Caller = Callable[[ChatRequest], AsyncIterator[StreamEvent]]
 
 Refit = Callable[[BaseException], "tuple[Sequence[Message], Sequence[Mapping[str, Any]]] | None"]
 """Given the error of the turn's first request, the request made again (messages, recall
-tools) after paging the conversation down, or None to raise the error
-(:func:`copage.session.overflow.refit`: the model's window was too small)."""
+tools; not metered: the engine meters it as a follow-up) after paging the conversation
+down, or None to raise the error (:func:`copage.session.overflow.refit`: the model's
+window was too small)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -334,15 +335,14 @@ class _Loop:
     def _refitted(self, error: Exception) -> bool:
         """After the turn's first request failed before any answer: the request made
         again by ``refit`` (at most ``REFITS`` times), or False."""
-        if (self.refit is None or self.sent != 1 or self.answer or self.records
-                or self.refits >= REFITS):
+        if (self.refit is None or self.sent != 1 + self.refits or self.answer
+                or self.records or self.refits >= REFITS):
             return False
         again = self.refit(error)
         if again is None:
             return False
-        messages, tools = again
+        messages, tools = again  # metered here as a follow-up: full context once per turn
         self.refits += 1
-        self.sent = 0  # the caller metered the request made again
         self.messages = list(messages)
         self.recall_tools = list(tools) if self.s.offer_recall else []
         self.cap.offered = bool(self.recall_tools)

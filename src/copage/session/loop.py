@@ -296,7 +296,7 @@ class PagedChat:
                 return None  # not the model's window, or nothing left to evict
             spec = plan_fill(self._speculator, mem, text, trace=tr) if mode.speculative else None
             prep = prepare(mem, question=question, style=style, offer_tool=mode.tool,
-                           enum_pages=self.enum_pages, planned=spec)
+                           enum_pages=self.enum_pages, planned=spec, meter=False)
             return list(prep.messages), [dict(t) for t in prep.tools]
 
         async for event in run_recall_loop(mem, messages, tools, settings, call,

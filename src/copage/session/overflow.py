@@ -10,7 +10,8 @@ window, measured with the server's own count of the rejected request, and the re
 prepared again (bookmarks, the fill) and sent once more; at most :data:`REFITS` times per
 turn, and only when no part of an answer was given yet. Nothing is lost: the evicted
 pages are bookmarked and recallable; the failed request is not billed by the servers
-that say so (it is still metered as sent). docs/paging-budget.md.
+that say so; it is metered as sent, and the request made again as a follow-up of the
+turn, so that full context is counted once. docs/paging-budget.md.
 """
 
 from __future__ import annotations

@@ -190,7 +190,7 @@ class CopageMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
                                                        request.system_prompt))
 
     def _view(self, mem: PagedMemory, messages: Sequence[BaseMessage],
-              system_prompt: str | None) -> View:
+              system_prompt: str | None, *, meter: bool = True) -> View:
         ctx = mem.context(meter=False)  # the request is metered as sent, by prepare
         turns = [t for t in mem.visible_turns() if t.role != "system"]
         # the state's own message objects for the visible turns: when the state holds
@@ -217,7 +217,7 @@ class CopageMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
                                shown)
         prep = prepare(mem, messages=sent, tools=ctx.tools, offer_tool=self.mode.tool,
                        speculator=self.speculator if self.mode.speculative else None,
-                       system_prompt=system_prompt or None)
+                       system_prompt=system_prompt or None, meter=meter)
         if prep.fill is not None:  # the "paper" style changes the system message only
             styled_sent = [prep.messages[0], *sent[1:]]
             shown = filled_view(shown, styled_sent, Filled(prep.messages, prep.fill))
@@ -232,7 +232,7 @@ class CopageMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         def again(error: BaseException) -> tuple[list[Message], list[dict[str, Any]]] | None:
             if not refit(mem, error, call.messages, call.recall_tools):
                 return None
-            call.take(self._view(mem, request.messages, request.system_prompt))
+            call.take(self._view(mem, request.messages, request.system_prompt, meter=False))
             return call.messages, call.recall_tools
         return again
 
