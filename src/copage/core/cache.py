@@ -138,15 +138,8 @@ class PageCache:
         tokens (a model's window turned out smaller than the budget); ``protect``-ed
         pages go last. Returns the pages evicted (counted in ``evictions``)."""
         evicted: list[PageId] = []
-        while self._tokens > tokens and self._resident:
-            candidates = [p for p in self._resident if p not in protect] or list(self._resident)
-            victim = self.policy.victim(candidates, self.history, self.clock)
-            if victim not in candidates:
-                raise RuntimeError(
-                    f"policy {self.policy.name!r} chose {victim!r}, not one of {candidates}")
-            self._remove(victim)
-            self.evictions += 1
-            evicted.append(victim)
+        while self._tokens > tokens and self._evict_one(list(self._resident), protect, evicted):
+            pass
         return evicted
 
     def set_query(self, text: str | None) -> None:
@@ -177,19 +170,26 @@ class PageCache:
         while (self.limit.over(len(self._resident) + (batch - 1 if evicted else 0),
                                self._tokens)
                or (evicted and floor is not None and self._tokens > floor)):
-            others = [p for p in self._resident if p != pid]
-            candidates = [p for p in others if p not in protect] or others
-            if not candidates:
+            if not self._evict_one([p for p in self._resident if p != pid], protect, evicted):
                 break
-            victim = self.policy.victim(candidates, self.history, self.clock)
-            if victim not in candidates:
-                raise RuntimeError(
-                    f"policy {self.policy.name!r} chose {victim!r}, not one of {candidates}"
-                )
-            self._remove(victim)
-            self.evictions += 1
-            evicted.append(victim)
         return evicted
+
+    def _evict_one(self, others: list[PageId], protect: Collection[PageId],
+                   evicted: list[PageId]) -> bool:
+        """Evict the policy's victim among ``others`` (``protect``-ed pages only when no
+        other is left), appending it to ``evicted``; False when ``others`` is empty."""
+        candidates = [p for p in others if p not in protect] or others
+        if not candidates:
+            return False
+        victim = self.policy.victim(candidates, self.history, self.clock)
+        if victim not in candidates:
+            raise RuntimeError(
+                f"policy {self.policy.name!r} chose {victim!r}, not one of {candidates}"
+            )
+        self._remove(victim)
+        self.evictions += 1
+        evicted.append(victim)
+        return True
 
     def _remove(self, pid: PageId) -> None:
         self._tokens -= self._resident.pop(pid)

@@ -236,12 +236,24 @@ def error_for_status(
     return RequestRejected(provider, message, status=status)
 
 
+def overflow_of(error: BaseException) -> ContextOverflow | None:
+    """``error`` as a :class:`ContextOverflow`: itself, or another library's error (an
+    SDK's ``BadRequestError`` raised inside a framework) whose text says the request did
+    not fit the model's window; None for any other error."""
+    if isinstance(error, ContextOverflow):
+        return error
+    text = str(error)
+    window = context_window(text)
+    if window is False:
+        return None
+    return ContextOverflow("model", text, window=None if window is True else int(window),
+                           asked=asked_tokens(text))
+
+
 def note_overflow(exc: BaseException) -> None:
     """Add :func:`overflow_hint` to ``exc`` as a note when its text says the request did not
     fit the model's context window (an SDK's own error, e.g. LangChain's model's: its type
     is kept, the hint shows with it)."""
-    if isinstance(exc, ContextOverflow):
-        return
-    window = context_window(str(exc))
-    if window is not False:
-        exc.add_note(overflow_hint(None if window is True else int(window)))
+    found = overflow_of(exc)
+    if found is not None and found is not exc:
+        exc.add_note(overflow_hint(found.window))

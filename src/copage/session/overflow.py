@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from copage.core.tokens import get_tokenizer
-from copage.llm.errors import ContextOverflow, asked_tokens, context_window
+from copage.llm.errors import overflow_of
 from copage.memory import PagedMemory
 
 __all__ = ["REFITS", "SHARE", "overflow_of", "refit"]
@@ -44,31 +44,16 @@ def refit(mem: PagedMemory, error: BaseException, messages: Sequence[Mapping[str
     found = overflow_of(error)
     if found is None:
         return False
-    error = found
     count = get_tokenizer(mem.config.tokenizer).count
     ours = sum(count(_text(m.get("content"))) for m in messages)
     ours += count(json.dumps(list(tools))) if tools else 0
-    ratio = error.asked / ours if error.asked and ours else 1.0  # its tokens per ours
-    target = (SHARE * error.window / ratio) if error.window else ours / 2
+    ratio = found.asked / ours if found.asked and ours else 1.0  # its tokens per ours
+    target = (SHARE * found.window / ratio) if found.window else ours / 2
     resident = sum(mem.page(pid).tokens for pid in mem.resident)
     keep = int(resident - (ours - target) - (0 if mem.evicted else _OVERHEAD))
     if not resident or keep >= resident:
         return False
     return bool(mem.shrink(max(0, keep)))
-
-
-def overflow_of(error: BaseException) -> ContextOverflow | None:
-    """``error`` as a :class:`ContextOverflow`: itself, or another library's error (an
-    SDK's ``BadRequestError`` raised inside a framework) whose text says the request did
-    not fit the model's window; None for any other error."""
-    if isinstance(error, ContextOverflow):
-        return error
-    text = str(error)
-    window = context_window(text)
-    if window is False:
-        return None
-    return ContextOverflow("model", text, window=None if window is True else int(window),
-                           asked=asked_tokens(text))
 
 
 def _text(content: Any) -> str:
