@@ -7,12 +7,15 @@ server turns it into an MCP tool error (``isError``), never a crash.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Sequence
 
 from copage.adapters._pool import ConversationPool
 from copage.core import prompt
+from copage.core.dense_rank import DenseRanker
 from copage.core.types import page_id, page_index, parse_page_arg
+from copage.dense.default_channel import WAIT_SECONDS
 from copage.ids import CONVERSATION_ID_RULE, is_conversation_id
 from copage.memory import PagedMemory
 from copage.stores.protocol import ConversationNotFound
@@ -21,6 +24,11 @@ MAX_TURNS_PER_CALL = 500
 MAX_TURN_CHARS = 200_000
 MAX_LIMIT = 200
 ROLES = ("user", "assistant")
+
+log = logging.getLogger("copage.mcp")
+
+PENDING = ("\n(The search by meaning is still reading this conversation's {turns:,} turns; "
+           "search again in a minute to also get the page closest in meaning.)")
 
 
 class ToolInputError(ValueError):
@@ -62,8 +70,13 @@ def _counts(mem: PagedMemory) -> str:
 
 
 def append_turns(pool: ConversationPool, tenant: str, conversation: str,
-                 turns: Sequence[tuple[str, str]]) -> str:
-    """Append ``(role, text)`` turns (one atomic change); creates the conversation."""
+                 turns: Sequence[tuple[str, str]], *, dense: DenseRanker | None = None) -> str:
+    """Append ``(role, text)`` turns (one atomic change); creates the conversation.
+
+    With ``dense`` (the meaning channel) and pages evicted, the closed turns not yet
+    embedded start being embedded in the background (nothing waits for it), so a later
+    :func:`search_pages` finds them ready instead of embedding a long history itself.
+    """
     cid = check_conversation_id(conversation)
     if not turns:
         raise ToolInputError("turns is empty: give at least one {\"role\", \"content\"} turn.")
@@ -93,7 +106,29 @@ def append_turns(pool: ConversationPool, tenant: str, conversation: str,
         if newly:
             out += ("\nPages evicted by this call (recall_page reads one):\n"
                     + "\n".join(mem.bookmark(p).text for p in newly))
+        if dense is not None and mem.evicted:
+            _embed(dense, mem, 0.0)
     return out
+
+
+def _embed(dense: DenseRanker, mem: PagedMemory, seconds: float) -> bool | None:
+    """Embed ``mem``'s closed turns with ``dense``, waiting at most ``seconds`` in all
+    (behind an embedding already running, such as the one :func:`append_turns`
+    started, then for its own; the rest goes on in its thread): True when they are all
+    embedded, False when not yet, None when the encoder failed (logged: the channel
+    sits the call out, and the words' ranking still answers)."""
+    deadline = time.monotonic() + seconds
+    try:
+        while True:
+            if dense.sync(mem.passages, wait=max(0.0, deadline - time.monotonic())) is not None:
+                return True
+            if not dense.busy or time.monotonic() >= deadline:
+                return False
+            time.sleep(0.05)  # another call's embedding runs: wait for it, then go on
+    except Exception as e:  # noqa: BLE001 - search goes on by words alone
+        log.warning("copage mcp: the meaning channel failed (%s: %s); searching by words "
+                    "alone", type(e).__name__, e)
+        return None
 
 
 def list_bookmarks(pool: ConversationPool, tenant: str, conversation: str,
@@ -149,9 +184,18 @@ def recall_page(pool: ConversationPool, tenant: str, conversation: str, page: ob
 
 
 def search_pages(pool: ConversationPool, tenant: str, conversation: str, query: str,
-                 limit: int = 5) -> str:
-    """Evicted pages ranked by BM25 against ``query`` (and the one closest in meaning,
-    with the meaning channel: :meth:`PagedMemory.search`): bookmarks and scores, no text."""
+                 limit: int = 5, *, dense: DenseRanker | None = None,
+                 wait: float = WAIT_SECONDS) -> str:
+    """Evicted pages ranked by BM25 against ``query`` (and, with the meaning channel
+    ``dense``, the one closest in meaning: :meth:`PagedMemory.search`): bookmarks and
+    scores, no text.
+
+    The channel needs the conversation's closed turns embedded; the call waits at most
+    ``wait`` seconds for that (a client's request timeout is often 60 s, and a history
+    of thousands of turns takes longer on a small CPU). If they are not ready by then,
+    the answer is BM25's and says so; the embedding goes on in the background and a
+    later search has it.
+    """
     cid = check_conversation_id(conversation)
     if not 1 <= limit <= MAX_LIMIT:
         raise ToolInputError(f"limit must be between 1 and {MAX_LIMIT}; got {limit}.")
@@ -160,18 +204,20 @@ def search_pages(pool: ConversationPool, tenant: str, conversation: str, query: 
                              "places) expected on the page.")
     try:
         with pool.use(cid, tenant=tenant) as mem:
-            hits = mem.search(query, limit=limit)
+            ready = _embed(dense, mem, wait) if dense is not None and mem.evicted else None
+            pending = PENDING.format(turns=len(mem.turns)) if ready is False else ""
+            hits = mem.search(query, limit=limit, dense=dense if ready else None)
             if not hits:
                 where = "no page is evicted yet" if not mem.evicted else \
                     "list_bookmarks shows every evicted page"
-                return f"No evicted page of {cid!r} matches {query[:80]!r} ({where})."
+                return f"No evicted page of {cid!r} matches {query[:80]!r} ({where}).{pending}"
             lines = [f"{h.bookmark.text}  " + (f"closest in meaning (cosine {h.score:.2f})"
                                                 if h.by_meaning else f"score {h.score:.2f}")
                      for h in hits]
     except ConversationNotFound:
         raise unknown_conversation(pool, tenant, cid) from None
     return (f"Evicted pages of {cid!r} matching {query[:80]!r}, best first:\n"
-            + "\n".join(lines) + "\nCall recall_page with a page id to read the page.")
+            + "\n".join(lines) + "\nCall recall_page with a page id to read the page." + pending)
 
 
 def list_conversations(pool: ConversationPool, tenant: str, limit: int = 50) -> str:

@@ -21,6 +21,8 @@ from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr
 
 from copage.adapters._pool import ConversationPool
 from copage.adapters.mcp import handlers as tools
+from copage.core.dense_rank import DenseRanker
+from copage.dense.default_channel import DEFAULT, default_ranker, resolve, wait_seconds
 
 T = TypeVar("T")
 #: ASGI scope key under which the HTTP app puts the caller's tenant.
@@ -61,8 +63,9 @@ DESCRIPTIONS = {
     ),
     "search_pages": (
         "Rank a conversation's evicted pages by how well their full text matches a query (BM25 "
-        "word matching, not semantic search). Use it when no bookmark clearly fits; then call "
-        "recall_page with the best page. Returns bookmarks with scores, not page text."
+        "word matching; when the meaning channel is installed, the page closest in meaning is "
+        "added too). Use it when no bookmark clearly fits; then call recall_page with the best "
+        "page. Returns bookmarks with scores, not page text."
     ),
     "list_conversations": (
         "List the conversations stored in paged memory, most recently updated first, with their "
@@ -100,16 +103,29 @@ def _tenant_of(ctx: Context, default: str) -> str:
 
 
 def create_server(pool: ConversationPool, *, tenant: str = "default",
-                  name: str = "copage") -> MCPServer:
+                  name: str = "copage", dense: DenseRanker | str | None = DEFAULT,
+                  dense_wait: float | None = None) -> MCPServer:
     """An MCP server over ``pool``.
 
     Args:
         pool: the conversations (store and paging settings of new conversations).
         tenant: the tenant of calls that carry none (stdio; HTTP without keys).
         name: the server name shown to clients.
+        dense: ``search_pages``' meaning channel (docs/dense.md): ``"default"`` (on when
+            its model's files are installed, unless ``COPAGE_DENSE=off``; the turns'
+            vectors kept in copage.dense's cache file, as the proxy keeps them), a
+            ranker, ``"auto"``/a model folder (required), or None (words only).
+        dense_wait: how long one ``search_pages`` call waits for its conversation's
+            turns to be embedded before answering by words alone (default
+            ``COPAGE_DENSE_WAIT``, else 10 s). ``append_turns`` starts that embedding
+            in the background, so it is mostly done by the first search.
     """
     from copage import __version__
 
+    wait = wait_seconds() if dense_wait is None else float(dense_wait)
+    if not 0 <= wait < float("inf"):
+        raise ValueError(f"dense_wait must be a number of seconds >= 0, got {dense_wait!r}")
+    ranker = default_ranker(cache=True) if dense == DEFAULT else resolve(dense)
     server: MCPServer = MCPServer(name, version=__version__, instructions=INSTRUCTIONS)
 
     async def run(ctx: Context, fn: Callable[..., T], *args: Any) -> T:
@@ -133,7 +149,7 @@ def create_server(pool: ConversationPool, *, tenant: str = "default",
             description="New messages in order, oldest first.")],
         ctx: Context,
     ) -> str:
-        return await run(ctx, tools.append_turns, conversation,
+        return await run(ctx, functools.partial(tools.append_turns, dense=ranker), conversation,
                          [(t.role, t.content) for t in turns])
 
     @tool(annotations=read_only, description=DESCRIPTIONS["list_bookmarks"])
@@ -164,7 +180,8 @@ def create_server(pool: ConversationPool, *, tenant: str = "default",
         limit: Annotated[int, Field(ge=1, le=tools.MAX_LIMIT,
                                     description="How many pages to return.")] = 5,
     ) -> str:
-        return await run(ctx, tools.search_pages, conversation, query, limit)
+        return await run(ctx, functools.partial(tools.search_pages, dense=ranker, wait=wait),
+                         conversation, query, limit)
 
     @tool(annotations=read_only, description=DESCRIPTIONS["list_conversations"])
     async def list_conversations(
