@@ -15,6 +15,9 @@ Methods:
   once, a passage scores the highest cosine of its turns with the question.
 * ``reserve1``: the fill's ranking takes K-1 passages, the last slot goes to the best
   ``minilm-turnmax`` passage not yet chosen (undefined at K=1).
+* ``minilm-centred``, ``reserve1-centred``: the same after centring the question's and
+  the turns' vectors on the chat's mean turn vector (each renormalised), as
+  ``copage.core.dense_rank`` now scores (docs/dense.md, "Centring").
 
 Measures:
 
@@ -64,7 +67,9 @@ PRE = CONDITIONS["2000"][0]
 PARAPHRASE_KS = (1, 3, 5, 10)
 LOCOMO_KS = (3, 6, 12, 24, 48, 96)
 METHODS = ("bm25", "bm25+expand", "minilm-turnmax", "reserve1", "rrf", "rrf-tail", "tail12",
-           "tail24")
+           "tail24", "minilm-centred", "reserve1-centred")
+CENTRED = {"minilm-centred", "reserve1-centred"}
+"""Methods whose vectors are centred on the conversation's mean turn vector first."""
 FUSED = {"rrf", "rrf-tail", "tail12", "tail24"}
 """Methods built on reciprocal rank fusion of ``bm25+expand`` and ``minilm-turnmax``."""
 RRF_K = 60
@@ -103,6 +108,15 @@ def bm25_rank(index: PassageIndex, terms: Sequence[str]) -> list[int]:
     return top + [s for s in range(len(index)) if s not in seen]
 
 
+def centre(question: np.ndarray, turns: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Both less the mean turn vector, normalised again (Mu & Viswanath 2018's
+    "all-but-the-top", its first step: the direction every turn of the chat shares)."""
+    mean = turns.mean(0)
+    q, t = question - mean, turns - mean
+    return q / max(float(np.linalg.norm(q)), 1e-9), t / np.maximum(
+        np.linalg.norm(t, axis=1, keepdims=True), 1e-9)
+
+
 def turnmax_rank(question: np.ndarray, turns: np.ndarray, n_passages: int) -> list[int]:
     """Passage starts by the highest cosine of the passage's turns with the question
     (rows are unit vectors; ties: the earlier passage)."""
@@ -139,6 +153,11 @@ def rankings(index: PassageIndex, question: str, emb: Embeddings, turn_texts: Se
         out["bm25+expand"] = bm25_rank(index, expand(index, terms))
     if {"minilm-turnmax", "reserve1"} & set(methods) or FUSED & set(methods):
         out["minilm-turnmax"] = turnmax_rank(emb([question])[0], emb(turn_texts), len(index))
+    if CENTRED & set(methods):
+        out["minilm-centred"] = turnmax_rank(*centre(emb([question])[0], emb(turn_texts)),
+                                             len(index))
+        if "bm25+expand" not in out:
+            out["bm25+expand"] = bm25_rank(index, expand(index, terms))
     if FUSED & set(methods):
         rb = {s: r for r, s in enumerate(out["bm25+expand"])}
         rd = {s: r for r, s in enumerate(out["minilm-turnmax"])}
@@ -150,6 +169,8 @@ def choose(method: str, ranks: Rankings, k: int) -> list[int] | None:
     """The ``k`` passages ``method`` picks (None where it is undefined)."""
     if method == "reserve1":
         return reserve(ranks["bm25+expand"], ranks["minilm-turnmax"], k) if k > 1 else None
+    if method == "reserve1-centred":
+        return reserve(ranks["bm25+expand"], ranks["minilm-centred"], k) if k > 1 else None
     if method in ("rrf-tail", "tail12", "tail24"):  # reserve1's head, then rrf's order
         base = (reserve(ranks["bm25+expand"], ranks["minilm-turnmax"], k) if k > 1
                 else ranks["bm25+expand"][:k])
@@ -179,7 +200,7 @@ def paraphrase(convs: Sequence[Any], emb: Embeddings, split_name: str, gap: int,
     hits = {m: dict.fromkeys(PARAPHRASE_KS, 0) for m in methods}
     defined = {m: set() for m in methods}
     chats = [fact_chat(lines, FACTS.index(fact), gap) for fact in facts]
-    if {"minilm-turnmax", "reserve1"} & set(methods) or FUSED & set(methods):  # embed what the cache lacks at once
+    if {"minilm-turnmax", "reserve1"} & set(methods) or (FUSED | CENTRED) & set(methods):
         emb([*(f.question for f in facts), *(t.text for turns in chats for t in turns)])
     for fact, turns in zip(facts, chats, strict=True):
         index = passage_index(turns)
@@ -206,7 +227,7 @@ def locomo(convs: Sequence[Any], emb: Embeddings, methods: Sequence[str]) -> str
     share: dict[str, dict[int, list[float]]] = {m: {k: [] for k in LOCOMO_KS} for m in methods}
     full: dict[str, dict[int, list[float]]] = {m: {k: [] for k in LOCOMO_KS} for m in methods}
     n = 0
-    if {"minilm-turnmax", "reserve1"} & set(methods) or FUSED & set(methods):  # embed what the cache lacks at once
+    if {"minilm-turnmax", "reserve1"} & set(methods) or (FUSED | CENTRED) & set(methods):
         emb([*(p.question for c in convs for p in c.probes),
              *(turn_text(t) for c in convs for t in c.turns)])
     for conv in convs:

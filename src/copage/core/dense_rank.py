@@ -13,6 +13,13 @@ a place before BM25's (:func:`copage.core.passages.pick`, ``first``), so the
 lexical ranking keeps every other place: measured in docs/retrieval.md ("A dense
 channel") and docs/dense.md.
 
+Scores are cosines after centring: the conversation's mean turn vector is taken from
+the turns and from the message, each renormalised (the first step of Mu & Viswanath
+2018, "All-but-the-top": sentence vectors share a common direction, here the chat's
+register itself, which a message in the same register matches everywhere; removing
+it leaves what a turn is about). Parameter-free; measured in docs/dense.md
+("Centring").
+
 The turn vectors are derived state: kept per passage index, brought up to date with
 it (new closed turns are embedded; if the index was rebuilt, so are they), never
 stored here (an :class:`~copage.dense.EmbeddingCache` with a file keeps them across
@@ -31,7 +38,7 @@ import numpy as np
 from copage.core.passages import PassageIndex
 from copage.core.types import Turn
 
-__all__ = ["DEFAULT_SLOTS", "DenseRanker", "TextVectors", "check_wait", "turn_text"]
+__all__ = ["DEFAULT_SLOTS", "DenseRanker", "TextVectors", "centred", "check_wait", "turn_text"]
 
 DEFAULT_SLOTS = 1
 """Fill places given to the best passages by meaning (bench/dense_channel.py's
@@ -75,13 +82,26 @@ class _Job:
         self.abandoned = False
 
 
+def centred(turns: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``turns`` (unit rows) less their mean, each row renormalised, and the mean (a
+    zero mean for fewer than two turns: nothing to centre on)."""
+    if len(turns) < 2:
+        return turns, np.zeros(turns.shape[1] if turns.ndim == 2 else 0, np.float32)
+    mean = turns.mean(0)
+    out = turns - mean
+    norms = np.linalg.norm(out, axis=1, keepdims=True)
+    return out / np.maximum(norms, 1e-9), mean
+
+
 class _Turns:
-    """The vectors of a passage index's turns, in the index's order."""
+    """The vectors of a passage index's turns, in the index's order (and, for the
+    latest matrix, its centred copy: :func:`centred`)."""
 
     def __init__(self) -> None:
         self.turns: list[Turn] = []
         self.parts: list[np.ndarray] = []
         self.matrix: np.ndarray | None = None
+        self.centred: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None  # (of, rows, mean)
 
     def current(self, index: PassageIndex) -> np.ndarray | None:
         """The vectors when they cover exactly ``index``'s turns already, else None."""
@@ -212,15 +232,30 @@ class DenseRanker:
 
     def cosines(self, index: PassageIndex, message: str, allowed: Collection[int]
                 ) -> np.ndarray | None:
-        """Each of ``index``'s turns' cosine with ``message``, ``-inf`` for a turn not on
-        a page of ``allowed`` (page indices); None when no turn is embedded (or, not
-        waiting, another thread is embedding them)."""
+        """Each of ``index``'s turns' cosine with ``message`` after centring (module
+        docstring), ``-inf`` for a turn not on a page of ``allowed`` (page indices); None
+        when no turn is embedded (or, not waiting, another thread is embedding them)."""
         turns = self.sync(index)
         if turns is None or not len(turns):
             return None
-        query = np.asarray(self.encoder.vectors([message]), dtype=np.float32)[0]
+        rows, mean = self._centred(index, turns)
+        query = np.asarray(self.encoder.vectors([message]), dtype=np.float32)[0] - mean
+        query = query / max(float(np.linalg.norm(query)), 1e-9)
         ok = np.fromiter((t.page in allowed for t in index.turns), bool, len(index.turns))
-        return np.where(ok, turns @ query, -np.inf)
+        return np.where(ok, rows @ query, -np.inf)
+
+    def _centred(self, index: PassageIndex, turns: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """:func:`centred` of ``turns``, kept with the index's vectors until they change."""
+        with self._lock:
+            state = self._by_index.get(index)
+            kept = state.centred if state is not None else None
+        if kept is not None and kept[0] is turns:
+            return kept[1], kept[2]
+        rows, mean = centred(turns)
+        if state is not None:
+            with self._lock:
+                state.centred = (turns, rows, mean)
+        return rows, mean
 
     def top(self, index: PassageIndex, message: str, allowed: Collection[int],
             k: int | None = None) -> list[int]:
