@@ -9,6 +9,7 @@ held back by an event the test controls; the server is the SDK's, in process.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import threading
 import time
@@ -82,7 +83,7 @@ async def test_append_starts_the_embedding_and_search_waits_a_bounded_time() -> 
         enc.gate.set()
         deadline = time.monotonic() + 20
         while ranker.busy and time.monotonic() < deadline:
-            time.sleep(0.05)
+            await asyncio.sleep(0.05)
         later = text(await c.call_tool("search_pages", {"conversation": "me", "query": QUESTION}))
         assert "[p1:" in later and "closest in meaning (cosine" in later, later
         assert "still reading" not in later

@@ -17,8 +17,8 @@ from copage.llm.errors import (
 MESSAGES = [
     ("request (6520 tokens) exceeds the available context size (4096 tokens), try increasing it",
      4096),
-    ("This model's maximum context length is 8192 tokens. However, your messages resulted in "
-     "9100 tokens. Please reduce the length of the messages.", 8192),
+    (("This model's maximum context length is 8192 tokens. However, your messages resulted "
+      "in 9100 tokens. Please reduce the length of the messages."), 8192),
     ("prompt is too long: 210000 tokens > 200000 maximum", 200000),
     ('{"error": {"message": "too long", "code": "context_length_exceeded"}}', True),
 ]
