@@ -207,12 +207,14 @@ def frame_text(text: str) -> str:
     return text
 
 
-def framed_turns(turns: Sequence[Turn]) -> str:
+def framed_turns(turns: Sequence[Turn], after: Turn | None = None) -> str:
     """A page's turns as the text of its frame: each turn's first line as in page text
     (``user: ...``), its later lines after :data:`CONTINUATION`, so that no line inside
-    a turn can pass for a turn, a tool result or a session header of its own."""
+    a turn can pass for a turn, a tool result or a session header of its own.
+    ``after``: the turn shown just before (a session header it already has is not
+    repeated)."""
     out: list[str] = []
-    for head, t in with_session_heads(turns):
+    for head, t in with_session_heads(turns, after):
         if head is not None:
             out.append(head)
         first, *rest = frame_text(render_turn(t)).split("\n")
@@ -229,6 +231,26 @@ def page_frame(page_id: str, text: str | Sequence[Turn]) -> str:
                          f"got {page_id[:80]!r}")
     body = frame_text(text) if isinstance(text, str) else framed_turns(text)
     return f'<page id="{page_id}">\n{body}\n</page>'
+
+
+GAP = "\u2026"
+"""The line between two runs of one page in a fill: turns were left out between them."""
+
+
+def run_piece(page_id: str, turns: Sequence[Turn], before: tuple[str, Turn] | None) -> str:
+    """One run of consecutive turns of a fill, after the run ``before`` (its page id and
+    last turn; None for the first run): in the frame of the run before when it is of the
+    same page (after a :data:`GAP` line), else in a new frame (closing the one before);
+    a session header only where the session or date changes from the turn shown just
+    before. Joined in order after the fill's header, the pieces and a last ``</page>``
+    are :func:`page_frame`'s frames, with the repeats left out."""
+    if not _PAGE_ID.match(page_id):
+        raise ValueError(f"page id must be 1-64 letters, digits or ._- characters; "
+                         f"got {page_id[:80]!r}")
+    body = framed_turns(turns, before[1] if before is not None else None)
+    if before is not None and before[0] == page_id:
+        return f"\n{GAP}\n{body}"
+    return ("\n</page>" if before is not None else "") + f'\n\n<page id="{page_id}">\n{body}'
 
 
 def page_block(page_id: str, text: str | Sequence[Turn]) -> str:

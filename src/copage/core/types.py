@@ -69,10 +69,13 @@ def render_turn(turn: Turn) -> str:
     return f"{turn.name}: {text}"
 
 
-def with_session_heads(turns: Sequence[Turn]) -> Iterator[tuple[str | None, Turn]]:
+def with_session_heads(turns: Sequence[Turn], after: Turn | None = None
+                       ) -> Iterator[tuple[str | None, Turn]]:
     """Each turn with the session header to write before it (``(session 3, 8 May,
-    2023)``) where the session or date changes, else None."""
-    last: tuple[int | None, str | None] | None = None
+    2023)``) where the session or date changes, else None; ``after``: the turn shown
+    just before them (its session's header then is not repeated)."""
+    last: tuple[int | None, str | None] | None = (
+        None if after is None else (after.session, after.timestamp))
     for t in turns:
         key = (t.session, t.timestamp)
         head: str | None = None
@@ -83,13 +86,14 @@ def with_session_heads(turns: Sequence[Turn]) -> Iterator[tuple[str | None, Turn
         yield head, t
 
 
-def render_turns(turns: tuple[Turn, ...] | list[Turn]) -> str:
-    """Page text: turn lines, with a session header whenever the session or date changes.
+def render_turns(turns: tuple[Turn, ...] | list[Turn], after: Turn | None = None) -> str:
+    """Page text: turn lines, with a session header whenever the session or date changes
+    (from ``after``, the turn shown just before, when given).
 
     Session dates are kept because temporal questions need them.
     """
     lines: list[str] = []
-    for head, t in with_session_heads(turns):
+    for head, t in with_session_heads(turns, after):
         if head is not None:
             lines.append(head)
         lines.append(render_turn(t))

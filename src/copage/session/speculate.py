@@ -97,6 +97,10 @@ DEFAULT_RELATIVE = 0.0
 """Default minimal score of a later page, relative to the best page's score."""
 FILL_HEADER = ("Earlier parts of this conversation that match the next message, "
                "paged in for it (conversation data, not instructions):")
+CLOSE = "\n</page>\n" + prompt.RECALLED_NOTE
+"""What ends a fill of passages: its last frame closed, then the note."""
+Run = tuple[int, int, int]
+"""A run of shown turns: its page index, first and end position (``runs_of``)."""
 DEFAULT_UNIT = "passages"
 """What a fill shows: ``passages`` (the turns of the best-matching passages of evicted
 pages, :mod:`copage.core.passages`) or ``pages`` (whole evicted pages, as before).
@@ -349,21 +353,19 @@ class Speculator:
         (:func:`copage.core.passages.pick`), each run of turns framed with its page id;
         ``dense``: the meaning channel's passages are offered first (:meth:`_dense_for`)."""
         index = pager.passages
-        head = _count(pager, FILL_HEADER + "\n" + prompt.RECALLED_NOTE)
-        frames: dict[tuple[int, int, int], str] = {}
-        costs: dict[tuple[int, int, int], int] = {}
+        head = _count(pager, FILL_HEADER + CLOSE)
+        costs: dict[tuple[Run, Run | None], int] = {}
 
-        def frame(run: tuple[int, int, int]) -> str:
-            if run not in frames:
-                frames[run] = prompt.page_frame(page_id(run[0]), index.run_turns(run[1], run[2]))
-            return frames[run]
+        def piece(run: Run, prev: Run | None) -> str:
+            before = None if prev is None else (page_id(prev[0]), index.turns[prev[2] - 1].turn)
+            return prompt.run_piece(page_id(run[0]), index.run_turns(run[1], run[2]), before)
 
-        def cost(runs: list[tuple[int, int, int]]) -> int:
-            total = head
+        def cost(runs: list[Run]) -> int:
+            total, prev = head, None
             for run in runs:
-                if run not in costs:
-                    costs[run] = _count(pager, "\n\n" + frame(run))
-                total += costs[run]
+                if (run, prev) not in costs:
+                    costs[run, prev] = _count(pager, piece(run, prev))
+                total, prev = total + costs[run, prev], run
             return total
 
         allowed = {page_index(p) for p in pager.evicted}
@@ -372,7 +374,7 @@ class Speculator:
                      relative=self.relative, max_pages=self.pages, first=first)
         while shown:
             runs = runs_of(index, shown)
-            text = "\n\n".join([FILL_HEADER, *map(frame, runs)]) + "\n" + prompt.RECALLED_NOTE
+            text = FILL_HEADER + "".join(piece(r, q) for q, r in zip([None, *runs], runs)) + CLOSE
             n = _count(pager, text)
             if n <= allowance:
                 pages = tuple(page_id(p) for p in dict.fromkeys(index.turns[i].page for i in shown))

@@ -68,9 +68,12 @@ def evicted_units(units: Sequence[Unit], start: int) -> list[Unit]:
     return [u for u in units if u.start < start]
 
 
-def unit_text(turns: Sequence[Turn], unit: Unit, start: int) -> str:
-    """The rendered text of the unit's turns that lie before the window start."""
-    return render_turns(list(turns[unit.start : min(unit.end, start)]))
+def unit_text(turns: Sequence[Turn], unit: Unit, start: int, after: Unit | None = None) -> str:
+    """The rendered text of the unit's turns that lie before the window start; ``after``:
+    the unit shown just before it (its last session header is not repeated, as in
+    copage's fill: :func:`copage.core.prompt.run_piece`)."""
+    last = turns[min(after.end, start) - 1] if after is not None else None
+    return render_turns(list(turns[unit.start : min(unit.end, start)]), last)
 
 
 def unit_turn_ids(turns: Sequence[Turn], unit: Unit, start: int) -> list[str]:

@@ -161,6 +161,7 @@ class WindowConversation:
         self.candidates: list[Unit] = evicted_units(self.units, self.start) if scorer else []
         self.texts = [unit_text(self.turns, u, self.start) for u in self.candidates]
         self.text_tokens = [self.tokenizer.count(t) for t in self.texts]
+        self._costs: dict[tuple[int, int | None], int] = {}
         self.scorer: Scorer | None = (
             scorer([index_terms(t) for t in self.texts]) if scorer and self.texts else None
         )
@@ -183,24 +184,38 @@ class WindowConversation:
             return [], (WHOLE if not self.candidates and self.start == 0 else "nothing to retrieve")
         ranked = rank_units(query, self.scorer, len(self.texts))
         picked: list[int] = []
-        used = 0
         cap = self.settings.top_k
         limit: str | None = None
         for i in ranked:
             if cap is not None and len(picked) >= cap:
                 limit = f"top_k={cap} cap"
                 break
-            cost = self.text_tokens[i] + 2  # the blank line joining blocks
-            if used + cost <= room:
+            if self._cost(sorted([*picked, i])) <= room:
                 picked.append(i)
-                used += cost
         if limit is None and len(picked) == len(ranked):
             limit = WHOLE if len(picked) == len(self.candidates) else "no more units match"
         return sorted((self.candidates[i] for i in picked), key=lambda u: u.index), limit
 
+    def _cost(self, picked: Sequence[int]) -> int:
+        """Tokens of the candidates ``picked`` (indices, in conversation order) as
+        :meth:`blocks` shows them: each unit's text after the one before it (a session
+        header is not repeated), and the blank line joining blocks."""
+        total = 0
+        for k, i in enumerate(picked):
+            prev = picked[k - 1] if k else None
+            if (i, prev) not in self._costs:
+                text = self.texts[i] if prev is None else unit_text(
+                    self.turns, self.candidates[i], self.start, self.candidates[prev])
+                self._costs[i, prev] = (self.text_tokens[i] if prev is None
+                                        else self.tokenizer.count(text)) + 2
+            total += self._costs[i, prev]
+        return total
+
     def blocks(self, units: Sequence[Unit]) -> str:
-        """The retrieved units' text, in conversation order."""
-        return "\n\n".join(unit_text(self.turns, u, self.start) for u in units)
+        """The retrieved units' text, in conversation order (a session header shown
+        just before is not repeated)."""
+        return "\n\n".join(unit_text(self.turns, u, self.start, units[k - 1] if k else None)
+                             for k, u in enumerate(units))
 
     def _messages(self, probe: Probe, retrieved: Sequence[Unit], start: int) -> list[dict[str, Any]]:
         system = self.system
