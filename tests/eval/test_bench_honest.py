@@ -241,3 +241,24 @@ def test_search_tool_bills_its_first_call_when_the_answer_call_does_not_fit(tmp_
                     seen += 1  # the first call was sent (the model searched): billed
                     assert built.prompt_tokens == built.calls[0] <= budget < built.would_need
     assert seen > 0
+
+
+def test_retrieved_units_repeat_no_session_header_and_pack_on_what_they_show(
+        tmp_path: Path) -> None:
+    """The baselines render their units as copage's fill renders its runs: a session
+    header only where the session changes from the turn shown before, and packing
+    counts the units as shown (so the room saved holds more units)."""
+    data = load_bench_dataset(str(tiny_locomo(tmp_path / "t.json", turns=80)))
+    conv = data.conversations[0]
+    prep = get_method("bm25@fixed_5").prepare(conv, MethodSettings(budget=600, boundary="session"))
+    units, _ = prep.pack("tomatoes roses pruning gardening sun water winter", 10_000)
+    assert len(units) >= 3
+    text = prep.blocks(units)
+    assert text.count("(session 1") == 1 and text.startswith("(session 1")
+    picked = [prep.candidates.index(u) for u in units]
+    alone = sum(prep.text_tokens[i] + 2 for i in picked)  # each unit with its own header
+    assert prep._cost(picked) < alone
+    assert abs(prep._cost(picked) - prep.tokenizer.count(text)) <= 2 * len(units)
+    # a room that only the shown (shorter) text fits still takes them all
+    again, _ = prep.pack("tomatoes roses pruning gardening sun water winter", prep._cost(picked))
+    assert again == units
