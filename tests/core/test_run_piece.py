@@ -66,7 +66,7 @@ def test_the_fill_repeats_no_header_and_stays_within_its_allowance() -> None:
                     session=s + 1, timestamp=f"{s + 1} June, 2023")
     spec = Speculator(threshold=0.0, whole=False, tokens=2000).plan(mem, "How did the kiln do?")
     assert spec.text.startswith(FILL_HEADER) and spec.text.endswith(CLOSE)
-    heads = re.findall(r"^\(session (\d+),", spec.text, re.M)
+    heads = re.findall(r"^\(session (\d+),", spec.text, re.MULTILINE)
     assert heads == sorted(set(heads), key=int)  # each session's header once, in order
     sessions = {t.id: t.session for t in mem.turns}
     assert len(heads) == len({sessions[t] for t in spec.turns}) > 1
