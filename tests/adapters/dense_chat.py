@@ -17,9 +17,9 @@ from copage import PagedMemory, PagerConfig
 from copage.stores.inmemory import MemoryStore
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "session"))
-from test_dense_fill import FILLER, QUESTION, STATEMENT, ConceptVectors
+from test_dense_fill import FILLER, QUESTION, STATEMENT, ConceptVectors, Gated
 
-__all__ = ["FACT_SHOWN", "PAGING", "QUESTION", "ConceptVectors", "history", "seeded"]
+__all__ = ["FACT_SHOWN", "PAGING", "QUESTION", "ConceptVectors", "Gated", "history", "seeded"]
 
 PAGING: dict[str, Any] = {"boundary": "fixed_4", "resident_pages": 2}
 FACT_SHOWN = "allergic to peanuts"

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import threading
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -21,28 +20,13 @@ import pytest
 
 pytest.importorskip("mcp")
 
-from dense_chat import PAGING, QUESTION, ConceptVectors, history
+from dense_chat import PAGING, QUESTION, ConceptVectors, Gated, history
 from mcp import Client
 from mcp_helpers import text
 
 from copage import PagerConfig
 from copage.adapters.mcp import ConversationPool, create_server
 from copage.core.dense_rank import DenseRanker
-
-
-class Gated(ConceptVectors):
-    """Concept vectors that wait for ``gate`` before embedding more than one text."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.gate = threading.Event()
-        self.started = threading.Event()
-
-    def vectors(self, texts: Sequence[str]) -> np.ndarray:
-        if len(texts) > 1:
-            self.started.set()
-            assert self.gate.wait(30), "the test never opened the gate"
-        return super().vectors(texts)
 
 
 class Broken(ConceptVectors):

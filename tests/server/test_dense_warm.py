@@ -21,22 +21,7 @@ from copage.server.dense_warm import proxy_ranker, warm
 from copage.session import Speculator
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "session"))
-from test_dense_fill import QUESTION, ConceptVectors, chat_memory, statement_shown
-
-
-class Gated(ConceptVectors):
-    """Concept vectors that wait for ``gate`` before embedding more than one text."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.gate = threading.Event()
-        self.started = threading.Event()
-
-    def vectors(self, texts: Sequence[str]) -> np.ndarray:
-        if len(texts) > 1:
-            self.started.set()
-            assert self.gate.wait(30), "the test never opened the gate"
-        return super().vectors(texts)
+from test_dense_fill import QUESTION, ConceptVectors, Gated, chat_memory, statement_shown
 
 
 def test_proxy_ranker_never_waits_and_keeps_encoder_and_slots() -> None:

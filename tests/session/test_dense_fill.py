@@ -9,6 +9,7 @@ encoder (all-MiniLM-L6-v2) is tested in tests/dense/.
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Sequence
 
 import numpy as np
@@ -46,6 +47,23 @@ class ConceptVectors:
                     4.0 if axis is not None else 0.2)
             out[row] /= max(float(np.linalg.norm(out[row])), 1e-9)
         return out
+
+
+class Gated(ConceptVectors):
+    """Concept vectors that wait for ``gate`` before embedding more than one text (a
+    long embedding the test holds back: tests/server/test_dense_warm.py,
+    tests/adapters/test_mcp_dense.py)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gate = threading.Event()
+        self.started = threading.Event()
+
+    def vectors(self, texts: Sequence[str]) -> np.ndarray:
+        if len(texts) > 1:
+            self.started.set()
+            assert self.gate.wait(30), "the test never opened the gate"
+        return super().vectors(texts)
 
 
 FILLER = [
