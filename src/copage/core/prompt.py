@@ -222,13 +222,18 @@ def framed_turns(turns: Sequence[Turn], after: Turn | None = None) -> str:
     return "\n".join(out)
 
 
+def _check_page_id(page_id: str) -> None:
+    """A ``ValueError`` unless ``page_id`` can stand in a frame's ``id`` attribute."""
+    if not _PAGE_ID.match(page_id):
+        raise ValueError(f"page id must be 1-64 letters, digits or ._- characters; "
+                         f"got {page_id[:80]!r}")
+
+
 def page_frame(page_id: str, text: str | Sequence[Turn]) -> str:
     """A page in its frame, ``<page id="pN">`` ... ``</page>``, without the note
     (:func:`page_block` adds it; a speculative fill of several pages adds it once).
     ``text``: the page's turns (:func:`framed_turns`), or a text (:func:`frame_text`)."""
-    if not _PAGE_ID.match(page_id):
-        raise ValueError(f"page id must be 1-64 letters, digits or ._- characters; "
-                         f"got {page_id[:80]!r}")
+    _check_page_id(page_id)
     body = frame_text(text) if isinstance(text, str) else framed_turns(text)
     return f'<page id="{page_id}">\n{body}\n</page>'
 
@@ -244,9 +249,7 @@ def run_piece(page_id: str, turns: Sequence[Turn], before: tuple[str, Turn] | No
     a session header only where the session or date changes from the turn shown just
     before. Joined in order after the fill's header, the pieces and a last ``</page>``
     are :func:`page_frame`'s frames, with the repeats left out."""
-    if not _PAGE_ID.match(page_id):
-        raise ValueError(f"page id must be 1-64 letters, digits or ._- characters; "
-                         f"got {page_id[:80]!r}")
+    _check_page_id(page_id)
     body = framed_turns(turns, before[1] if before is not None else None)
     if before is not None and before[0] == page_id:
         return f"\n{GAP}\n{body}"
