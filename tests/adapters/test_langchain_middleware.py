@@ -330,3 +330,23 @@ async def test_a_long_history_is_paged_down_in_the_async_path_too() -> None:
         {"configurable": {"thread_id": "window-async"}})
     assert out["messages"][-1].content == "Ana lives in Porto." and model.refused == 1
     assert mw.memory("window-async").evicted
+
+
+def test_a_growing_history_is_refused_once_then_paged_before_it_is_sent() -> None:
+    """The window the refusal told is remembered for the model: as the thread grows on,
+    its requests are paged down before they are sent, not refused again."""
+    model = _SmallWindow(responses=[AIMessage(content="Ana lives in Porto.") for _ in range(30)])
+    mw = CopageMiddleware()
+    agent = _agent(model, mw)
+    history: list[Any] = [HumanMessage("My sister Ana moved to Porto last spring.")]
+    for i in range(200):
+        history += [AIMessage(content=f"Sure, {i}."),
+                    HumanMessage(f"Small talk {i}: the weather, the trains and lunch {i}.")]
+    config: Any = {"configurable": {"thread_id": "grows"}}
+    for i in range(25):  # about 150 tokens a turn: several windows of growth
+        history.append(HumanMessage(f"News {i}: " + "the council met about the bridge, the "
+                                    "tram line and the market square for an hour. " * 5))
+        out = agent.invoke({"messages": history}, config)
+        assert out["messages"][-1].content == "Ana lives in Porto."
+        history = list(out["messages"])
+    assert model.refused == 1 and len(model.seen) == 25

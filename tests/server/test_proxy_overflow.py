@@ -79,3 +79,26 @@ def test_the_responses_and_messages_clients_are_paged_down_too(
     assert "Porto" in sent
     stored = proxy.state.store.load("long-" + wire, tenant="alice")
     assert len(stored.turns) == len(chat) + 1
+
+
+def test_the_refused_window_is_remembered_for_the_model(make_proxy: Callable[..., Proxy]) -> None:
+    """After one refusal the proxy knows the upstream model's window: the chat that grows
+    on, and a new chat sent at once, are paged down before they are sent, not refused."""
+    proxy = make_proxy(paging=PagerConfig(), recall_mode="speculative", store="sqlite")
+    proxy.upstream.responder = small_window
+    client = proxy.client(default_headers={"X-Copage-Conversation": "grows"})
+    chat = _chat()
+    for i in range(30):  # the client sends the whole chat each time, as SDK users do
+        out = client.chat.completions.create(model="m", messages=chat)  # type: ignore[arg-type]
+        chat += [{"role": "assistant", "content": out.choices[0].message.content or ""},
+                 {"role": "user", "content": f"News {i}: " + "the council met about the "
+                  "bridge, the tram line and the market square for an hour. " * 4}]
+    sizes = [model_tokens(b) for b in proxy.upstream.received]
+    assert len(sizes) == 31 and sum(n > WINDOW for n in sizes) == 1  # refused once
+    stored = proxy.state.store.load("grows", tenant="alice")
+    assert len(stored.turns) == len(chat) - 1  # every turn stored (the last one not sent)
+    other = proxy.client(default_headers={"X-Copage-Conversation": "new"})
+    out = other.chat.completions.create(model="m", messages=_chat())  # type: ignore[arg-type]
+    assert out.choices[0].message.content == "Ana lives in Porto."
+    assert len(proxy.upstream.received) == 32
+    assert model_tokens(proxy.upstream.received[-1]) <= WINDOW  # paged before it was sent

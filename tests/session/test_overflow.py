@@ -91,3 +91,27 @@ def test_other_rejections_are_not_retried() -> None:
             chat.send_sync("Where does my sibling live these days?")
         assert len(up.received) == 1
     assert not mem.evicted
+
+
+def _refused(body: dict[str, Any]) -> bool:
+    return model_tokens(body) > WINDOW
+
+
+def test_a_growing_chat_is_refused_once_then_paged_before_it_is_sent() -> None:
+    """The refusal's window is remembered: later turns that would pass it are paged down
+    before they are sent, so a chat that grows for several windows is refused once (as
+    paging by a budget equal to the window would, never more)."""
+    mem = long_chat(PagedMemory())
+    news = ("Today's news: the council met about the bridge, the tram line and the "
+            "market square, and {i} residents spoke for an hour about parking. ") * 4
+    with FakeServer(small_window) as up:
+        chat = PagedChat(mem, OpenAIModel("m", base_url=up.url, max_retries=0))
+        for i in range(40):  # about 150 tokens a turn: four windows of growth
+            assert chat.send_sync(news.format(i=i)).answer == "Ana lives in Porto."
+        refused = [b for b in up.received if _refused(b)]
+        sizes = [model_tokens(b) for b in up.received if not _refused(b)]
+    assert len(refused) == 1
+    assert len(sizes) == 40 and max(sizes) <= WINDOW
+    assert len(mem.turns) == len(long_chat(PagedMemory()).turns) + 80  # every turn stored
+    pc = mem.stats().prompt_cache
+    assert pc is not None and pc["requests"] == 41  # each request metered once, as sent

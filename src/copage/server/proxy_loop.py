@@ -45,7 +45,7 @@ from copage.session.engine import (
     run_recall_loop,
 )
 from copage.session.modes import RecallMode
-from copage.session.overflow import refit
+from copage.session.overflow import KnownWindows, fit_known, refit
 from copage.session.prepare import Prepared, prepare
 from copage.session.records import RecallRecord
 from copage.session.speculate import Speculator
@@ -103,7 +103,7 @@ def settings_for(call: ChatCall, max_recalls: int, *, offer_recall: bool = True)
 def loop_events(
     mem: PagedMemory, model: ChatModel, call: ChatCall, upstream: Stream, *, max_recalls: int,
     mode: RecallMode | None = None, speculator: Speculator | None = None,
-    trace: TurnTrace = NULL,
+    trace: TurnTrace = NULL, windows: KnownWindows | None = None,
 ) -> AsyncIterator[LoopEvent]:
     """The turn as engine events (``LoopEnd`` last), as the client sees them (see module
     docstring). ``upstream`` makes one call; every reply is checked for text that cannot
@@ -114,20 +114,33 @@ def loop_events(
     the speculative fill (with ``speculator``) before the latest user message, and the
     recall tool offered or not (without it, the answer-only prompt).
     The ``choose`` step is not run by the proxy (its settings refuse it). ``trace`` gets
-    the fill, each upstream call and each recall (:mod:`copage.session.trace`)."""
+    the fill, each upstream call and each recall (:mod:`copage.session.trace`).
+    ``windows``: the models' known windows; a refusal teaches them, and a request that
+    would not fit a known one is paged down before it is sent
+    (:mod:`copage.session.overflow`)."""
     mode = mode or RecallMode()
     # the one turn preparation: context, the "paper" style of the mode, the fill for the
     # latest user message, the meter (what is sent, fill included)
     spec = (speculator or Speculator()) if mode.speculative else None
-    prep = prepare(mem, offer_tool=mode.tool, speculator=spec, trace=trace)
+    window = windows.get(model.spec) if windows is not None else None
+    prep = prepare(mem, offer_tool=mode.tool, speculator=spec, trace=trace, meter=window is None)
     shown = [prep]  # the request last prepared (its fill is the turn's)
 
-    def again(error: BaseException) -> tuple[list[Message], list[dict[str, Any]]] | None:
-        if not refit(mem, error, shown[-1].messages, shown[-1].tools):
-            return None  # not the model's window, or nothing left to evict
+    def remake() -> tuple[list[Message], list[dict[str, Any]]]:
         shown.append(prepare(mem, offer_tool=mode.tool, speculator=spec, trace=trace,
-                             meter=False))
+                             meter=False))  # after a page-down
         return list(shown[-1].messages), [dict(t) for t in shown[-1].tools]
+
+    if window is not None:  # paged down before it is sent if it would not fit
+        if fit_known(mem, window, prep.messages, prep.tools):
+            remake()
+        mem.meter_request(shown[-1].messages, shown[-1].tools)
+
+    def again(error: BaseException) -> tuple[list[Message], list[dict[str, Any]]] | None:
+        if not refit(mem, error, shown[-1].messages, shown[-1].tools, known=windows,
+                     model=model.spec):
+            return None  # not the model's window, or nothing left to evict
+        return remake()
 
     async def checked(request: ChatRequest) -> AsyncIterator[StreamEvent]:
         async with closing(upstream(model, request)) as events:
@@ -137,8 +150,9 @@ def loop_events(
                 yield event
 
     return _with_fill(_as_sent(run_recall_loop(
-        mem, prep.messages, prep.tools, settings_for(call, max_recalls, offer_recall=mode.tool),
-        checked, trace=trace, refit=again)), shown)
+        mem, shown[-1].messages, shown[-1].tools,
+        settings_for(call, max_recalls, offer_recall=mode.tool), checked, trace=trace,
+        refit=again)), shown)
 
 
 @dataclass(frozen=True, slots=True)

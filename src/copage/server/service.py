@@ -265,8 +265,8 @@ class ProxyService:
                                             upstream_calls(self.upstream, stream, latencies,
                                                            self.metrics),
                                             max_recalls=self.max_recalls, mode=self.mode,
-                                            speculator=self.speculator,
-                                            trace=tr)) as events:
+                                            speculator=self.speculator, trace=tr,
+                                            windows=self.upstream.windows)) as events:
                 async for event in events:
                     if isinstance(event, LoopEnd):
                         out = outcome_of(event, model, latencies)

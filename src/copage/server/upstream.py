@@ -20,6 +20,7 @@ from copage.llm.transport import Transport, transport_for
 from copage.server.error_body import bad_request
 from copage.server.metrics import Metrics
 from copage.server.proxy_loop import closing
+from copage.session.overflow import KnownWindows
 
 DUMMY_KEY = "sk-no-key-required"
 MAX_MODELS = 32
@@ -52,6 +53,8 @@ class Upstream:
         self.__key = api_key
         self.timeout, self.retries = timeout, retries
         self._models: OrderedDict[tuple[str, str], ChatModel] = OrderedDict()
+        self.windows = KnownWindows()
+        """The context windows the upstream's models refused requests for (by spec)."""
         self._fixed: ChatModel | None = None
         self._spec = model if isinstance(model, str) else None
         if isinstance(model, str):

@@ -37,7 +37,7 @@ from copage.session.engine import (
 )
 from copage.session.fill_settings import UNSET, FillSettings, Unset, resolve_fill
 from copage.session.modes import DEFAULT_RECALL_MODE, RecallMode, parse_mode
-from copage.session.overflow import refit
+from copage.session.overflow import KnownWindows, fit_known, refit
 from copage.session.prepare import plan_fill, prepare
 from copage.session.prompts import PROMPT_STYLES
 from copage.session.records import RecallRecord, TurnReport, UsageSum
@@ -177,6 +177,7 @@ class PagedChat:
         self.enum_pages = enum_pages
         self.chooser = Chooser(self.model, temperature=temperature, max_tokens=choose_max_tokens)
         self._lock = asyncio.Lock()
+        self._windows = KnownWindows()  # the model's window, once a refusal has told it
 
     @property
     def recall_mode(self) -> str:
@@ -279,8 +280,21 @@ class PagedChat:
                     records.append(record)
                     yield RecallServed(record)
         # context, style, the fill planned above, the meter (what is sent, fill included)
+        window = self._windows.get(self.model.spec)  # known once the model refused one
         prep = prepare(mem, question=question, style=style, offer_tool=mode.tool,
-                       enum_pages=self.enum_pages, planned=spec)
+                       enum_pages=self.enum_pages, planned=spec, meter=window is None)
+
+        def remake() -> tuple[list[Message], list[dict[str, Any]]]:
+            nonlocal spec, prep  # after a page-down: the fill and the request made again
+            spec = plan_fill(self._speculator, mem, text, trace=tr) if mode.speculative else None
+            prep = prepare(mem, question=question, style=style, offer_tool=mode.tool,
+                           enum_pages=self.enum_pages, planned=spec, meter=False)
+            return list(prep.messages), [dict(t) for t in prep.tools]
+
+        if window is not None:  # paged down before it is sent if it would not fit
+            if fit_known(mem, window, prep.messages, prep.tools):
+                remake()
+            mem.meter_request(prep.messages, prep.tools, question)
         messages, tools = prep.messages, prep.tools
         settings = LoopSettings(
             max_recalls=self.max_recalls + len(records), offer_recall=mode.tool,
@@ -291,13 +305,10 @@ class PagedChat:
         call = self._streamer if streaming else self._completer
 
         def again(error: BaseException) -> tuple[list[Message], list[dict[str, Any]]] | None:
-            nonlocal spec, prep
-            if not refit(mem, error, prep.messages, prep.tools):
+            if not refit(mem, error, prep.messages, prep.tools, known=self._windows,
+                         model=self.model.spec):
                 return None  # not the model's window, or nothing left to evict
-            spec = plan_fill(self._speculator, mem, text, trace=tr) if mode.speculative else None
-            prep = prepare(mem, question=question, style=style, offer_tool=mode.tool,
-                           enum_pages=self.enum_pages, planned=spec, meter=False)
-            return list(prep.messages), [dict(t) for t in prep.tools]
+            return remake()
 
         async for event in run_recall_loop(mem, messages, tools, settings, call,
                                            records=records, usage=usage, trace=tr,

@@ -63,7 +63,7 @@ from copage.session.drive import in_worker, iterate_sync
 from copage.session.engine import LoopEnd, LoopSettings, Refit, run_recall_loop
 from copage.session.fill_settings import DEFAULT_DENSE, resolve_dense
 from copage.session.modes import DEFAULT_RECALL_MODE, LOOP_MODES, RecallMode, loop_mode
-from copage.session.overflow import refit
+from copage.session.overflow import KnownWindows, fit_known, refit
 from copage.session.prepare import prepare
 from copage.session.prompts import join_system
 from copage.session.speculate import DEFAULT_THRESHOLD, DEFAULT_TOKENS, Filled, Speculator
@@ -124,6 +124,7 @@ class CopageMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         self.conversation_id = conversation_id
         self.tenant = tenant
         self.max_recalls = max_recalls
+        self.windows = KnownWindows()  # the models' windows, once a refusal has told them
         self.tools = []
 
     @property
@@ -186,6 +187,11 @@ class CopageMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         the model call of its view (metered as it is sent: :func:`~copage.session.prepare.prepare`)."""
         with self.pool.use(cid, tenant=self.tenant, create=True) as mem:
             self._ingest(mem, request.messages)
+            window = self.windows.get(_model_key(request))
+            if window is not None:  # known once the model refused one: page down first
+                first = HandlerCall(request, self._view(mem, request.messages,
+                                                        request.system_prompt, meter=False))
+                fit_known(mem, window, first.messages, first.recall_tools)
             yield mem, HandlerCall(request, self._view(mem, request.messages,
                                                        request.system_prompt))
 
@@ -230,7 +236,8 @@ class CopageMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         """The engine's ``refit``: on a context overflow, the conversation paged down and
         the view made again (:mod:`copage.session.overflow`)."""
         def again(error: BaseException) -> tuple[list[Message], list[dict[str, Any]]] | None:
-            if not refit(mem, error, call.messages, call.recall_tools):
+            if not refit(mem, error, call.messages, call.recall_tools, known=self.windows,
+                         model=_model_key(request)):
                 return None
             call.take(self._view(mem, request.messages, request.system_prompt, meter=False))
             return call.messages, call.recall_tools
@@ -285,6 +292,13 @@ class CopageMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     async def aafter_agent(self, state: AgentState[Any], runtime: Runtime[Any]) -> None:
         """Async :meth:`after_agent`."""
         await asyncio.to_thread(self._record, self._conversation(runtime), state["messages"])
+
+
+def _model_key(request: ModelRequest[Any]) -> str:
+    """The request's model, as the windows are known by (its class and model name)."""
+    model = request.model
+    name = getattr(model, "model_name", None) or getattr(model, "model", None) or ""
+    return f"{type(model).__name__}:{name}"
 
 
 def _positions(mem: PagedMemory) -> dict[str, int]:
