@@ -297,3 +297,68 @@ async def test_the_dense_channel_brings_back_a_fact_asked_in_other_words(dense: 
     sent = _text(body["messages"])
     assert dense_chat.QUESTION in sent
     assert (dense_chat.FACT_SHOWN in sent) is dense
+
+
+async def test_run_pages_down_when_the_model_refuses_the_request_for_its_window() -> None:
+    """``session.run``: the model refuses the run's request for its window (as llama.cpp
+    does, through the real HTTP path); the conversation is paged down and the run made
+    again on the input the SDK stored, and answered; everything is stored once.
+    The window is remembered: later runs that would not fit it are paged down by
+    get_items, never refused again."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "session"))
+    from test_overflow import FACT, WINDOW, model_tokens, small_window
+
+    session = CopageSession("small", dense=None)  # the defaults: not paged at first
+    items: list[Any] = [{"role": "user", "content": FACT}]
+    for i in range(200):
+        items += [{"type": "message", "id": f"m{i}", "role": "assistant", "status": "completed",
+                   "content": [{"type": "output_text", "text": f"Sure, {i}.", "annotations": []}]},
+                  {"role": "user", "content": f"Small talk {i}: the weather, the trains, lunch."}]
+    await session.add_items(items)
+    stored = len(items)
+    with FakeServer(small_window) as up:
+        agent = _agent(up.url, session)
+        result = await session.run(agent, "Where does my sister live?")
+        assert result.final_output == "Ana lives in Porto."
+        sizes = [model_tokens(b) for b in up.received]
+        assert len(sizes) == 2 and sizes[0] > WINDOW >= sizes[1]  # refused, then it fitted
+        mem = session.memory()
+        assert mem is not None and mem.evicted
+        assert len(mem.turns) == stored + 2  # the question and the answer, once each
+        assert [t.text for t in mem.turns[-2:]] == ["Where does my sister live?",
+                                                    "Ana lives in Porto."]
+        for i in range(20):  # the chat grows on: several windows' worth
+            news = f"News {i}: " + "the council met about the bridge and the tram line. " * 6
+            assert (await session.run(agent, news)).final_output == "Ana lives in Porto."
+        refused = [b for b in up.received if model_tokens(b) > WINDOW]
+        assert len(refused) == 1 and len(up.received) == 22
+    mem = session.memory()
+    assert mem is not None and len(mem.turns) == stored + 42
+
+
+async def test_run_raises_other_errors_and_keeps_what_the_sdk_stored() -> None:
+    session = CopageSession("bad", dense=None)
+    with FakeServer(lambda _b: Reply(status=400, error="temperature must be <= 2")) as up:
+        with pytest.raises(Exception, match="temperature"):
+            await session.run(_agent(up.url, session), "Hello?")
+        assert len(up.received) == 1
+    mem = session.memory()
+    assert mem is not None and [t.text for t in mem.turns] == ["Hello?"]  # as Runner.run
+
+
+async def test_run_says_what_to_do_when_nothing_is_left_to_page_down() -> None:
+    """A message longer than the window: nothing to evict, so the SDK's error is raised,
+    with the budget that would fit named in a note."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "session"))
+    from test_overflow import small_window
+
+    session = CopageSession("huge", dense=None)
+    with FakeServer(small_window) as up:
+        with pytest.raises(Exception, match="context size") as info:
+            await session.run(_agent(up.url, session), "word " * 4000)
+        assert len(up.received) == 1
+    assert any("budget_tokens=" in n for n in getattr(info.value, "__notes__", []))

@@ -103,14 +103,15 @@ def refit(mem: PagedMemory, error: BaseException, messages: Sequence[Mapping[str
 
 
 def fit_known(mem: PagedMemory, window: Window | None, messages: Sequence[Mapping[str, Any]],
-              tools: Sequence[Mapping[str, Any]] = ()) -> bool:
-    """Before the request ``messages`` (+ ``tools``) is sent: if it would take more than
+              tools: Sequence[Mapping[str, Any]] = (), *, extra: int = 0) -> bool:
+    """Before the request ``messages`` (+ ``tools``, + ``extra`` tokens that a front end
+    adds after this call, e.g. a fill still to come) is sent: if it would take more than
     :data:`TRIGGER` of the model's known ``window``, evict resident pages as :func:`refit`
     does after a refusal (the caller prepares the request again); whether any page was
     evicted (False too when the window is not known)."""
     if window is None:
         return False
-    ours = _tokens(mem, messages, tools)
+    ours = _tokens(mem, messages, tools) + extra
     if ours * window.ratio <= TRIGGER * window.tokens:
         return False
     return _down(mem, ours, SHARE * window.tokens / window.ratio)

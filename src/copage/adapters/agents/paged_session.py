@@ -28,10 +28,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from typing import Any
 
-from agents import FunctionTool, RunConfig
+from agents import FunctionTool, RunConfig, Runner
 from agents.items import TResponseInputItem
 from agents.memory import SessionSettings
 from agents.memory.session_settings import resolve_session_limit
+from agents.result import RunResult
 from agents.run import CallModelData, ModelInputData
 from agents.tool_context import ToolContext
 
@@ -41,10 +42,12 @@ from copage.core.config import PagerConfig
 from copage.core.dense_rank import DenseRanker
 from copage.core.types import ToolCall, Turn
 from copage.ids import MAX_CONVERSATION_ID, check_conversation_id
+from copage.llm.errors import note_overflow
 from copage.memory import PagedMemory
 from copage.session.cap import RecallCap
 from copage.session.fill_settings import DEFAULT_DENSE, resolve_dense
 from copage.session.opening import Conversations, read
+from copage.session.overflow import REFITS, KnownWindows, fit_known, refit
 from copage.session.prepare import prepare
 from copage.session.speculate import DEFAULT_THRESHOLD, DEFAULT_TOKENS, Speculator
 from copage.stores import open_store
@@ -103,6 +106,8 @@ class CopageSession:
         self._filtered = False  # fill_filter has run: it meters each run's request
         self._pending: tuple[list[dict[str, Any]], list[dict[str, Any]]] | None = None
         self._turn_fill: tuple[str, str | None] | None = None  # (question, fill) of the turn
+        self._windows = KnownWindows()  # the model's window, once a refusal told it
+        self._sent: tuple[list[dict[str, Any]], list[dict[str, Any]]] = ([], [])  # last view
 
     # ------------------------------------------------------------ the store
     def _current(self) -> str:
@@ -163,6 +168,11 @@ class CopageSession:
         with self._memory(create=False) as mem:
             if mem is None:
                 return []
+            window = self._windows.get("")
+            if window is not None:  # known once a refusal told it: page down first (the
+                ctx = mem.context(meter=False)  # fill_filter's fill is still to come)
+                fit_known(mem, window, ctx.messages, ctx.tools,
+                          extra=self.speculator.tokens if self._filtered else 0)
             ctx = mem.context(meter=False)
             per_turn = [items_of(t) for t in mem.visible_turns()]
             items = [i for its in per_turn for i in its]
@@ -186,6 +196,7 @@ class CopageSession:
                 kept, n = kept + 1, n - len(its)
             msgs = ctx.messages
             sent = ([msgs[0]] if head else []) + (msgs[-kept:] if kept else [])
+            self._sent = (sent, [dict(t) for t in ctx.tools])
             if self._filtered:  # metered with the run's fill by fill_filter
                 self._pending = (sent, [dict(t) for t in ctx.tools])
             else:  # the one turn preparation, as the view is given ("paper": unchanged)
@@ -266,6 +277,49 @@ class CopageSession:
             for cid in (self.session_id, self.session_id + POP_SUFFIX):
                 with suppress(ConversationNotFound):  # the cached copy goes all the same
                     self._conversations.delete(self.tenant, cid, locked=True)
+
+    # ------------------------------------------------- a window smaller than the budget
+    async def run(self, agent: Any, input: str | list[TResponseInputItem],
+                  **kwargs: Any) -> RunResult:
+        """``Runner.run(agent, input, session=self, **kwargs)``, paged down when the model
+        refuses the run's request for its window (as PagedChat, the proxy and the
+        LangChain middleware do; :mod:`copage.session.overflow`): the conversation is
+        paged down to about half the window and the run is made again, at most
+        ``REFITS`` times, on what the refused run stored (the SDK stores the input
+        before it calls the model; else the input is given again). The window is
+        remembered: later views that would not fit it are paged down by
+        :meth:`get_items` before any run is refused. A run refused after the agent's own
+        tools ran may run them again."""
+        given = input
+        for attempt in range(REFITS + 1):
+            before = await asyncio.to_thread(self._count)
+            try:
+                return await Runner.run(agent, given, session=self, **kwargs)
+            except Exception as e:
+                if attempt == REFITS or not await self.page_down(e):
+                    note_overflow(e)  # the SDK's own error, with what to do about it
+                    raise
+                if await asyncio.to_thread(self._count) > before:
+                    given = []  # the SDK stored the input before the refused call: it stays
+        raise AssertionError("unreachable")
+
+    async def page_down(self, error: BaseException) -> bool:
+        """After a run failed with ``error``: if the model refused its request for its
+        context window, page the conversation down to about half of it (and remember
+        the window for later views); whether any page was evicted (False: not a
+        context overflow, or nothing left to evict)."""
+        return await asyncio.to_thread(self._page_down, error)
+
+    def _page_down(self, error: BaseException) -> bool:
+        with self._memory(create=False) as mem:
+            if mem is None or not refit(mem, error, *self._sent, known=self._windows):
+                return False
+        self._turn_fill = None  # planned again on what is evicted now
+        return True
+
+    def _count(self) -> int:
+        with self._memory(create=False) as mem:
+            return 0 if mem is None else len(mem.turns)
 
     # ------------------------------------------------------- the speculative fill
     def run_config(self, **settings: Any) -> RunConfig:
