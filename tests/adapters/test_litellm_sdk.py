@@ -118,3 +118,39 @@ async def test_the_dense_channel_brings_back_a_fact_asked_in_other_words(
     assert body["messages"][-1]["content"] == dense_chat.QUESTION
     assert (dense_chat.FACT_SHOWN in sent) is dense
     assert "p1" in hook.memory("dense").evicted
+
+
+async def test_a_refused_window_is_remembered_and_the_next_request_fits(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The hook at its defaults in front of a model whose window is smaller than the
+    paging budget: LiteLLM raises the refusal (nothing stored); the hook remembers the
+    window, so the same request sent again, and the turns after it, are paged down to fit
+    it before they go, never refused again."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "session"))
+    from test_overflow import FACT as SISTER
+    from test_overflow import WINDOW, model_tokens, small_window
+
+    hook = CopageHook("memory://", dense=None)
+    use_hook(monkeypatch, hook)
+    history: list[dict[str, Any]] = [{"role": "user", "content": SISTER},
+                                     {"role": "assistant", "content": "Noted."}]
+    for i in range(200):
+        history += [{"role": "user", "content": f"Small talk {i}: the weather, the trains."},
+                    {"role": "assistant", "content": f"Sure, {i}."}]
+    with FakeServer(small_window) as up:
+        with pytest.raises(Exception, match="context size"):
+            await turn(up, history, "Where does my sister live?")
+        await settled(hook, "rolled_back", 1)
+        assert hook.counts["stored"] == 0
+        assert await turn(up, history, "Where does my sister live?") == "Ana lives in Porto."
+        for i in range(10):
+            assert await turn(up, history, f"News {i}: " + "the bridge and the tram. " * 20)
+        await settled(hook, "stored", 11)
+        sizes = [model_tokens(b) for b in up.received]
+    assert len(sizes) == 12 and sum(n > WINDOW for n in sizes) == 1  # refused once
+    assert "Porto" in " ".join(str(m["content"]) for m in up.received[1]["messages"])
+    mem = hook.memory("sdk-1")
+    assert mem.evicted and len(mem.turns) == 402 + 22

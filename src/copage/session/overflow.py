@@ -34,7 +34,7 @@ from copage.llm.errors import overflow_of
 from copage.memory import PagedMemory
 
 __all__ = ["REFITS", "SHARE", "TRIGGER", "KnownWindows", "Window", "fit_known", "overflow_of",
-           "refit"]
+           "refit", "request_tokens", "window_of"]
 
 log = logging.getLogger("copage.overflow")
 
@@ -94,12 +94,20 @@ def refit(mem: PagedMemory, error: BaseException, messages: Sequence[Mapping[str
     found = overflow_of(error)
     if found is None:
         return False
-    ours = _tokens(mem, messages, tools)
-    ratio = found.asked / ours if found.asked and ours else 1.0  # its tokens per ours
-    if found.window and known is not None:
-        known.learn(model, Window(found.window, ratio))
-    target = (SHARE * found.window / ratio) if found.window else ours / 2
-    return _down(mem, ours, target)
+    ours = request_tokens(mem.config.tokenizer, messages, tools)
+    window = window_of(found, ours)
+    if window is not None and known is not None:
+        known.learn(model, window)
+    return _down(mem, ours, SHARE * window.tokens / window.ratio if window else ours / 2)
+
+
+def window_of(error: BaseException, ours: int) -> Window | None:
+    """The window a refusal (``error``) states, with the ratio of its count of the refused
+    request to ``ours`` (copage's count of it); None when it states none."""
+    found = overflow_of(error)
+    if found is None or not found.window:
+        return None
+    return Window(found.window, found.asked / ours if found.asked and ours else 1.0)
 
 
 def fit_known(mem: PagedMemory, window: Window | None, messages: Sequence[Mapping[str, Any]],
@@ -111,15 +119,16 @@ def fit_known(mem: PagedMemory, window: Window | None, messages: Sequence[Mappin
     evicted (False too when the window is not known)."""
     if window is None:
         return False
-    ours = _tokens(mem, messages, tools) + extra
+    ours = request_tokens(mem.config.tokenizer, messages, tools) + extra
     if ours * window.ratio <= TRIGGER * window.tokens:
         return False
     return _down(mem, ours, SHARE * window.tokens / window.ratio)
 
 
-def _tokens(mem: PagedMemory, messages: Sequence[Mapping[str, Any]],
-            tools: Sequence[Mapping[str, Any]]) -> int:
-    count = get_tokenizer(mem.config.tokenizer).count
+def request_tokens(tokenizer: str, messages: Sequence[Mapping[str, Any]],
+                   tools: Sequence[Mapping[str, Any]] = ()) -> int:
+    """A request's size by copage's count (``tokenizer``): its texts and tool schemas."""
+    count = get_tokenizer(tokenizer).count
     ours = sum(count(_text(m.get("content"))) for m in messages)
     return ours + (count(json.dumps(list(tools))) if tools else 0)
 

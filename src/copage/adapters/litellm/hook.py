@@ -62,7 +62,8 @@ from copage.session.drive import in_thread
 from copage.session.fill_settings import DEFAULT_DENSE, resolve_dense
 from copage.session.modes import RecallMode, parse_mode
 from copage.session.opening import Conversations
-from copage.session.prepare import prepare
+from copage.session.overflow import KnownWindows, fit_known, request_tokens, window_of
+from copage.session.prepare import Prepared, prepare
 from copage.session.prompts import join_system
 from copage.session.speculate import DEFAULT_THRESHOLD, DEFAULT_TOKENS, Speculator
 from copage.session.trace import now_ns
@@ -104,6 +105,7 @@ class _Turn:
     lock: AbstractContextManager[Any] | None = None
     created: bool = False
     via: str = "proxy"
+    model: str = ""  # the request's model (its known window)
     started: float = field(default_factory=time.monotonic)
     sent_ns: int = field(default_factory=now_ns)  # when the paged request went on
 
@@ -151,6 +153,8 @@ class CopageHook(CustomLogger):
         self._mutex = threading.Lock()
         #: Turns stored, retries seen, requests passed through unpaged (for tests, metrics).
         self.counts = {"stored": 0, "retries": 0, "passed": 0, "rolled_back": 0}
+        #: The windows models refused requests for: later requests are paged to fit them.
+        self.windows = KnownWindows()
 
     # ---------------------------------------------------------------- the store
     @property
@@ -257,6 +261,7 @@ class CopageHook(CustomLogger):
         if turn is None:
             return
         error = kwargs.get("exception")
+        self._learn(turn, error)
         turn.trace.upstream(turn.sent_ns, error=error if isinstance(error, Exception)
                             else RuntimeError("failed"))
         if turn.via == "sdk":
@@ -269,8 +274,18 @@ class CopageHook(CustomLogger):
         """The proxy answers the request with an error: roll the turn back."""
         turn = self._take(request_data)
         if turn is not None:
+            self._learn(turn, original_exception)
             await in_thread(self._abort, turn, "request failed")
         return None
+
+    def _learn(self, turn: _Turn, error: Any) -> None:
+        """A refusal for the model's window: remember the window, so that the next request
+        (a retry, the next turn) is paged to fit it (:mod:`copage.session.overflow`)."""
+        if isinstance(error, BaseException):
+            ours = request_tokens(self.config.tokenizer, turn.view)
+            window = window_of(error, ours)
+            if window is not None:
+                self.windows.learn(turn.model, window)
 
     async def _store(self, turn: _Turn, text: str, calls: list[dict[str, Any]],
                      usage: tuple[int | None, int | None, str | None]) -> None:
@@ -293,14 +308,16 @@ class CopageHook(CustomLogger):
         await self._reap()
         cid, named = conversation_of(data, use_user=self.use_user)
         tr = trace.turn(cid, tenant=tenant, front_end="litellm", recall_mode=self.mode.name)
+        model = str(data.get("model") or "")
         try:
-            turn = await in_thread(self._prepare, tenant, cid, named, data["messages"], tr)
+            turn = await in_thread(self._prepare, tenant, cid, named, data["messages"], tr,
+                                   model)
         except BaseException as e:
             tr.end(stored=False, error=e if isinstance(e, Exception) else None)
             raise
         if turn is None:
             return
-        turn.via = via
+        turn.via, turn.model = via, model
         with self._mutex:
             self._pending[call_id] = turn
         data["messages"] = list(turn.view)
@@ -312,7 +329,7 @@ class CopageHook(CustomLogger):
             return self._pending.pop(call_id, None)
 
     def _prepare(self, tenant: str, cid: str, named: bool, messages: list[Any],
-                 tr: trace.TurnTrace) -> _Turn | None:
+                 tr: trace.TurnTrace, model: str = "") -> _Turn | None:
         """Lock, open, lay the messages against the stored turns, add the new ones in an
         open transaction and build the view (in a thread: the lock may be waited for)."""
         convs = self.conversations
@@ -339,7 +356,7 @@ class CopageHook(CustomLogger):
                 tr.end(stored=False)
                 return None
             if how.kind == "retry":
-                view = self._retry_view(mem, question, tr)
+                view = self._retry_view(mem, question, tr, model)
                 convs.put(mem)
                 lock.__exit__(None, None, None)
                 self.counts["retries"] += 1
@@ -351,7 +368,7 @@ class CopageHook(CustomLogger):
             tx.__enter__()
             try:
                 self._add(mem, messages, how, tr)
-                view = self._view(mem, question, tr)
+                view = self._view(mem, question, tr, model)
             except BaseException as e:
                 tx.__exit__(type(e), e, e.__traceback__)
                 raise
@@ -384,29 +401,40 @@ class CopageHook(CustomLogger):
         if tr.enabled:
             tr.evictions(before, mem.evicted, t0, cause="request")
 
-    def _view(self, mem: PagedMemory, question: str, tr: trace.TurnTrace
+    def _view(self, mem: PagedMemory, question: str, tr: trace.TurnTrace, model: str = ""
               ) -> list[dict[str, Any]]:
         """PagedChat's and the proxy's steps: context, prompt style, fill, meter."""
-        return self._prepared(mem, None, question, tr)
+        return self._prepared(mem, False, question, tr, model)
 
-    def _retry_view(self, mem: PagedMemory, question: str, tr: trace.TurnTrace
-                    ) -> list[dict[str, Any]]:
+    def _retry_view(self, mem: PagedMemory, question: str, tr: trace.TurnTrace,
+                    model: str = "") -> list[dict[str, Any]]:
         """The view of a retried request: the stored context without the answer(s) after
         its last user or tool message."""
-        ctx = mem.context(meter=False)
-        messages = list(ctx.messages)
-        while messages and messages[-1].get("role") not in ("user", "tool", "system"):
-            messages.pop()
-        return self._prepared(mem, (messages, ctx.tools), question, tr)
+        return self._prepared(mem, True, question, tr, model)
 
-    def _prepared(self, mem: PagedMemory,
-                  context: tuple[list[dict[str, Any]], list[dict[str, Any]]] | None,
-                  question: str, tr: trace.TurnTrace) -> list[dict[str, Any]]:
-        """The one turn preparation (:func:`copage.session.prepare.prepare`), no tool."""
-        messages, tools = context if context is not None else (None, None)
-        prep = prepare(mem, messages=messages, tools=tools, offer_tool=False,
-                       speculator=self.speculator if self.mode.speculative else None,
-                       fill_for=question, trace=tr)
+    def _prepared(self, mem: PagedMemory, retry: bool, question: str, tr: trace.TurnTrace,
+                  model: str = "") -> list[dict[str, Any]]:
+        """The one turn preparation (:func:`copage.session.prepare.prepare`), no tool;
+        paged down first when it would not fit the model's known window."""
+        window = self.windows.get(model)
+
+        def made(meter: bool) -> Prepared:
+            messages: list[dict[str, Any]] | None = None
+            tools: list[dict[str, Any]] | None = None
+            if retry:
+                ctx = mem.context(meter=False)
+                messages, tools = list(ctx.messages), ctx.tools
+                while messages and messages[-1].get("role") not in ("user", "tool", "system"):
+                    messages.pop()
+            return prepare(mem, messages=messages, tools=tools, offer_tool=False,
+                           speculator=self.speculator if self.mode.speculative else None,
+                           fill_for=question, trace=tr, meter=meter)
+
+        prep = made(window is None)
+        if window is not None:
+            if fit_known(mem, window, prep.messages, prep.tools):
+                prep = made(False)
+            mem.meter_request(prep.messages, prep.tools)
         tr.set(**{"turn.resident_pages": len(mem.resident)} if tr.enabled else {})
         return prep.messages
 
