@@ -29,6 +29,7 @@ from copage.server.request import parse_call
 from copage.server.service import ProxyService
 from copage.server.settings import ServeSettings
 from copage.server.transcript import PostgresIndex, SQLiteIndex
+from copage.session.overflow import KnownWindows
 from copage.stores.inmemory import MemoryStore
 from copage.stores.protocol import ConversationNotFound
 from copage.stores.sqlite import SQLiteStore
@@ -129,6 +130,7 @@ class _GatedUpstream:
 
     def __init__(self) -> None:
         self.gates: dict[str, asyncio.Event] = {}
+        self.windows = KnownWindows()
 
     def model_for(self, name: str | None, key: str | None = None) -> Any:
         class M:
