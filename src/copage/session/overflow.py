@@ -14,7 +14,8 @@ that say so; it is metered as sent, and the request made again as a follow-up of
 turn, so that full context is counted once. docs/paging-budget.md.
 
 A refusal that says the window's size is remembered for the model
-(:class:`KnownWindows`, kept by the proxy's upstream and by each ``PagedChat``): from
+(:class:`KnownWindows`, kept by the proxy's upstream, each ``PagedChat``, the LangChain
+middleware, the Agents SDK session and the LiteLLM hook, in the process's memory): from
 then on a request estimated to pass :data:`TRIGGER` of that window is paged down
 before it is sent (:func:`fit_known`), as the paging budget would have done had it
 been set to the window, so a growing chat is refused once, not once per half window.
