@@ -168,12 +168,12 @@ class CopageSession:
         with self._memory(create=False) as mem:
             if mem is None:
                 return []
-            window = self._windows.get("")
-            if window is not None:  # known once a refusal told it: page down first (the
-                ctx = mem.context(meter=False)  # fill_filter's fill is still to come)
-                fit_known(mem, window, ctx.messages, ctx.tools,
-                          extra=self.speculator.tokens if self._filtered else 0)
             ctx = mem.context(meter=False)
+            window = self._windows.get("")  # known once a refusal told it: page down first
+            if window is not None and fit_known(  # (fill_filter's fill is still to come)
+                    mem, window, ctx.messages, ctx.tools,
+                    extra=self.speculator.tokens if self._filtered else 0):
+                ctx = mem.context(meter=False)
             per_turn = [items_of(t) for t in mem.visible_turns()]
             items = [i for its in per_turn for i in its]
             head = [{"role": "system", "content": str(ctx.messages[0]["content"])}
