@@ -27,7 +27,7 @@ from copage.memory import PagedMemory
 from copage.stores import open_store
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "session"))
-from test_overflow import FACT, WINDOW, model_tokens, small_window  # noqa: E402
+from test_overflow import FACT, WINDOW, model_tokens, small_window
 
 pytestmark = pytest.mark.slow
 

@@ -37,6 +37,7 @@ from agents.run import CallModelData, ModelInputData
 from agents.tool_context import ToolContext
 
 from copage.adapters.agents.items import Item, content_text, items_of, to_turn
+from copage.adapters.agents.streamed import PagedStream
 from copage.core import prompt
 from copage.core.config import PagerConfig
 from copage.core.dense_rank import DenseRanker
@@ -108,6 +109,8 @@ class CopageSession:
         self._turn_fill: tuple[str, str | None] | None = None  # (question, fill) of the turn
         self._windows = KnownWindows()  # the model's window, once a refusal told it
         self._sent: tuple[list[dict[str, Any]], list[dict[str, Any]]] = ([], [])  # last view
+        #: Calls of :meth:`add_items` that stored, in this process (for :meth:`input_again`).
+        self.stored_batches = 0
 
     # ------------------------------------------------------------ the store
     def _current(self) -> str:
@@ -206,6 +209,7 @@ class CopageSession:
     async def add_items(self, items: list[TResponseInputItem]) -> None:
         """Store new items (one atomic change); recall calls and outputs are skipped."""
         await asyncio.to_thread(self._add_items, [dict(i) for i in items])
+        self.stored_batches += 1
 
     def _add_items(self, items: list[Item]) -> None:
         name = self.config.tool_name
@@ -290,18 +294,48 @@ class CopageSession:
         remembered: later views that would not fit it are paged down by
         :meth:`get_items` before any run is refused. A run refused after the agent's own
         tools ran may run them again."""
-        given = input
+        given, before = input, self.stored_batches
         for attempt in range(REFITS + 1):
-            before = await asyncio.to_thread(self._count)
             try:
                 return await Runner.run(agent, given, session=self, **kwargs)
             except Exception as e:
                 if attempt == REFITS or not await self.page_down(e):
                     note_overflow(e)  # the SDK's own error, with what to do about it
                     raise
-                if await asyncio.to_thread(self._count) > before:
-                    given = []  # the SDK stored the input before the refused call: it stays
+                given = self.input_again(given, before)
         raise AssertionError("unreachable")
+
+    def run_sync(self, agent: Any, input: str | list[TResponseInputItem],
+                 **kwargs: Any) -> RunResult:
+        """:meth:`run` for code without an event loop: ``Runner.run_sync``, paged down and
+        run again the same way when the model refuses the request for its window."""
+        given, before = input, self.stored_batches
+        for attempt in range(REFITS + 1):
+            try:
+                return Runner.run_sync(agent, given, session=self, **kwargs)
+            except Exception as e:
+                if attempt == REFITS or not self._page_down(e):
+                    note_overflow(e)
+                    raise
+                given = self.input_again(given, before)
+        raise AssertionError("unreachable")
+
+    def run_streamed(self, agent: Any, input: str | list[TResponseInputItem],
+                     **kwargs: Any) -> PagedStream:
+        """``Runner.run_streamed(agent, input, session=self, **kwargs)``, paged down and run
+        again the same way when the model refuses the request for its window: iterate
+        the result's ``stream_events()`` as the SDK's; its other attributes
+        (``final_output``, ``new_items``, ...) are those of the last attempt
+        (:class:`copage.adapters.agents.streamed.PagedStream`)."""
+        return PagedStream(self, agent, input, kwargs)
+
+    def input_again(self, given: str | list[TResponseInputItem],
+                    before: int) -> str | list[TResponseInputItem]:
+        """The input of a run made again after a refusal: none when the SDK stored the
+        input (it does before it calls the model, so it is in the history already;
+        ``before`` is :attr:`stored_batches` when the first attempt began), else
+        ``given`` again."""
+        return [] if self.stored_batches > before else given
 
     async def page_down(self, error: BaseException) -> bool:
         """After a run failed with ``error``: if the model refused its request for its
@@ -316,10 +350,6 @@ class CopageSession:
                 return False
         self._turn_fill = None  # planned again on what is evicted now
         return True
-
-    def _count(self) -> int:
-        with self._memory(create=False) as mem:
-            return 0 if mem is None else len(mem.turns)
 
     # ------------------------------------------------------- the speculative fill
     def run_config(self, **settings: Any) -> RunConfig:
