@@ -20,6 +20,13 @@ register itself, which a message in the same register matches everywhere; removi
 it leaves what a turn is about). Parameter-free; measured in docs/dense.md
 ("Centring").
 
+Beyond its places, the channel orders the rest of the fill with BM25: each passage's
+BM25 score (divided by the best) plus :data:`DEFAULT_WEIGHT` x its cosine (min-max
+scaled over the allowed passages), the convex combination of normalised scores
+that outranks rank fusion in hybrid retrieval (Bruch, Gai & Ingber 2023, "An Analysis
+of Fusion Functions for Hybrid Retrieval"). Measured in docs/retrieval.md ("Fused
+order").
+
 The turn vectors are derived state: kept per passage index, brought up to date with
 it (new closed turns are embedded; if the index was rebuilt, so are they), never
 stored here (an :class:`~copage.dense.EmbeddingCache` with a file keeps them across
@@ -38,11 +45,15 @@ import numpy as np
 from copage.core.passages import PassageIndex
 from copage.core.types import Turn
 
-__all__ = ["DEFAULT_SLOTS", "DenseRanker", "TextVectors", "centred", "check_wait", "turn_text"]
+__all__ = ["DEFAULT_SLOTS", "DEFAULT_WEIGHT", "DenseRanker", "TextVectors", "centred",
+           "check_wait", "turn_text"]
 
 DEFAULT_SLOTS = 1
 """Fill places given to the best passages by meaning (bench/dense_channel.py's
 ``reserve1``: one place cost BM25 no LoCoMo evidence at any depth measured)."""
+DEFAULT_WEIGHT = 0.3
+"""Weight of the scaled cosine beside the scaled BM25 score in the fused order (chosen
+by every fold of a leave-one-conversation-out choice among 0.2-0.5, docs/retrieval.md)."""
 
 
 class TextVectors(Protocol):
@@ -118,6 +129,8 @@ class DenseRanker:
     Args:
         encoder: gives unit vectors for texts (``vectors(texts)``).
         slots: fill places for the best passages by meaning (>= 1).
+        weight: the cosine's weight in the fused order of the rest of the fill
+            (:meth:`fused`); 0 keeps BM25's order.
         wait: what :meth:`sync` (hence :meth:`top`) does when it has turns to embed
             (one embedding at a time per ranker):
 
@@ -133,9 +146,13 @@ class DenseRanker:
     """
 
     def __init__(self, encoder: TextVectors, slots: int = DEFAULT_SLOTS, *,
-                 wait: bool | float = True) -> None:
+                 wait: bool | float = True, weight: float = DEFAULT_WEIGHT) -> None:
         if isinstance(slots, bool) or not isinstance(slots, int) or slots < 1:
             raise ValueError(f"dense slots must be an int >= 1, got {slots!r}")
+        if (isinstance(weight, bool) or not isinstance(weight, int | float)
+                or not 0 <= weight < float("inf")):
+            raise ValueError(f"dense weight must be a number >= 0, got {weight!r}")
+        self.weight = float(weight)
         if not callable(getattr(encoder, "vectors", None)):
             raise TypeError(f"encoder must have a vectors(texts) method, got {type(encoder).__name__}")
         self.encoder, self.slots, self.wait = encoder, slots, check_wait(wait)
@@ -263,14 +280,50 @@ class DenseRanker:
         ``message`` among passages with a turn on a page of ``allowed`` (page indices),
         best first (ties: the earlier passage)."""
         k = self.slots if k is None else k
-        if k <= 0 or not message.strip() or not len(index):
+        if k <= 0:
             return []
+        score = self._passage_scores(index, message, allowed)
+        return [] if score is None else _best(score, k)
+
+    def fused(self, index: PassageIndex, message: str, allowed: Collection[int],
+              lexical: Sequence[tuple[int, float]]
+              ) -> tuple[list[int], list[tuple[int, float]]] | None:
+        """The channel's :attr:`slots` places (as :meth:`top`) and the order of the rest:
+        every passage with a turn on a page of ``allowed``, by its ``lexical`` score
+        (``(start, score)`` pairs, e.g. BM25's; missing: 0) divided by the best, plus
+        :attr:`weight` x its cosine min-max scaled over those passages; best first
+        (ties: the earlier passage), with that fused score. None when no turn is
+        embedded (see :meth:`cosines`)."""
+        score = self._passage_scores(index, message, allowed)
+        if score is None:
+            return None
+        ok = np.isfinite(score)
+        lex = np.zeros(len(score))
+        for start, value in lexical:
+            lex[start] = value
+        top = float(lex[ok].max()) if ok.any() else 0.0
+        low, high = (float(score[ok].min()), float(score[ok].max())) if ok.any() else (0, 0)
+        meaning = (np.where(ok, score, low) - low) / max(high - low, 1e-9)
+        total = np.where(ok, lex / (top if top > 0 else 1.0) + self.weight * meaning, -np.inf)
+        order = _best(total, len(total))
+        return _best(score, self.slots), [(s, float(total[s])) for s in order]
+
+    def _passage_scores(self, index: PassageIndex, message: str, allowed: Collection[int]
+                        ) -> np.ndarray | None:
+        """Each passage start's best turn cosine (``-inf``: no turn allowed); None when
+        there is nothing to rank or no turn is embedded."""
+        if not message.strip() or not len(index):
+            return None
         cos = self.cosines(index, message, allowed)
         if cos is None:
-            return []
-        starts = len(index)
-        width = index.width
+            return None
+        starts, width = len(index), index.width
         padded = np.concatenate([cos, np.full(width, -np.inf, np.float32)])
-        score = np.max(np.stack([padded[i:i + starts] for i in range(width)]), axis=0)
-        order = np.lexsort((np.arange(starts), -score))
-        return [int(s) for s in order[:k] if np.isfinite(score[s])]
+        score: np.ndarray = np.max(np.stack([padded[i:i + starts] for i in range(width)]), axis=0)
+        return score
+
+
+def _best(score: np.ndarray, k: int) -> list[int]:
+    """The ``k`` best finite entries' positions, best first (ties: the earlier)."""
+    order = np.lexsort((np.arange(len(score)), -score))
+    return [int(s) for s in order[:k] if np.isfinite(score[s])]

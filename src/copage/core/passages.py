@@ -113,7 +113,8 @@ def runs_of(index: PassageIndex, positions: Iterable[int]) -> list[tuple[int, in
 
 def pick(index: PassageIndex, terms: Sequence[str], allowed: set[int], room: int,
          cost: Callable[[list[tuple[int, int, int]]], int], *, relative: float = 0.0,
-         max_pages: int | None = None, scan: int = 4096, first: Sequence[int] = ()) -> list[int]:
+         max_pages: int | None = None, scan: int = 4096, first: Sequence[int] = (),
+         ranked: Sequence[tuple[int, float]] | None = None) -> list[int]:
     """The turns of the best passages for ``terms`` whose shown text fits ``room``.
 
     Passages are taken best first (ties: the earlier); of each, only the turns of
@@ -125,7 +126,9 @@ def pick(index: PassageIndex, terms: Sequence[str], allowed: set[int], room: int
     ``scan``: at most this many passages are looked at; ``first``: passage starts
     offered before the ranking (another channel's picks, e.g.
     :class:`copage.core.dense_rank.DenseRanker`'s), under the same rules but for
-    ``relative``. Returns the shown turns' positions in the order they were added.
+    ``relative``; ``ranked``: ``(start, score)`` pairs, best first, taken instead of
+    BM25's ranking for ``terms`` (e.g. :meth:`copage.core.dense_rank.DenseRanker.fused`'s).
+    Returns the shown turns' positions in the order they were added.
     """
     shown: list[int] = []
     seen: set[int] = set()
@@ -149,6 +152,13 @@ def pick(index: PassageIndex, terms: Sequence[str], allowed: set[int], room: int
 
     for start in first:
         offer(start)
+    if ranked is not None:
+        top = ranked[0][1] if ranked else 0.0
+        for start, score in ranked[:scan]:
+            if room - used <= 0 or score < relative * top:
+                break
+            offer(start)
+        return shown
     if not terms:
         return shown
     k, done, top = 8, 0, 0.0

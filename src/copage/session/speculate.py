@@ -121,6 +121,7 @@ _ASKING = re.compile(
 _FIRST_WORD = re.compile(r"[a-z']+")
 _FIRST_PERSON = re.compile(r"\b(?:i|me|my|mine|myself|i'm|i've|i'd|i'll)\b")
 _SLACK = 16  # pages counted apart can exceed their joined text's count by a few tokens
+_SCAN = 4096  # BM25-ranked passages given to the meaning channel's fused order
 
 
 @dataclass(frozen=True, slots=True)
@@ -369,9 +370,16 @@ class Speculator:
             return total
 
         allowed = {page_index(p) for p in pager.evicted}
-        first = self.dense.top(index, message, allowed) if dense and self.dense else []
-        shown = pick(index, expand(index, query_terms(message)), allowed, allowance, cost,
-                     relative=self.relative, max_pages=self.pages, first=first)
+        terms = expand(index, query_terms(message))
+        first: list[int] = []
+        ranked = None
+        if dense and self.dense is not None:
+            both = self.dense.fused(index, message, allowed, index.top(terms, _SCAN)) if (
+                self.dense.weight) else None
+            first, ranked = both if both is not None else (
+                self.dense.top(index, message, allowed), None)
+        shown = pick(index, terms, allowed, allowance, cost, relative=self.relative,
+                     max_pages=self.pages, first=first, ranked=ranked)
         while shown:
             runs = runs_of(index, shown)
             text = FILL_HEADER + "".join(piece(r, q) for q, r in zip([None, *runs], runs)) + CLOSE
