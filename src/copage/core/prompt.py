@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import unicodedata
@@ -186,11 +187,14 @@ def normalise(text: str) -> str:
     """``text`` in NFKC (full-width and other compatibility forms folded) without format
     characters (zero-width, soft hyphen, bidi controls: category Cf), every kind of line
     break a newline: what reads as a tag then is one, for :func:`frame_text` to escape."""
+    if text.isascii():  # NFKC leaves ASCII as it is, and no ASCII character is a Cf
+        return "\n".join(text.splitlines())
     text = unicodedata.normalize("NFKC", text)
     text = "".join(c for c in text if unicodedata.category(c) != "Cf")
     return "\n".join(text.splitlines())
 
 
+@functools.lru_cache(maxsize=16384)
 def frame_text(text: str) -> str:
     """``text`` made safe to put inside a page frame: normalised (:func:`normalise`), the
     ``<`` of anything that reads as a page tag (``<page``, ``</page>``, ``< /PAGE >``,
