@@ -50,7 +50,7 @@ def measure(convs: Sequence, emb: Embeddings, weights: Sequence[float]) -> Score
          *(turn_text(t) for c in convs for t in c.turns)])
     for conv in convs:
         turns = list(conv.turns)
-        index, at, n = passage_index(turns), conv.turn_index(), 0
+        index, at = passage_index(turns), conv.turn_index()
         vectors = emb([turn_text(t) for t in turns])
         n = len(index)
         for probe in conv.probes:
