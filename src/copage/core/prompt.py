@@ -194,7 +194,9 @@ def normalise(text: str) -> str:
     return "\n".join(text.splitlines())
 
 
-@functools.lru_cache(maxsize=16384)
+_MEMO_CHARS = 4096  # texts up to this long are memoised, the 8,192 latest (bounded memory)
+
+
 def frame_text(text: str) -> str:
     """``text`` made safe to put inside a page frame: normalised (:func:`normalise`), the
     ``<`` of anything that reads as a page tag (``<page``, ``</page>``, ``< /PAGE >``,
@@ -202,6 +204,15 @@ def frame_text(text: str) -> str:
     close its frame nor open another, and a copy of the frame's note marked as quoted.
     Look-alike letters are only looked through, never rewritten (Greek and Cyrillic
     text stays as written); nothing else changes."""
+    return _frame_memo(text) if len(text) <= _MEMO_CHARS else _frame(text)
+
+
+@functools.lru_cache(maxsize=8192)
+def _frame_memo(text: str) -> str:
+    return _frame(text)
+
+
+def _frame(text: str) -> str:
     text = normalise(text)
     folded = text.translate(_LOOKALIKES)  # one character for one: positions agree
     cuts = [(m.start(), m.start() + 1, "&lt;") for m in _PAGE_TAG.finditer(folded)]
