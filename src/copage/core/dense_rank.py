@@ -298,15 +298,16 @@ class DenseRanker:
         if score is None:
             return None
         ok = np.isfinite(score)
+        if not ok.any():
+            return [], []
         lex = np.zeros(len(score))
         for start, value in lexical:
             lex[start] = value
-        top = float(lex[ok].max()) if ok.any() else 0.0
-        low, high = (float(score[ok].min()), float(score[ok].max())) if ok.any() else (0, 0)
+        top = float(lex[ok].max())
+        low, high = float(score[ok].min()), float(score[ok].max())
         meaning = (np.where(ok, score, low) - low) / max(high - low, 1e-9)
         total = np.where(ok, lex / (top if top > 0 else 1.0) + self.weight * meaning, -np.inf)
-        order = _best(total, len(total))
-        return _best(score, self.slots), [(s, float(total[s])) for s in order]
+        return _best(score, self.slots), [(s, float(total[s])) for s in _best(total, len(total))]
 
     def _passage_scores(self, index: PassageIndex, message: str, allowed: Collection[int]
                         ) -> np.ndarray | None:

@@ -111,9 +111,13 @@ def runs_of(index: PassageIndex, positions: Iterable[int]) -> list[tuple[int, in
     return out
 
 
+SCAN = 4096
+"""Passages :func:`pick` looks at, at most (and the BM25 ranking a fused order is given)."""
+
+
 def pick(index: PassageIndex, terms: Sequence[str], allowed: set[int], room: int,
          cost: Callable[[list[tuple[int, int, int]]], int], *, relative: float = 0.0,
-         max_pages: int | None = None, scan: int = 4096, first: Sequence[int] = (),
+         max_pages: int | None = None, scan: int = SCAN, first: Sequence[int] = (),
          ranked: Sequence[tuple[int, float]] | None = None) -> list[int]:
     """The turns of the best passages for ``terms`` whose shown text fits ``room``.
 

@@ -45,7 +45,7 @@ from copage.session.engine import (
     run_recall_loop,
 )
 from copage.session.modes import RecallMode
-from copage.session.overflow import KnownWindows, fit_known, refit
+from copage.session.overflow import KnownWindows, fitted, refit
 from copage.session.prepare import Prepared, prepare
 from copage.session.records import RecallRecord
 from copage.session.speculate import Speculator
@@ -126,21 +126,20 @@ def loop_events(
     prep = prepare(mem, offer_tool=mode.tool, speculator=spec, trace=trace, meter=window is None)
     shown = [prep]  # the request last prepared (its fill is the turn's)
 
-    def remake() -> tuple[list[Message], list[dict[str, Any]]]:
+    def remake() -> Prepared:  # after a page-down
         shown.append(prepare(mem, offer_tool=mode.tool, speculator=spec, trace=trace,
-                             meter=False))  # after a page-down
-        return list(shown[-1].messages), [dict(t) for t in shown[-1].tools]
+                             meter=False))
+        return shown[-1]
 
     if window is not None:  # paged down before it is sent if it would not fit
-        if fit_known(mem, window, prep.messages, prep.tools):
-            remake()
-        mem.meter_request(shown[-1].messages, shown[-1].tools)
+        fitted(mem, window, prep, remake)
 
     def again(error: BaseException) -> tuple[list[Message], list[dict[str, Any]]] | None:
         if not refit(mem, error, shown[-1].messages, shown[-1].tools, known=windows,
                      model=model.spec):
             return None  # not the model's window, or nothing left to evict
-        return remake()
+        made = remake()
+        return list(made.messages), [dict(t) for t in made.tools]
 
     async def checked(request: ChatRequest) -> AsyncIterator[StreamEvent]:
         async with closing(upstream(model, request)) as events:

@@ -37,8 +37,8 @@ from copage.session.engine import (
 )
 from copage.session.fill_settings import UNSET, FillSettings, Unset, resolve_fill
 from copage.session.modes import DEFAULT_RECALL_MODE, RecallMode, parse_mode
-from copage.session.overflow import KnownWindows, fit_known, refit
-from copage.session.prepare import plan_fill, prepare
+from copage.session.overflow import KnownWindows, fitted, refit
+from copage.session.prepare import Prepared, plan_fill, prepare
 from copage.session.prompts import PROMPT_STYLES
 from copage.session.records import RecallRecord, TurnReport, UsageSum
 from copage.session.speculate import Speculation
@@ -284,17 +284,15 @@ class PagedChat:
         prep = prepare(mem, question=question, style=style, offer_tool=mode.tool,
                        enum_pages=self.enum_pages, planned=spec, meter=window is None)
 
-        def remake() -> tuple[list[Message], list[dict[str, Any]]]:
-            nonlocal spec, prep  # after a page-down: the fill and the request made again
+        def remake() -> Prepared:  # after a page-down: the fill and the request made again
+            nonlocal spec, prep
             spec = plan_fill(self._speculator, mem, text, trace=tr) if mode.speculative else None
             prep = prepare(mem, question=question, style=style, offer_tool=mode.tool,
                            enum_pages=self.enum_pages, planned=spec, meter=False)
-            return list(prep.messages), [dict(t) for t in prep.tools]
+            return prep
 
         if window is not None:  # paged down before it is sent if it would not fit
-            if fit_known(mem, window, prep.messages, prep.tools):
-                remake()
-            mem.meter_request(prep.messages, prep.tools, question)
+            fitted(mem, window, prep, remake, question)
         messages, tools = prep.messages, prep.tools
         settings = LoopSettings(
             max_recalls=self.max_recalls + len(records), offer_recall=mode.tool,
@@ -308,7 +306,8 @@ class PagedChat:
             if not refit(mem, error, prep.messages, prep.tools, known=self._windows,
                          model=self.model.spec):
                 return None  # not the model's window, or nothing left to evict
-            return remake()
+            made = remake()
+            return list(made.messages), [dict(t) for t in made.tools]
 
         async for event in run_recall_loop(mem, messages, tools, settings, call,
                                            records=records, usage=usage, trace=tr,

@@ -26,16 +26,17 @@ from __future__ import annotations
 import json
 import logging
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from copage.core.tokens import get_tokenizer
 from copage.llm.errors import overflow_of
 from copage.memory import PagedMemory
+from copage.session.prepare import Prepared
 
-__all__ = ["REFITS", "SHARE", "TRIGGER", "KnownWindows", "Window", "fit_known", "overflow_of",
-           "refit", "request_tokens", "window_of"]
+__all__ = ["REFITS", "SHARE", "TRIGGER", "KnownWindows", "Window", "fit_known", "fitted",
+           "overflow_of", "refit", "request_tokens", "window_of"]
 
 log = logging.getLogger("copage.overflow")
 
@@ -124,6 +125,17 @@ def fit_known(mem: PagedMemory, window: Window | None, messages: Sequence[Mappin
     if ours * window.ratio <= TRIGGER * window.tokens:
         return False
     return _down(mem, ours, SHARE * window.tokens / window.ratio)
+
+
+def fitted(mem: PagedMemory, window: Window, prep: Prepared, remake: Callable[[], Prepared],
+           question: str | None = None) -> Prepared:
+    """The request to send a model whose ``window`` is known, from ``prep`` (prepared
+    unmetered): paged down and prepared again (``remake``) when it would not fit
+    (:func:`fit_known`), then metered as it is sent (``question``: the turn's)."""
+    if fit_known(mem, window, prep.messages, prep.tools):
+        prep = remake()
+    mem.meter_request(prep.messages, prep.tools, question)
+    return prep
 
 
 def request_tokens(tokenizer: str, messages: Sequence[Mapping[str, Any]],

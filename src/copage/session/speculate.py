@@ -54,7 +54,7 @@ from typing import Any
 
 from copage.core import prompt
 from copage.core.dense_rank import DenseRanker
-from copage.core.passages import expand, pick, runs_of
+from copage.core.passages import SCAN, expand, pick, runs_of
 from copage.core.text import query_terms
 from copage.core.tokens import get_tokenizer
 from copage.core.types import PageId, page_id, page_index
@@ -121,7 +121,6 @@ _ASKING = re.compile(
 _FIRST_WORD = re.compile(r"[a-z']+")
 _FIRST_PERSON = re.compile(r"\b(?:i|me|my|mine|myself|i'm|i've|i'd|i'll)\b")
 _SLACK = 16  # pages counted apart can exceed their joined text's count by a few tokens
-_SCAN = 4096  # BM25-ranked passages given to the meaning channel's fused order
 
 
 @dataclass(frozen=True, slots=True)
@@ -372,12 +371,12 @@ class Speculator:
         allowed = {page_index(p) for p in pager.evicted}
         terms = expand(index, query_terms(message))
         first: list[int] = []
-        ranked = None
-        if dense and self.dense is not None:
-            both = self.dense.fused(index, message, allowed, index.top(terms, _SCAN)) if (
-                self.dense.weight) else None
-            first, ranked = both if both is not None else (
-                self.dense.top(index, message, allowed), None)
+        ranked: list[tuple[int, float]] | None = None
+        if dense and self.dense is not None and self.dense.weight:
+            first, ranked = self.dense.fused(index, message, allowed,
+                                             index.top(terms, SCAN)) or ([], None)
+        elif dense and self.dense is not None:
+            first = self.dense.top(index, message, allowed)
         shown = pick(index, terms, allowed, allowance, cost, relative=self.relative,
                      max_pages=self.pages, first=first, ranked=ranked)
         while shown:

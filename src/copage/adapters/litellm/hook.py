@@ -62,7 +62,7 @@ from copage.session.drive import in_thread
 from copage.session.fill_settings import DEFAULT_DENSE, resolve_dense
 from copage.session.modes import RecallMode, parse_mode
 from copage.session.opening import Conversations
-from copage.session.overflow import KnownWindows, fit_known, request_tokens, window_of
+from copage.session.overflow import KnownWindows, fitted, request_tokens, window_of
 from copage.session.prepare import Prepared, prepare
 from copage.session.prompts import join_system
 from copage.session.speculate import DEFAULT_THRESHOLD, DEFAULT_TOKENS, Speculator
@@ -432,9 +432,7 @@ class CopageHook(CustomLogger):
 
         prep = made(window is None)
         if window is not None:
-            if fit_known(mem, window, prep.messages, prep.tools):
-                prep = made(False)
-            mem.meter_request(prep.messages, prep.tools)
+            prep = fitted(mem, window, prep, lambda: made(False))
         tr.set(**{"turn.resident_pages": len(mem.resident)} if tr.enabled else {})
         return prep.messages
 
