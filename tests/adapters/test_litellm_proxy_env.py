@@ -37,6 +37,7 @@ def test_off_is_off_and_unset_is_off_without_the_model_files(
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     monkeypatch.delenv("COPAGE_DENSE_MODEL", raising=False)
     monkeypatch.setattr(copage.dense.model_files, "_package_dir", lambda: None)
+    monkeypatch.setattr(copage.dense.model_files, "bundled_dir", lambda: tmp_path / "none")
     assert from_env(ENV).speculator.dense is None  # the default, no files installed
     env = dict(os.environ)
     env.update(ENV, COPAGE_DENSE="off", LITELLM_LOCAL_MODEL_COST_MAP="True",

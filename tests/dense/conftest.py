@@ -1,7 +1,7 @@
 """Fixtures of the dense encoder's tests.
 
-Tests that need the real model files skip when :func:`copage.dense.find_model` finds
-none, and FAIL instead when ``COPAGE_REQUIRE_DENSE=1`` (CI, after ``copage dense
+Tests that need the real full-precision model files skip when :func:`copage.dense.find_model`
+finds none (or only the int8 copy bundled with copage), and FAIL instead when ``COPAGE_REQUIRE_DENSE=1`` (CI, after ``copage dense
 fetch``). Locally: ``COPAGE_DENSE_MODEL=/path/to/model pytest tests/dense``.
 """
 
@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from copage.dense import MiniLM, ModelMissing, find_model, load_encoder
+from copage.dense.model_files import bundled_dir
 
 
 def unavailable(reason: str) -> None:
@@ -25,12 +26,18 @@ def unavailable(reason: str) -> None:
 
 @pytest.fixture(scope="session")
 def model_dir() -> Path:
-    """The real all-MiniLM-L6-v2 folder (skipped, or failed under COPAGE_REQUIRE_DENSE=1)."""
+    """The real all-MiniLM-L6-v2 folder with its full-precision weights, as ``copage
+    dense fetch`` puts them (skipped, or failed under COPAGE_REQUIRE_DENSE=1, when only
+    the int8 copy bundled with copage is there: tests/dense/test_bundled.py tests that)."""
     try:
-        return find_model()
+        folder = find_model()
     except ModelMissing as e:
         unavailable(str(e))
         raise  # unreachable: unavailable() skips or fails
+    if folder == bundled_dir():
+        unavailable("only the int8 model bundled with copage is here (`copage dense fetch` "
+                    "puts the full-precision one)")
+    return folder
 
 
 @pytest.fixture(scope="session")

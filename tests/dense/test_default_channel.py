@@ -23,6 +23,7 @@ from copage.llm.scripted import ScriptedModel
 from copage.session import PagedChat
 from copage.session.fill_settings import resolve_dense
 
+REAL_BUNDLED_DIR = mf.bundled_dir
 FACT = "Penicillin gives me a terrible rash, I found that out as a kid."
 QUESTION = "Which antibiotic should my doctor avoid prescribing for me?"
 FILLER = [
@@ -40,6 +41,7 @@ def no_model(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.delenv("COPAGE_DENSE_MODEL", raising=False)
     monkeypatch.delenv("COPAGE_DENSE", raising=False)
     monkeypatch.setattr(mf, "_package_dir", lambda: None)
+    monkeypatch.setattr(mf, "bundled_dir", lambda: tmp_path / "no-bundle")
     monkeypatch.setattr(default_channel, "_said", set())
     return tmp_path
 
@@ -112,25 +114,38 @@ def test_copage_dense_wait_bounds_the_librarys_wait(with_model: Path,
         resolve_dense(3)  # type: ignore[arg-type]
 
 
+def _prompt_after_300_turns(fill: FillSettings | None) -> str:
+    """What the model is sent for QUESTION, FACT said once 300 turns before (evicted)."""
+    mem = PagedMemory(budget_tokens=3000, budget_floor=1000)
+    mem.add("user", FACT)
+    mem.add("assistant", "Thanks for telling me, I'll keep that in mind.")
+    for i in range(300):
+        mem.add("user" if i % 2 == 0 else "assistant", FILLER[i % len(FILLER)] + f" ({i})")
+    assert mem.evicted
+    model = ScriptedModel(name="recorder")
+    model.reply("ok")
+    chat = PagedChat(mem, model) if fill is None else PagedChat(mem, model, fill=fill)
+    chat.send_sync(QUESTION)
+    return " ".join(str(m.get("content")) for m in model.requests[-1].messages)
+
+
 def test_paged_chat_at_its_defaults_brings_back_a_fact_asked_in_other_words(
         with_model: Path) -> None:
     """The user's first test of a memory, at the defaults but for a small budget: a fact
     said once, evicted long ago, asked in words it shares none with."""
-    def run(fill: FillSettings | None) -> str:
-        mem = PagedMemory(budget_tokens=3000, budget_floor=1000)
-        mem.add("user", FACT)
-        mem.add("assistant", "Thanks for telling me, I'll keep that in mind.")
-        for i in range(300):
-            mem.add("user" if i % 2 == 0 else "assistant", FILLER[i % len(FILLER)] + f" ({i})")
-        assert mem.evicted
-        model = ScriptedModel(name="recorder")
-        model.reply("ok")
-        chat = PagedChat(mem, model) if fill is None else PagedChat(mem, model, fill=fill)
-        chat.send_sync(QUESTION)
-        return " ".join(str(m.get("content")) for m in model.requests[-1].messages)
+    assert "Penicillin" in _prompt_after_300_turns(None)  # the defaults
+    assert "Penicillin" not in _prompt_after_300_turns(FillSettings(dense="off"))
 
-    assert "Penicillin" in run(None)  # the defaults
-    assert "Penicillin" not in run(FillSettings(dense="off"))  # BM25 alone cannot
+
+def test_right_after_pip_install_the_bundled_model_brings_the_fact_back(
+        no_model: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Nothing fetched: the int8 model inside the package is the default channel."""
+    monkeypatch.setattr(mf, "bundled_dir", REAL_BUNDLED_DIR)  # no_model took it away
+    monkeypatch.setattr(default_channel, "_memo", {})
+    ranker = default_ranker()
+    assert ranker is not None and ranker.encoder.model == REAL_BUNDLED_DIR()  # type: ignore[attr-defined]
+    assert "Penicillin" in _prompt_after_300_turns(None)
+    assert "Penicillin" not in _prompt_after_300_turns(FillSettings(dense="off"))
 
 
 def test_damaged_files_warn_and_leave_the_default_off(

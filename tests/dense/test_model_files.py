@@ -23,10 +23,11 @@ def fake_model(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """The fake files' hashes are the expected ones; no env, cache or package is seen."""
     monkeypatch.setattr(mf, "REQUIRED_SHA256", {
         n: hashlib.sha256(FILES[n]).hexdigest() for n in mf.REQUIRED_SHA256})
-    monkeypatch.setattr(mf, "_verified", set())
+    monkeypatch.setattr(mf, "_verified", {})
     monkeypatch.delenv(mf.ENV_VAR, raising=False)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     monkeypatch.setattr(mf, "_package_dir", lambda: None)
+    monkeypatch.setattr(mf, "bundled_dir", lambda: tmp_path / "no-bundle")
 
 
 def _folder(path: Path, names: Any = mf.FETCHED) -> Path:

@@ -248,11 +248,11 @@ def meaning_channel() -> str:
     """Whether copage's default meaning channel is on in this process, for the report
     (the ``bookmark_recall+copage`` methods follow it; docs/dense.md)."""
     from copage.dense import ModelMissing
-    from copage.dense.default_channel import default_ranker
+    from copage.dense.default_channel import default_ranker, weights_of
 
     try:
-        on = default_ranker() is not None
+        ranker = default_ranker()
     except ModelMissing as e:
         return f"required but missing ({str(e).splitlines()[0]})"
-    return ("on (its model is installed; COPAGE_DENSE=off for BM25 alone)" if on
+    return (f"{weights_of(ranker)}; COPAGE_DENSE=off for BM25 alone" if ranker is not None
             else "off (COPAGE_DENSE=off, or no model: `copage dense fetch`)")

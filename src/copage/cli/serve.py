@@ -63,9 +63,10 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
                    help="tokens of the speculative fill per turn (default 1024)")
     g.add_argument("--dense", nargs="?", const="auto", metavar="MODEL_DIR",
                    help="require the fill's meaning channel for questions asked in other "
-                        "words (all-MiniLM-L6-v2, fetched once with `copage dense fetch`; "
+                        "words (all-MiniLM-L6-v2: bundled in int8, or fetched in full "
+                        "precision with `copage dense fetch`; "
                         "MODEL_DIR: its folder, default: where copage finds it). Without "
-                        "this flag it is on when the model's files are installed; "
+                        "this flag it is on when the model's files are there; "
                         "docs/dense.md")
     g.add_argument("--no-dense", dest="dense", action="store_const", const="off",
                    help="never use the meaning channel (also COPAGE_DENSE=off)")
@@ -144,8 +145,9 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as e:
         print(f"copage serve: {e}", file=sys.stderr)
         return 2
-    meaning = "on" if dense is not None else (
-        "off" if settings.dense is not None else "off (`copage dense fetch` turns it on)")
+    from copage.dense.default_channel import weights_of
+    meaning = weights_of(dense) if dense is not None or settings.dense is not None else \
+        "off (`copage dense fetch` turns it on)"
     if not settings.client_key:  # (a key the clients send is not known yet)
         check_model(settings.model, settings.upstream_key)
     logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr,

@@ -1,9 +1,10 @@
 """The sentence encoder of the fill's meaning channel: all-MiniLM-L6-v2 in numpy, for
 passages asked in other words.
 
-Nothing here needs torch or Hugging Face's ``tokenizers``; the weights (90 MB) are not
-shipped with copage but fetched once by ``copage dense fetch``, after which the channel
-is on by default (:mod:`copage.dense.default_channel`; docs/dense.md).
+Nothing here needs torch or Hugging Face's ``tokenizers``. The weights ship inside
+copage in int8 (23 MB, ``bundled/``), so the channel is on by default; ``copage dense
+fetch`` adds the full-precision ones (90 MB), preferred once there
+(:mod:`copage.dense.default_channel`; docs/dense.md).
 """
 
 from __future__ import annotations
@@ -20,13 +21,14 @@ from copage.dense.model_files import (
     FetchError,
     ModelDamaged,
     ModelMissing,
+    bundled_dir,
     fetch_model,
     find_model,
 )
 from copage.dense.wordpiece import WordPiece
 
 __all__ = ["MODEL_NAME", "EmbeddingCache", "FetchError", "MiniLM", "ModelDamaged",
-           "ModelMissing", "WordPiece", "default_cache_file", "fetch_model", "find_model",
+           "ModelMissing", "WordPiece", "bundled_dir", "default_cache_file", "fetch_model", "find_model",
            "load_encoder", "ranker"]
 
 _loaded: dict[str, MiniLM] = {}

@@ -1,9 +1,11 @@
 """copage's default meaning channel: on when the model's files are in place, else off.
 
-``copage dense fetch`` puts all-MiniLM-L6-v2's files in copage's cache folder once;
-from then on every fill (the library, the proxy, the adapters) adds its best passage by
-meaning for questions, unless told otherwise. Nothing is downloaded here: without the
-files the fill is BM25 only, as before, and a log line says how to turn the channel on.
+all-MiniLM-L6-v2 ships inside copage with int8 weights (``copage/dense/bundled``), so
+every fill (the library, the proxy, the adapters) ranks questions by meaning too from
+``pip install copage`` on, unless told otherwise; ``copage dense fetch`` puts the
+full-precision files in copage's cache folder, and they are preferred from then on.
+Nothing is downloaded here: without any files (a packager who strips the bundled copy)
+the fill is BM25 only, and a log line says how to turn the channel on.
 
 ``COPAGE_DENSE`` decides (read when the default is resolved):
 
@@ -36,13 +38,14 @@ from typing import TYPE_CHECKING
 
 from copage.core.dense_rank import DEFAULT_SLOTS, DenseRanker, TextVectors, check_wait
 from copage.dense.model_files import ENV_VAR as MODEL_ENV
-from copage.dense.model_files import ModelDamaged, ModelMissing, find_model
+from copage.dense.model_files import ModelDamaged, ModelMissing, describe, find_model
 
 if TYPE_CHECKING:
     import numpy as np
 
 __all__ = ["DEFAULT", "ENV_SWITCH", "OFF_WORDS", "ON_WORDS", "WAIT_SECONDS", "WAIT_VAR",
-           "LazyEncoder", "default_ranker", "dense_setting", "resolve", "wait_seconds"]
+           "LazyEncoder", "default_ranker", "dense_setting", "resolve", "wait_seconds",
+           "weights_of"]
 
 DEFAULT = "default"
 """The ``dense=`` value that stands for copage's default channel (``FillSettings``'s)."""
@@ -173,6 +176,16 @@ def default_ranker(setting: str | None = None, *, cache: bool = False,
             found = _memo[key] = DenseRanker(LazyEncoder(folder, cache=cache), DEFAULT_SLOTS,
                                              wait=how)
         return found
+
+
+def weights_of(ranker: DenseRanker | None) -> str:
+    """What a startup line or a report says of a channel: ``"off"``, ``"on
+    (all-MiniLM-L6-v2, int8, bundled with copage)"``, ``"on (all-MiniLM-L6-v2, full
+    precision)"``, or ``"on"`` for an encoder of the caller's own."""
+    if ranker is None:
+        return "off"
+    enc = ranker.encoder
+    return f"on ({describe(enc.model)})" if isinstance(enc, LazyEncoder) else "on"
 
 
 def resolve(dense: DenseRanker | str | None) -> DenseRanker | None:

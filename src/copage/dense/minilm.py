@@ -19,7 +19,7 @@ from copage.dense.model_files import MODEL_NAME
 from copage.dense.tensor_file import read_safetensors
 from copage.dense.wordpiece import WordPiece
 
-__all__ = ["BATCH_TOKENS", "FFN_ROWS", "MAX_LEN", "MiniLM"]
+__all__ = ["BATCH_TOKENS", "FFN_ROWS", "MAX_LEN", "QSCALE", "MiniLM", "dequantize"]
 
 MAX_LEN = 256
 """Word pieces per text, ``[CLS]`` and ``[SEP]`` included (the model's ``max_seq_length``)."""
@@ -66,6 +66,30 @@ def _layer_norm(x: np.ndarray, w: np.ndarray, b: np.ndarray, eps: float = 1e-12)
     return out
 
 
+QSCALE = ".qscale"
+"""The suffix of an int8 tensor's per-row scales (scripts/quantize-minilm.py)."""
+
+
+def dequantize(w: dict[str, np.ndarray], path: Path) -> dict[str, np.ndarray]:
+    """Weights with every int8 tensor ``n`` that has a ``n.qscale`` (one float32 per row)
+    widened to float32: ``n * n.qscale[:, None]``.
+
+    Raises:
+        ValueError: a scale without its tensor, or of the wrong shape.
+    """
+    out = {n: a for n, a in w.items() if not n.endswith(QSCALE)}
+    for n, scale in w.items():
+        if not n.endswith(QSCALE):
+            continue
+        base = n[: -len(QSCALE)]
+        q = out.get(base)
+        if q is None or q.ndim != 2 or q.dtype != np.int8 or scale.shape != (q.shape[0],):
+            raise ValueError(f"{path}: {n} of shape {scale.shape} does not scale an int8 "
+                             f"matrix named {base!r}")
+        out[base] = q.astype(np.float32) * scale.astype(np.float32)[:, None]
+    return out
+
+
 class MiniLM:
     """Sentence embeddings (unit rows of ``dim`` float32) from a model folder with
     ``config.json``, ``vocab.txt`` and ``model.safetensors``.
@@ -92,6 +116,9 @@ class MiniLM:
         self.max_len = max_len
         self.tokenizer = WordPiece.from_file(d / "vocab.txt")
         self.w = read_safetensors(d / "model.safetensors")
+        if any(n.endswith(QSCALE) for n in self.w):
+            self.w = dequantize(self.w, d / "model.safetensors")
+            self.name = f"{MODEL_NAME}-int8"  # its vectors differ: another cache key
         self._check_weights(d)
 
     def _check_weights(self, d: Path) -> None:

