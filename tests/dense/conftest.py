@@ -41,24 +41,32 @@ def model_dir() -> Path:
 
 
 @pytest.fixture(scope="session")
+def vocab_dir() -> Path:
+    """A folder with the model's ``vocab.txt``: the int8 copy bundled with copage, whose
+    vocabulary is the fetched model's (the same sha256), so the tokenizer's tests run
+    without a fetch."""
+    return bundled_dir()
+
+
+@pytest.fixture(scope="session")
 def encoder(model_dir: Path) -> MiniLM:
     return load_encoder(model_dir)
 
 
 @pytest.fixture(scope="session")
-def reference_tokenizer(model_dir: Path) -> Any:
+def reference_tokenizer(vocab_dir: Path) -> Any:
     """Hugging Face's ``tokenizers`` as the bench used it (a test-only reference: copage
     never imports it): the model's tokenizer.json when the folder has one, else the same
     pipeline built from vocab.txt (``copage dense fetch`` does not unpack tokenizer.json;
     both give the same ids on every string of test_wordpiece.py and every LoCoMo turn)."""
     tokenizers = pytest.importorskip(
         "tokenizers", reason="the reference tokenizer (package `tokenizers`) is not installed")
-    path = model_dir / "tokenizer.json"
+    path = vocab_dir / "tokenizer.json"
     if path.is_file():
         tok = tokenizers.Tokenizer.from_file(str(path))
     else:
         tok = tokenizers.BertWordPieceTokenizer(
-            str(model_dir / "vocab.txt"), clean_text=True, handle_chinese_chars=True,
+            str(vocab_dir / "vocab.txt"), clean_text=True, handle_chinese_chars=True,
             strip_accents=None, lowercase=True)
     tok.enable_truncation(256)
     tok.no_padding()

@@ -58,8 +58,8 @@ TRICKY = [
 ]
 
 
-def test_tricky_strings_match_the_reference(model_dir: Path, reference_tokenizer: Any) -> None:
-    wp = WordPiece.from_file(model_dir / "vocab.txt")
+def test_tricky_strings_match_the_reference(vocab_dir: Path, reference_tokenizer: Any) -> None:
+    wp = WordPiece.from_file(vocab_dir / "vocab.txt")
     refs = reference_tokenizer.encode_batch(TRICKY)
     diffs = [(t[:60], wp.encode(t), r.ids) for t, r in zip(TRICKY, refs) if wp.encode(t) != r.ids]
     assert diffs == []
@@ -87,11 +87,11 @@ def _boundary_code_points() -> list[int]:
     return sorted(cps)
 
 
-def test_each_character_class_matches_the_reference(model_dir: Path,
+def test_each_character_class_matches_the_reference(vocab_dir: Path,
                                                      reference_tokenizer: Any) -> None:
     """One character between two letters shows how it is read: dropped (control, mark),
     a word break (space), a word of its own (punctuation, CJK) or part of the word."""
-    wp = WordPiece.from_file(model_dir / "vocab.txt")
+    wp = WordPiece.from_file(vocab_dir / "vocab.txt")
     cps = _boundary_code_points()
     texts = [f"a{chr(c)}b" for c in cps]
     refs = reference_tokenizer.encode_batch(texts)
@@ -100,8 +100,8 @@ def test_each_character_class_matches_the_reference(model_dir: Path,
     assert len(cps) > 10_000
 
 
-def test_truncation_matches_the_reference(model_dir: Path, reference_tokenizer: Any) -> None:
-    wp = WordPiece.from_file(model_dir / "vocab.txt")
+def test_truncation_matches_the_reference(vocab_dir: Path, reference_tokenizer: Any) -> None:
+    wp = WordPiece.from_file(vocab_dir / "vocab.txt")
     text = "word " * 400
     assert len(wp.encode(text)) == 256 == len(reference_tokenizer.encode(text).ids)
     assert wp.encode(text, max_len=10) == [101] + [2773] * 8 + [102]
