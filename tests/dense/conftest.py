@@ -1,8 +1,9 @@
 """Fixtures of the dense encoder's tests.
 
-Tests that need the real full-precision model files skip when :func:`copage.dense.find_model`
-finds none (or only the int8 copy bundled with copage), and FAIL instead when ``COPAGE_REQUIRE_DENSE=1`` (CI, after ``copage dense
-fetch``). Locally: ``COPAGE_DENSE_MODEL=/path/to/model pytest tests/dense``.
+Tests that need the real full-precision model files skip when
+:func:`copage.dense.find_model` finds none (or only the int8 copy bundled with copage),
+and FAIL instead when ``COPAGE_REQUIRE_DENSE=1`` (CI, after ``copage dense fetch``).
+Locally: ``COPAGE_DENSE_MODEL=/path/to/model pytest tests/dense``.
 """
 
 from __future__ import annotations

@@ -4,6 +4,7 @@ fill's meaning channel on at the defaults."""
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -115,8 +116,14 @@ def test_copage_dense_check_reports_the_bundled_model(
 def test_the_wheel_carries_the_bundled_model(tmp_path: Path) -> None:
     """``pip install copage`` gets the model: built as a user's pip builds it (offline,
     the machine's setuptools)."""
+    tree = tmp_path / "tree"  # a copy, so the build leaves nothing in the checkout
+    shutil.copytree(ROOT / "src", tree / "src",
+                    ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+    for f in ("pyproject.toml", "README.md", "LICENSE"):
+        if (ROOT / f).is_file():
+            shutil.copyfile(ROOT / f, tree / f)
     r = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps",
-                        "--no-build-isolation", "-q", "-w", str(tmp_path), str(ROOT)],
+                        "--no-build-isolation", "-q", "-w", str(tmp_path), str(tree)],
                        capture_output=True, text=True, timeout=600, check=False)
     assert r.returncode == 0, r.stderr[-2000:]
     (wheel,) = tmp_path.glob("copage-*.whl")

@@ -76,7 +76,8 @@ def _check(args: argparse.Namespace) -> int:
     got = (float(E[0] @ E[1]), float(E[0] @ E[2]), float(E[1] @ E[2]))
     kind = "int8" if enc.name.endswith("-int8") else "full"
     ok = all(abs(g - r) < CARD_TOLERANCE[kind] for g, r in zip(got, CARD_COSINES))
-    print(f"model folder: {folder} ({'int8, bundled with copage' if kind == 'int8' else 'full precision'})")
+    weights = "int8, bundled with copage" if kind == "int8" else "full precision"
+    print(f"model folder: {folder} ({weights})")
     print("model card cosines (0-1, 0-2, 1-2): " + " ".join(f"{g:.4f}" for g in got)
           + f" (expected {' '.join(f'{r:.4f}' for r in CARD_COSINES)}: "
           + (f"ok within {CARD_TOLERANCE[kind]:g}" if ok else "DIFFERENT") + ")")

