@@ -41,6 +41,22 @@ def model_dir() -> Path:
     return folder
 
 
+@pytest.fixture
+def nothing_fetched(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """As right after ``pip install copage``: no cache folder, no package, no setting, the
+    default channel not made yet (the int8 model bundled with copage is still there)."""
+    from copage.dense import default_channel
+    from copage.dense import model_files as mf
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.delenv("COPAGE_DENSE_MODEL", raising=False)
+    monkeypatch.delenv("COPAGE_DENSE", raising=False)
+    monkeypatch.setattr(mf, "_package_dir", lambda: None)
+    monkeypatch.setattr(default_channel, "_memo", {})
+    monkeypatch.setattr(default_channel, "_said", set())
+    return tmp_path
+
+
 @pytest.fixture(scope="session")
 def vocab_dir() -> Path:
     """A folder with the model's ``vocab.txt``: the int8 copy bundled with copage, whose

@@ -32,32 +32,22 @@ QUESTIONS = [  # the i-th asks about the i-th statement, in other words
 ]
 
 
-@pytest.fixture
-def nothing_fetched(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """As right after ``pip install copage``: no cache folder, no package, no setting."""
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    monkeypatch.delenv("COPAGE_DENSE_MODEL", raising=False)
-    monkeypatch.delenv("COPAGE_DENSE", raising=False)
-    monkeypatch.setattr(mf, "_package_dir", lambda: None)
-    monkeypatch.setattr(default_channel, "_memo", {})
-
-
 def test_with_nothing_fetched_the_bundled_model_is_found_and_verified(
-        nothing_fetched: None) -> None:
+        nothing_fetched: Path) -> None:
     folder = find_model()
     assert folder == mf.bundled_dir() == (ROOT / "src/copage/dense/bundled").resolve()
     size = (folder / "model.safetensors").stat().st_size
     assert 20_000_000 < size < 26_000_000  # int8: a quarter of the 90 MB
 
 
-def test_the_bundled_model_turns_the_default_channel_on(nothing_fetched: None) -> None:
+def test_the_bundled_model_turns_the_default_channel_on(nothing_fetched: Path) -> None:
     ranker = default_channel.default_ranker()
     assert ranker is not None
     assert ranker.encoder.model == mf.bundled_dir()  # type: ignore[attr-defined]
 
 
 def test_a_fetched_model_is_preferred_to_the_bundled_one(
-        nothing_fetched: None, model_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        nothing_fetched: Path, model_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(mf, "_package_dir", lambda: model_dir)
     assert find_model() == model_dir
 
@@ -103,7 +93,7 @@ def test_dequantize_widens_int8_rows_and_refuses_stray_scales() -> None:
 
 
 def test_copage_dense_check_reports_the_bundled_model(
-        nothing_fetched: None, capsys: pytest.CaptureFixture[str]) -> None:
+        nothing_fetched: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from copage.cli.main import main
 
     assert main(["dense", "check"]) == 0
@@ -132,7 +122,7 @@ def test_the_wheel_carries_the_bundled_model(tmp_path: Path) -> None:
         assert f"copage/dense/bundled/{f}" in names
 
 
-def test_the_startup_line_and_the_report_name_the_weights(nothing_fetched: None) -> None:
+def test_the_startup_line_and_the_report_name_the_weights(nothing_fetched: Path) -> None:
     from copage.cli.bench import meaning_channel
     from copage.dense.default_channel import weights_of
 

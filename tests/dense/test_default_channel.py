@@ -16,14 +16,13 @@ import pytest
 
 from copage import FillSettings, PagedMemory
 from copage.core.dense_rank import DenseRanker
-from copage.dense import ModelMissing, default_channel
+from copage.dense import ModelMissing
 from copage.dense import model_files as mf
 from copage.dense.default_channel import LazyEncoder, default_ranker, dense_setting
 from copage.llm.scripted import ScriptedModel
 from copage.session import PagedChat
 from copage.session.fill_settings import resolve_dense
 
-REAL_BUNDLED_DIR = mf.bundled_dir
 FACT = "Penicillin gives me a terrible rash, I found that out as a kid."
 QUESTION = "Which antibiotic should my doctor avoid prescribing for me?"
 FILLER = [
@@ -35,15 +34,10 @@ FILLER = [
 
 
 @pytest.fixture
-def no_model(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """No model files anywhere copage looks (empty cache home, no package)."""
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    monkeypatch.delenv("COPAGE_DENSE_MODEL", raising=False)
-    monkeypatch.delenv("COPAGE_DENSE", raising=False)
-    monkeypatch.setattr(mf, "_package_dir", lambda: None)
-    monkeypatch.setattr(mf, "bundled_dir", lambda: tmp_path / "no-bundle")
-    monkeypatch.setattr(default_channel, "_said", set())
-    return tmp_path
+def no_model(nothing_fetched: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """No model files anywhere copage looks (nothing fetched, and no bundled copy)."""
+    monkeypatch.setattr(mf, "bundled_dir", lambda: nothing_fetched / "no-bundle")
+    return nothing_fetched
 
 
 @pytest.fixture
@@ -138,12 +132,10 @@ def test_paged_chat_at_its_defaults_brings_back_a_fact_asked_in_other_words(
 
 
 def test_right_after_pip_install_the_bundled_model_brings_the_fact_back(
-        no_model: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        nothing_fetched: Path) -> None:
     """Nothing fetched: the int8 model inside the package is the default channel."""
-    monkeypatch.setattr(mf, "bundled_dir", REAL_BUNDLED_DIR)  # no_model took it away
-    monkeypatch.setattr(default_channel, "_memo", {})
     ranker = default_ranker()
-    assert ranker is not None and ranker.encoder.model == REAL_BUNDLED_DIR()  # type: ignore[attr-defined]
+    assert ranker is not None and ranker.encoder.model == mf.bundled_dir()  # type: ignore[attr-defined]
     assert "Penicillin" in _prompt_after_300_turns(None)
     assert "Penicillin" not in _prompt_after_300_turns(FillSettings(dense="off"))
 
