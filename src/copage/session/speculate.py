@@ -14,23 +14,26 @@ at average length, scores about 1; a page matching only generic or a few of the
 terms scores near 0.
 
 The *fill* (:meth:`Speculator.plan`): when the best page's score reaches the
-message's threshold, pages are taken best first (ties: the older page) while they fit
-the allowance of ``tokens`` (the fill message's text, header included; a page that
-does not fit is skipped and smaller ones still tried), at most ``pages`` of them,
-each scoring at least ``relative`` times the best score, each optionally with
-``neighbours`` evicted pages on either side. Everything is deterministic.
+message's threshold, the fill shows, by default (``unit="passages"``), the evicted
+turns of the best passages of :mod:`copage.core.passages` (3 consecutive turns, the
+query widened by feedback words, :func:`copage.core.passages.expand`) while they fit
+the allowance of ``tokens``; with ``unit="pages"``, whole pages are taken best first
+(ties: the older page) while they fit (a page that does not fit is skipped and
+smaller ones still tried), at most ``pages`` of them, each scoring at least
+``relative`` times the best score, each optionally with ``neighbours`` evicted pages
+on either side. Everything is deterministic.
 
 The message's threshold (:meth:`Speculator.threshold_for`) is ``threshold`` x
-``question_factor`` when the message asks something back (``question_rule``, default
-:func:`asks_back`: a question in the first person singular, "What's my budget for the
-sofa?", or a request to be reminded) and ``threshold`` otherwise: such a question is
-where an earlier page is wanted, while most turns of a chat, statements or questions
-to the other party ("How was your weekend?"), would only turn the fill into new,
-uncached prompt. With ``whole``, such a question is shown every evicted page (the
-matching ones first) when they all fit the allowance, whatever their scores: early in
-a chat the evicted pages are few, and a question that paraphrases what it asks for
-shares no word with it. Chosen by held-out measurement (``docs/loop.md``, "The
-trigger").
+``question_factor`` (default 0: any shared word) when the message asks something
+(``question_rule``, default :func:`asks`: a question, or a request to be reminded)
+and ``threshold`` otherwise: since paging starts by budget, pages are evicted only
+from conversations that no longer fit, where a fill costs little beside the whole
+conversation, while most statements would only turn the fill into new, uncached
+prompt. With ``whole``, such a question is shown every evicted page (the matching
+ones first) when they all fit the allowance, whatever their scores: early in a
+paged chat the evicted pages are few, and a question that paraphrases what it asks
+for shares no word with it. Chosen by held-out measurement (``docs/loop.md``, "The
+trigger"; ``docs/retrieval.md``).
 
 With ``dense`` (a :class:`~copage.core.dense_rank.DenseRanker`), a message the
 question rule holds for is also offered the passage closest to it in meaning, before

@@ -17,9 +17,9 @@ LLM-free view of a probe, with no look at the gold evidence (the steps of the
 variant's recall mode, in the order :class:`PagedChat` runs them):
 
 1. ``speculative`` variants: the system's speculative fill
-   (:class:`~copage.session.Speculator`, the code of a real run) shows the evicted
-   pages whose full text best matches the question (BM25, best first, the first
-   above the threshold) while they fit the fill allowance the budget plan gives it
+   (:class:`~copage.session.Speculator`, the code of a real run) shows the turns of
+   the evicted passages that best match the question (docs/retrieval.md) while they
+   fit the fill allowance the budget plan gives it
    (:attr:`BookmarkConversation.fill`), in one message just before the question;
    they are not made resident, always.
 2. ``choose`` variants: the ``choose`` reader (:mod:`.readers`) picks a page from
