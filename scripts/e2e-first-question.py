@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import json
 import sys
 import tempfile
@@ -40,11 +41,9 @@ def chat(path: str, n_turns: int) -> list[dict[str, str]]:
     """The fact, ``n_turns`` turns of the file's conversations, then the question."""
     out = [{"role": "user", "content": FACT},
            {"role": "assistant", "content": "Good to know, thanks for telling me."}]
-    for conv in load_dataset(path, seed=0).conversations:
-        for t in conv.turns:
-            if len(out) - 2 >= n_turns:
-                break
-            out.append({"role": "user" if len(out) % 2 == 0 else "assistant", "content": t.text})
+    turns = (t for conv in load_dataset(path, seed=0).conversations for t in conv.turns)
+    for t in itertools.islice(turns, n_turns):
+        out.append({"role": "user" if len(out) % 2 == 0 else "assistant", "content": t.text})
     if out[-1]["role"] == "user":
         out.append({"role": "assistant", "content": "I see."})
     return [*out, {"role": "user", "content": QUESTION}]

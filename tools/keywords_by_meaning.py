@@ -32,20 +32,16 @@ from bench_keywords import loco
 from copage.core.keywords import EXTRACTORS
 from copage.core.keywords.askable import AskableExtractor
 from copage.core.keywords.contrast import ContrastExtractor
-from copage.dense.minilm import MiniLM
-from copage.dense.model_files import find_model
+from copage.dense import load_encoder
 
 _vectors: dict[str, np.ndarray] = {}
-_encoder: list[MiniLM] = []
 
 
 def embed(texts: list[str]) -> np.ndarray:
     """Unit rows of ``texts``, each text encoded once per process."""
-    if not _encoder:
-        _encoder.append(MiniLM(find_model()))
     missing = sorted({t for t in texts if t not in _vectors})
     if missing:
-        for text, row in zip(missing, _encoder[0].encode(missing, batch=64), strict=True):
+        for text, row in zip(missing, load_encoder().encode(missing, batch=64), strict=True):
             _vectors[text] = row
     return np.stack([_vectors[t] for t in texts])
 
