@@ -14,6 +14,7 @@ than the fact). Each client runs at copage's defaults:
   paging budget), then ``search_pages`` with the question, twice (20 s apart: the
   search by meaning reads the turns in the background).
 
+    pip install 'copage[server,langchain,agents,mcp]' langchain-openai
     python scripts/e2e-first-question.py LOCOMO.json --proxy 8787 --model-server 8091
 
 A real model server (``scripts/serve-qwen.sh``) answers; with SmolLM2 it proves the
