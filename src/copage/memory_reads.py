@@ -4,7 +4,7 @@ bookmarks, searches and stats, none of which changes the conversation."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -23,14 +23,17 @@ __all__ = ["MemoryReads", "SearchHit"]
 
 @dataclass(frozen=True, slots=True)
 class SearchHit:
-    """An evicted page matching a query: its id, score and bookmark. ``by_meaning``:
+    """A closed page matching a query: its id, score and bookmark. ``by_meaning``:
     found by the meaning channel (docs/dense.md), ``score`` then the cosine of its
-    closest turn with the query; else ``score`` is the page's BM25 score."""
+    closest turn with the query; else ``score`` is the page's BM25 score. ``resident``:
+    the page is resident (in the prompt :meth:`MemoryReads.context` builds), so the
+    model has it without a recall."""
 
     page: PageId
     score: float
     bookmark: Bookmark
     by_meaning: bool = False
+    resident: bool = False
 
 
 class MemoryReads:
@@ -134,11 +137,19 @@ class MemoryReads:
         return {p.id: self.pager.bookmark(p.id) for p in self.pager.pages}
 
     def search(self, query: str, limit: int = 5, *,
-               dense: DenseRanker | str | None = "default") -> list[SearchHit]:
-        """Evicted pages ranked by BM25 against ``query``, best first (ties: older page),
-        and, with the meaning channel, the page of the evicted turn closest in meaning to
+               dense: DenseRanker | str | None = "default",
+               include_resident: bool = True) -> list[SearchHit]:
+        """The closed pages ranked by BM25 against ``query``, best first (ties: older
+        page), and, with the meaning channel, the page of the turn closest in meaning to
         ``query`` when BM25 did not rank it: added last, in the last place if the list is
         full (``by_meaning``), as the fill gives the channel one place.
+
+        ``include_resident``: search every closed page, resident or evicted (the
+        default: what was said is found whether or not paging has started; a hit's
+        ``resident`` says whether the prompt already holds it; IDF over every closed
+        page); False: the evicted pages only (what a recall would add; IDF over them,
+        the index the fill and the recall tool read). The open page (turns not yet
+        closed into a page) is not searched.
 
         ``dense``: the meaning channel, as ``FillSettings.dense`` takes it: ``"default"``
         (on when its model's files are installed, unless ``COPAGE_DENSE=off``), None or
@@ -151,14 +162,20 @@ class MemoryReads:
         self._live()
         if limit < 1:
             raise ValueError(f"limit must be >= 1, got {limit}")
-        if not self.pager.evicted:
+        resident = {page_index(p) for p in self.pager.resident}
+        pool = ({p.index for p in self.pager.pages} if include_resident
+                else {page_index(p) for p in self.pager.evicted})
+        if not pool:
             return []
+        index = self.pager.closed_index if include_resident else self.pager.evicted_index
         terms = list(query_terms(query))
-        hits = [SearchHit(page_id(i), score, self.pager.bookmark(page_id(i)))
-                for i, score in (self.pager.evicted_index.top(terms, limit) if terms else [])]
-        meaning = closest_evicted(self.pager, query, dense)
+        hits = [SearchHit(page_id(i), score, self.pager.bookmark(page_id(i)),
+                          resident=i in resident)
+                for i, score in (index.top(terms, limit) if terms else [])]
+        meaning = closest_page(self.pager, query, dense, pool)
         if meaning is not None and all(h.page != meaning[0] for h in hits):
-            hit = SearchHit(meaning[0], meaning[1], self.pager.bookmark(meaning[0]), True)
+            hit = SearchHit(meaning[0], meaning[1], self.pager.bookmark(meaning[0]), True,
+                            page_index(meaning[0]) in resident)
             hits = [*hits[:limit - 1], hit]
         return hits
 
@@ -188,17 +205,17 @@ class MemoryReads:
         return stats
 
 
-def closest_evicted(pager: Pager, query: str, dense: DenseRanker | str | None
-                    ) -> tuple[PageId, float] | None:
-    """The evicted page of the turn closest in meaning to ``query``, and its cosine
-    (None: no channel, nothing evicted, or an empty query)."""
-    if dense is None or not query.strip() or not pager.evicted:
+def closest_page(pager: Pager, query: str, dense: DenseRanker | str | None,
+                 pages: Collection[int]) -> tuple[PageId, float] | None:
+    """The page among ``pages`` (closed page indices) of the turn closest in meaning to
+    ``query``, and its cosine (None: no channel, no page, or an empty query)."""
+    if dense is None or not query.strip() or not pages:
         return None
     ranker = resolve(dense)
     if ranker is None:
         return None
     index = pager.passages
-    cos = ranker.cosines(index, query, {page_index(p) for p in pager.evicted})
+    cos = ranker.cosines(index, query, pages)
     if cos is None or not np.isfinite(cos).any():
         return None
     best = int(np.argmax(cos))

@@ -63,7 +63,7 @@ async def test_append_starts_the_embedding_and_search_waits_a_bounded_time() -> 
         waited = time.monotonic() - t0
         assert waited < 10  # bounded (0.3 s asked), not until the gate opens
         assert "still reading this conversation's 202 turns" in first
-        assert "(cosine" not in first and first.startswith("No evicted page")  # words alone
+        assert "(cosine" not in first and first.startswith("No page of")  # words alone
         enc.gate.set()
         deadline = time.monotonic() + 20
         while ranker.busy and time.monotonic() < deadline:

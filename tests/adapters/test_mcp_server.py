@@ -60,6 +60,12 @@ async def test_append_list_recall_search_and_resource() -> None:
         found = text(await c.call_tool("search_pages", {"conversation": "me",
                                                         "query": "dentist appointment"}))
         assert found.splitlines()[1].startswith("[p3:")
+        cat = text(await c.call_tool("search_pages", {"conversation": "me", "query": "Biscuit"}))
+        assert cat.splitlines()[1].startswith("[p5:") and cat.splitlines()[1].endswith(
+            "(resident)")  # resident pages are searched too: the client holds none of them
+        assert text(await c.call_tool("search_pages", {
+            "conversation": "me", "query": "Biscuit", "include_resident": False})).startswith(
+            "No evicted page of 'me' matches")
 
         page = text(await c.call_tool("recall_page", {"conversation": "me", "page": "p1"}))
         assert "locker code is 4471" in page and page.startswith('<page id="p1">')
@@ -128,3 +134,20 @@ async def test_tenants_see_only_their_conversations() -> None:
         assert "No conversation" in text(await b.call_tool("list_conversations", {}))
         r = await b.call_tool("recall_page", {"conversation": "shared-name", "page": "p1"})
         assert r.is_error and "unknown conversation" in text(r)
+
+
+async def test_at_the_default_paging_a_short_conversation_is_listed_and_searched() -> None:
+    """At the server's default paging nothing is evicted while the conversation fits the
+    budget; its pages are listed and searched all the same (the client holds none)."""
+    pool = ConversationPool(None, PagerConfig(keywords="heuristic"))
+    async with Client(_server(pool)) as c:
+        await c.call_tool("append_turns", {"conversation": "me", "turns": TURN_ARGS})
+        listed = text(await c.call_tool("list_bookmarks", {"conversation": "me"}))
+        assert "0 evicted" in listed and "[p1:" in listed and "(resident)" in listed
+        found = text(await c.call_tool("search_pages", {"conversation": "me",
+                                                        "query": "gym locker"}))
+        assert found.startswith("Pages of 'me' matching")
+        mem = PagedMemory(store=pool.store, conversation_id="me", create=False)
+        locker = next(p.id for p in mem.pages if "locker code is 4471" in p.text)
+        best = found.splitlines()[1]
+        assert best.startswith(f"[{locker}:") and best.endswith("(resident)")

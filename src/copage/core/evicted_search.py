@@ -38,6 +38,8 @@ class EvictedSearch:
     def __init__(self) -> None:
         self.evicted: BM25Index[int] | None = None  # built on first search
         self.passages: PassageIndex | None = None  # built on first fill
+        self.closed: BM25Index[int] | None = None  # built on first search of every page
+        self._closed_pages: list[Page] = []
 
     def evicted_index(self, pages: Sequence[Page], evicted: Collection[int]) -> BM25Index[int]:
         """BM25 over the ``evicted`` pages' text, keyed by page index (built on first use)."""
@@ -47,6 +49,21 @@ class EvictedSearch:
                 index.add(idx, index_terms(pages[idx].text))
             self.evicted = index
         return self.evicted
+
+    def closed_index(self, pages: Sequence[Page]) -> BM25Index[int]:
+        """BM25 over every closed page's text, keyed by page index: pages closed since the
+        last call are added; if a page seen before was taken back or replaced, the index
+        is rebuilt (as :meth:`PassageIndex.sync` does)."""
+        seen = self._closed_pages
+        n = len(seen)
+        if self.closed is None or n > len(pages) or any(
+                pages[i] is not seen[i] for i in range(max(0, n - 1), n)):
+            self.closed, seen, n = BM25Index(), [], 0
+            self._closed_pages = seen
+        for page in pages[n:]:
+            self.closed.add(page.index, index_terms(page.text))
+            seen.append(page)
+        return self.closed
 
     def passage_index(self, pages: Sequence[Page]) -> PassageIndex:
         """The passage index, brought up to date with the closed ``pages``."""

@@ -217,6 +217,12 @@ class Pager:
         return self.search.evicted_index(self.pages, self._evicted_set)
 
     @property
+    def closed_index(self) -> BM25Index[int]:
+        """BM25 over every closed page's full text, keyed by page index (a search of the
+        whole memory), built on first use and brought up to date on every use."""
+        return self.search.closed_index(self.pages)
+
+    @property
     def passages(self) -> PassageIndex:
         """BM25 over overlapping passages of the closed pages' turns
         (:class:`~copage.core.passages.PassageIndex`: the speculative fill's unit), built

@@ -73,7 +73,7 @@ def append_turns(pool: ConversationPool, tenant: str, conversation: str,
                  turns: Sequence[tuple[str, str]], *, dense: DenseRanker | None = None) -> str:
     """Append ``(role, text)`` turns (one atomic change); creates the conversation.
 
-    With ``dense`` (the meaning channel) and pages evicted, the closed turns not yet
+    With ``dense`` (the meaning channel) and pages closed, the closed turns not yet
     embedded start being embedded in the background (nothing waits for it), so a later
     :func:`search_pages` finds them ready instead of embedding a long history itself.
     """
@@ -106,7 +106,7 @@ def append_turns(pool: ConversationPool, tenant: str, conversation: str,
         if newly:
             out += ("\nPages evicted by this call (recall_page reads one):\n"
                     + "\n".join(mem.bookmark(p).text for p in newly))
-        if dense is not None and mem.evicted:
+        if dense is not None and mem.pages:
             _embed(dense, mem, 0.0)
     return out
 
@@ -143,10 +143,12 @@ def list_bookmarks(pool: ConversationPool, tenant: str, conversation: str,
 
 
 def bookmarks_text(mem: PagedMemory, *, include_resident: bool = False) -> str:
-    """The text of :func:`list_bookmarks` (also the bookmarks resource)."""
+    """The text of :func:`list_bookmarks` (also the bookmarks resource). While no page is
+    evicted (at the default paging budget, a conversation of up to thousands of turns)
+    every closed page is listed, marked resident: an MCP client holds none of them."""
     books = mem.bookmarks()
     head = f"Conversation {mem.conversation_id!r}: {_counts(mem)}."
-    if include_resident:
+    if include_resident or not mem.evicted:
         lines = [books[p.id].text + ("  (resident)" if p.id in mem.resident else "")
                  for p in mem.pages]
         body = ("Bookmarks of all pages:\n" + "\n".join(lines)) if lines else \
@@ -184,11 +186,14 @@ def recall_page(pool: ConversationPool, tenant: str, conversation: str, page: ob
 
 
 def search_pages(pool: ConversationPool, tenant: str, conversation: str, query: str,
-                 limit: int = 5, *, dense: DenseRanker | None = None,
-                 wait: float = WAIT_SECONDS) -> str:
-    """Evicted pages ranked by BM25 against ``query`` (and, with the meaning channel
+                 limit: int = 5, include_resident: bool = True, *,
+                 dense: DenseRanker | None = None, wait: float = WAIT_SECONDS) -> str:
+    """Closed pages ranked by BM25 against ``query`` (and, with the meaning channel
     ``dense``, the one closest in meaning: :meth:`PagedMemory.search`): bookmarks and
-    scores, no text.
+    scores, no text. Every closed page by default, resident ones marked: an MCP client
+    holds none of copage's resident pages, and at the default paging budget a
+    conversation of thousands of turns has none evicted. ``include_resident=False``:
+    the evicted pages only.
 
     The channel needs the conversation's closed turns embedded; the call waits at most
     ``wait`` seconds for that (a client's request timeout is often 60 s, and a history
@@ -202,21 +207,27 @@ def search_pages(pool: ConversationPool, tenant: str, conversation: str, query: 
     if not query.strip():
         raise ToolInputError("query is empty: give a few distinctive words (names, numbers, "
                              "places) expected on the page.")
+    what = "page" if include_resident else "evicted page"
     try:
         with pool.use(cid, tenant=tenant) as mem:
-            ready = _embed(dense, mem, wait) if dense is not None and mem.evicted else None
+            some = mem.pages if include_resident else mem.evicted
+            ready = _embed(dense, mem, wait) if dense is not None and some else None
             pending = PENDING.format(turns=len(mem.turns)) if ready is False else ""
-            hits = mem.search(query, limit=limit, dense=dense if ready else None)
+            hits = mem.search(query, limit=limit, dense=dense if ready else None,
+                              include_resident=include_resident)
             if not hits:
-                where = "no page is evicted yet" if not mem.evicted else \
-                    "list_bookmarks shows every evicted page"
-                return f"No evicted page of {cid!r} matches {query[:80]!r} ({where}).{pending}"
+                where = (f"no {what} is closed yet" if include_resident else
+                         "no page is evicted yet") if not some else \
+                    "list_bookmarks shows every " + ("page with include_resident"
+                                                     if include_resident else "evicted page")
+                return f"No {what} of {cid!r} matches {query[:80]!r} ({where}).{pending}"
             lines = [f"{h.bookmark.text}  " + (f"closest in meaning (cosine {h.score:.2f})"
                                                 if h.by_meaning else f"score {h.score:.2f}")
+                     + ("  (resident)" if h.resident else "")
                      for h in hits]
     except ConversationNotFound:
         raise unknown_conversation(pool, tenant, cid) from None
-    return (f"Evicted pages of {cid!r} matching {query[:80]!r}, best first:\n"
+    return (f"{what.capitalize()}s of {cid!r} matching {query[:80]!r}, best first:\n"
             + "\n".join(lines) + "\nCall recall_page with a page id to read the page." + pending)
 
 
