@@ -162,7 +162,7 @@ def run_copage(trace: list[Step], config: PagerConfig, every: int) -> dict[str, 
             if page is not None:
                 text = mem.bookmarks()[page].text.lower()
                 named += any(name.lower() in text for name in step.names)
-            hits = mem.search(q, limit=1)
+            hits = mem.search(q, limit=1, include_resident=False)
             if hits:
                 mem.recall(hits[0].page)
                 paged_in += _shown(mem, q, step.needle)
