@@ -10,9 +10,10 @@ than the fact). Each client runs at copage's defaults:
 * ``langchain``: ``create_agent`` with ``CopageMiddleware`` and ``ChatOpenAI`` against
   the model server; prints, per model call, whether "Porto" is in what was sent;
 * ``agents``: the OpenAI Agents SDK with ``CopageSession`` and its ``run_config()``;
-* ``mcp``: ``copage mcp`` over stdio with the SDK's client, 2,400 turns (past the
-  paging budget), then ``search_pages`` with the question, twice (20 s apart: the
-  search by meaning reads the turns in the background).
+* ``mcp``: ``copage mcp`` over stdio with the SDK's client: the 300-turn chat (within
+  the paging budget: no page evicted), then 2,400 turns (past it), each followed by
+  ``search_pages`` with the question, twice (20 s apart: the search by meaning reads
+  the turns in the background).
 
     pip install 'copage[server,langchain,agents,mcp]' langchain-openai
     python scripts/e2e-first-question.py LOCOMO.json --proxy 8787 --model-server 8091
@@ -127,15 +128,17 @@ def agents(msgs: list[dict[str, str]], port: int) -> None:
         session = CopageSession("s", f"sqlite:///{tempfile.mkdtemp()}/ag.db")
         await session.add_items(msgs[:-1])  # type: ignore[arg-type]
         t0 = time.time()
-        r = await session.run(agent, QUESTION, run_config=session.run_config())
-        print(f"agents sdk: answer {str(r.final_output)[:100]!r} ({time.time() - t0:.1f} s)")
+        try:
+            r = await session.run(agent, QUESTION, run_config=session.run_config())
+            print(f"agents sdk: answer {str(r.final_output)[:100]!r} ({time.time() - t0:.1f} s)")
+        finally:
+            await client.close()  # inside the loop: not left to the garbage collector
     asyncio.run(run())
 
 
 def mcp(path: str) -> None:
     from mcp import Client, StdioServerParameters
 
-    turns = chat(path, 2398)[:-1]
     db = f"{tempfile.mkdtemp()}/mcp.db"
     server = StdioServerParameters(command=sys.executable,
                                    args=["-m", "copage.cli.main", "mcp", "--store", f"sqlite://{db}"])
@@ -145,15 +148,19 @@ def mcp(path: str) -> None:
 
     async def run() -> None:
         async with Client(server) as client:
-            for i in range(0, len(turns), 500):
-                r = await client.call_tool("append_turns", {"conversation": "c",
-                                                            "turns": turns[i:i + 500]})
-                print(text(r).splitlines()[0])
-            for wait in (0, 20):
-                await asyncio.sleep(wait)
-                t0 = time.time()
-                r = await client.call_tool("search_pages", {"conversation": "c", "query": QUESTION})
-                print(f"search_pages after {wait} s more ({time.time() - t0:.1f} s):\n{text(r)}")
+            for cid, n in (("short", 300), ("long", 2398)):
+                turns = chat(path, n)[:-1]
+                for i in range(0, len(turns), 500):
+                    r = await client.call_tool("append_turns", {"conversation": cid,
+                                                                "turns": turns[i:i + 500]})
+                    print(text(r).splitlines()[0])
+                for wait in (0, 20):
+                    await asyncio.sleep(wait)
+                    t0 = time.time()
+                    r = await client.call_tool("search_pages", {"conversation": cid,
+                                                                "query": QUESTION})
+                    print(f"search_pages after {wait} s more ({time.time() - t0:.1f} s):\n"
+                          f"{text(r)}")
     asyncio.run(run())
 
 
