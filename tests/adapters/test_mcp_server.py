@@ -151,3 +151,27 @@ async def test_at_the_default_paging_a_short_conversation_is_listed_and_searched
         locker = next(p.id for p in mem.pages if "locker code is 4471" in p.text)
         best = found.splitlines()[1]
         assert best.startswith(f"[{locker}:") and best.endswith("(resident)")
+
+
+async def test_the_open_page_is_read_and_found() -> None:
+    """The turns not yet closed into a page: recall_page reads them by the id the open
+    page will take, search_pages names it when it holds the query's words."""
+    pool = ConversationPool(None, PagerConfig(**PAGING))
+    async with Client(_server(pool)) as c:
+        await c.call_tool("append_turns", {"conversation": "me", "turns": TURN_ARGS + [
+            {"role": "user", "content": "My sister Ana moved to Porto last spring."}]})
+        listed = text(await c.call_tool("list_bookmarks", {"conversation": "me"}))
+        assert "1 turn(s) in the open page p6 (recall_page reads it)." in listed
+        opened = text(await c.call_tool("recall_page", {"conversation": "me", "page": "p6"}))
+        assert opened.startswith("The open page p6 (the latest 1 turn(s)")
+        assert '<page id="p6">' in opened and "moved to Porto" in opened
+        found = text(await c.call_tool("search_pages", {"conversation": "me",
+                                                        "query": "Ana Porto"}))
+        assert found.startswith("No page of 'me' matches") and "open page p6" in found
+        found = text(await c.call_tool("search_pages", {"conversation": "me",
+                                                        "query": "Biscuit Porto"}))
+        assert found.splitlines()[1].startswith("[p5:") and "open page p6" in found
+        assert "open page" not in text(await c.call_tool("search_pages", {
+            "conversation": "me", "query": "Biscuit"}))
+        bad = await c.call_tool("recall_page", {"conversation": "me", "page": "p7"})
+        assert bad.is_error and "p6 is its open page" in text(bad)

@@ -14,7 +14,8 @@ from collections.abc import Sequence
 from copage.adapters._pool import ConversationPool
 from copage.core import prompt
 from copage.core.dense_rank import DenseRanker
-from copage.core.types import page_id, page_index, parse_page_arg
+from copage.core.text import index_terms, query_terms
+from copage.core.types import page_id, page_index, parse_page_arg, render_turns
 from copage.dense.default_channel import WAIT_SECONDS
 from copage.ids import CONVERSATION_ID_RULE, is_conversation_id
 from copage.memory import PagedMemory
@@ -27,6 +28,8 @@ ROLES = ("user", "assistant")
 
 log = logging.getLogger("copage.mcp")
 
+OPEN_PAGE = "The open page {page} (the latest {turns} turn(s), not closed into a page yet)"
+"""How the open page is named to the client (recall_page reads it by that id)."""
 PENDING = ("\n(The search by meaning is still reading this conversation's {turns:,} turns; "
            "search again in a minute to also get the page closest in meaning.)")
 
@@ -155,31 +158,40 @@ def bookmarks_text(mem: PagedMemory, *, include_resident: bool = False) -> str:
             "No page is closed yet."
     else:
         body = prompt.bookmarks_block([books[p].text for p in mem.evicted])
+    opened = len(mem.open_turns)
     tail = (f"Resident (recent) pages: {', '.join(mem.resident) or 'none'}; "
-            f"{len(mem.open_turns)} turn(s) in the open page.")
+            f"{opened} turn(s) in the open page"
+            + (f" {page_id(len(mem.pages))} (recall_page reads it)." if opened else "."))
     return f"{head}\n{body}\n{tail}"
 
 
 def recall_page(pool: ConversationPool, tenant: str, conversation: str, page: object) -> str:
-    """The full text of one closed page (``"p3"``, ``"3"`` or ``3``), framed as data.
+    """The full text of one closed page (``"p3"``, ``"3"`` or ``3``), framed as data; the
+    id the open page will take (one past the last closed page) reads the open page's
+    turns so far (an MCP client holds none of them either).
 
     Read-only: an MCP client holds none of copage's resident pages, so reading a page
     changes nothing stored (the page stays evicted, listed and searchable).
     """
     cid = check_conversation_id(conversation)
-    if parse_page_arg(page) is None:
+    idx = parse_page_arg(page)
+    if idx is None:
         raise ToolInputError(f"page must be a page id such as \"p3\" (or 3); got "
                              f"{str(page)[:40]!r}.")
     try:
         with pool.use(cid, tenant=tenant) as mem:
+            n = len(mem.pages)
+            if idx == n and mem.open_turns:
+                return (f"{OPEN_PAGE.format(page=page_id(n), turns=len(mem.open_turns))}:\n"
+                        + prompt.page_block(page_id(n), list(mem.open_turns)))
             try:
                 pg = mem.page(page)
             except KeyError:
-                n = len(mem.pages)
                 pages = f"its pages are p1-p{n}" if n > 1 else (
                     "its only page is p1" if n == 1 else "no page is closed yet")
-                raise ToolInputError(f"there is no page p{(parse_page_arg(page) or 0) + 1} in "
-                                     f"{cid!r}: {pages}.") from None
+                if mem.open_turns:
+                    pages += f"; {page_id(n)} is its open page"
+                raise ToolInputError(f"there is no page p{idx + 1} in {cid!r}: {pages}.") from None
             return prompt.page_block(pg.id, pg.turns)
     except ConversationNotFound:
         raise unknown_conversation(pool, tenant, cid) from None
@@ -215,12 +227,17 @@ def search_pages(pool: ConversationPool, tenant: str, conversation: str, query: 
             pending = PENDING.format(turns=len(mem.turns)) if ready is False else ""
             hits = mem.search(query, limit=limit, dense=dense if ready else None,
                               include_resident=include_resident)
+            opened = ""
+            terms = set(query_terms(query))
+            if mem.open_turns and terms & set(index_terms(render_turns(list(mem.open_turns)))):
+                opened = (f"\n{OPEN_PAGE.format(page=page_id(len(mem.pages)), turns=len(mem.open_turns))}"
+                          " also holds words of the query: recall_page reads it.")
             if not hits:
                 where = (f"no {what} is closed yet" if include_resident else
                          "no page is evicted yet") if not some else \
                     "list_bookmarks shows every " + ("page with include_resident"
                                                      if include_resident else "evicted page")
-                return f"No {what} of {cid!r} matches {query[:80]!r} ({where}).{pending}"
+                return f"No {what} of {cid!r} matches {query[:80]!r} ({where}).{opened}{pending}"
             lines = [f"{h.bookmark.text}  " + (f"closest in meaning (cosine {h.score:.2f})"
                                                 if h.by_meaning else f"score {h.score:.2f}")
                      + ("  (resident)" if h.resident else "")
@@ -228,7 +245,8 @@ def search_pages(pool: ConversationPool, tenant: str, conversation: str, query: 
     except ConversationNotFound:
         raise unknown_conversation(pool, tenant, cid) from None
     return (f"{what.capitalize()}s of {cid!r} matching {query[:80]!r}, best first:\n"
-            + "\n".join(lines) + "\nCall recall_page with a page id to read the page." + pending)
+            + "\n".join(lines) + "\nCall recall_page with a page id to read the page."
+            + opened + pending)
 
 
 def list_conversations(pool: ConversationPool, tenant: str, limit: int = 50) -> str:
