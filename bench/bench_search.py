@@ -33,9 +33,9 @@ def _memory(turns: int, paper: bool) -> PagedMemory:
     return mem
 
 
-def _time(clock: Callable[[], float], fn: Callable[[], object]) -> float:
+def _search_ms(clock: Callable[[], float], mem: PagedMemory, query: str, scope: bool) -> float:
     t0 = clock()
-    fn()
+    mem.search(query, dense=None, include_resident=scope)
     return (clock() - t0) * 1000
 
 
@@ -45,15 +45,13 @@ def run(turns: int, queries: int, paper: bool, clock: Callable[[], float]) -> di
     out: dict[str, float] = {}
     for scope in (True, False):  # a fresh memory each, so each first search builds its index
         mem = _memory(turns, paper)
-        out[f"first_{scope}"] = _time(clock, lambda: mem.search(qs[0], dense=None,
-                                                                include_resident=scope))
+        out[f"first_{scope}"] = _search_ms(clock, mem, qs[0], scope)
         out[f"pages_{scope}"] = len(mem.pages) if scope else len(mem.evicted)
     mem = _memory(turns, paper)
     later: dict[bool, list[float]] = {True: [], False: []}
     for q in qs:
         for scope in (True, False):
-            later[scope].append(_time(clock, lambda: mem.search(q, dense=None,
-                                                                include_resident=scope)))
+            later[scope].append(_search_ms(clock, mem, q, scope))
     for scope in (True, False):
         out[f"later_{scope}"] = statistics.mean(later[scope][1:])
     return out

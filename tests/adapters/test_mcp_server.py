@@ -151,6 +151,9 @@ async def test_at_the_default_paging_a_short_conversation_is_listed_and_searched
         locker = next(p.id for p in mem.pages if "locker code is 4471" in p.text)
         best = found.splitlines()[1]
         assert best.startswith(f"[{locker}:") and best.endswith("(resident)")
+        evicted = text(await c.call_tool("search_pages", {
+            "conversation": "me", "query": "gym locker", "include_resident": False}))
+        assert evicted == "No evicted page of 'me' matches 'gym locker' (no page is evicted yet)."
 
 
 async def test_the_open_page_is_read_and_found() -> None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
-from copage.core.passages import PassageIndex
+from copage.core.passages import PassageIndex, still_synced
 from copage.core.retrieval import BM25Index
 from copage.core.text import index_terms, query_terms
 from copage.core.types import Page
@@ -53,16 +53,13 @@ class EvictedSearch:
     def closed_index(self, pages: Sequence[Page]) -> BM25Index[int]:
         """BM25 over every closed page's text, keyed by page index: pages closed since the
         last call are added; if a page seen before was taken back or replaced, the index
-        is rebuilt (as :meth:`PassageIndex.sync` does)."""
-        seen = self._closed_pages
-        n = len(seen)
-        if self.closed is None or n > len(pages) or any(
-                pages[i] is not seen[i] for i in range(max(0, n - 1), n)):
-            self.closed, seen, n = BM25Index(), [], 0
-            self._closed_pages = seen
+        is rebuilt (:func:`~copage.core.passages.still_synced`, as the passage index)."""
+        n = still_synced(self._closed_pages, pages)
+        if self.closed is None or n < len(self._closed_pages):
+            self.closed, self._closed_pages, n = BM25Index(), [], 0
         for page in pages[n:]:
             self.closed.add(page.index, index_terms(page.text))
-            seen.append(page)
+            self._closed_pages.append(page)
         return self.closed
 
     def passage_index(self, pages: Sequence[Page]) -> PassageIndex:

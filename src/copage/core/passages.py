@@ -28,7 +28,7 @@ from copage.core.text import index_terms
 from copage.core.types import Page, Turn, render_turns
 
 __all__ = ["DEFAULT_WIDTH", "FEEDBACK_PASSAGES", "FEEDBACK_TERMS", "PassageIndex", "TurnAt", "expand",
-           "pick", "runs_of"]
+           "pick", "runs_of", "still_synced"]
 
 DEFAULT_WIDTH = 3
 """Turns per passage. Chosen on the development conversations (docs/retrieval.md):
@@ -66,8 +66,8 @@ class PassageIndex:
         """Bring the index up to date with ``pages`` (a pager's closed pages, in order):
         pages closed since the last call are added; if a page seen before was taken
         back or replaced, the index is rebuilt. Returns ``self``."""
-        n = len(self._pages)
-        if n > len(pages) or any(pages[i] is not self._pages[i] for i in range(max(0, n - 1), n)):
+        n = still_synced(self._pages, pages)
+        if n < len(self._pages):
             self.index, self.turns, self._pages, n = BM25Index(), [], [], 0
         for page in pages[n:]:
             self._add(page)
@@ -97,6 +97,15 @@ class PassageIndex:
         """The ``k`` best passages for ``terms`` with their BM25 scores, best first (ties:
         the earlier passage)."""
         return self.index.top(list(terms), k)
+
+
+def still_synced(seen: Sequence[Page], pages: Sequence[Page]) -> int:
+    """How many of ``seen`` (the closed pages an index was built from, in order) an
+    index can keep for ``pages`` (the closed pages now): all of them while they are
+    still the first of ``pages`` (the last one checked by identity: pages are only
+    appended, or taken back from the end), else 0 (rebuild)."""
+    n = len(seen)
+    return n if n <= len(pages) and (n == 0 or pages[n - 1] is seen[n - 1]) else 0
 
 
 def runs_of(index: PassageIndex, positions: Iterable[int]) -> list[tuple[int, int, int]]:

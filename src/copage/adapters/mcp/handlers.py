@@ -182,8 +182,7 @@ def recall_page(pool: ConversationPool, tenant: str, conversation: str, page: ob
         with pool.use(cid, tenant=tenant) as mem:
             n = len(mem.pages)
             if idx == n and mem.open_turns:
-                return (f"{OPEN_PAGE.format(page=page_id(n), turns=len(mem.open_turns))}:\n"
-                        + prompt.page_block(page_id(n), list(mem.open_turns)))
+                return f"{_open_page(mem)}:\n" + prompt.page_block(page_id(n), list(mem.open_turns))
             try:
                 pg = mem.page(page)
             except KeyError:
@@ -228,15 +227,16 @@ def search_pages(pool: ConversationPool, tenant: str, conversation: str, query: 
             hits = mem.search(query, limit=limit, dense=dense if ready else None,
                               include_resident=include_resident)
             opened = ""
-            terms = set(query_terms(query))
-            if mem.open_turns and terms & set(index_terms(render_turns(list(mem.open_turns)))):
-                opened = (f"\n{OPEN_PAGE.format(page=page_id(len(mem.pages)), turns=len(mem.open_turns))}"
-                          " also holds words of the query: recall_page reads it.")
+            if mem.open_turns and set(query_terms(query)) & set(
+                    index_terms(render_turns(list(mem.open_turns)))):
+                opened = f"\n{_open_page(mem)} also holds words of the query: recall_page reads it."
             if not hits:
-                where = (f"no {what} is closed yet" if include_resident else
-                         "no page is evicted yet") if not some else \
-                    "list_bookmarks shows every " + ("page with include_resident"
-                                                     if include_resident else "evicted page")
+                if not some:
+                    where = f"no page is {'closed' if include_resident else 'evicted'} yet"
+                elif include_resident:
+                    where = "list_bookmarks shows every page with include_resident"
+                else:
+                    where = "list_bookmarks shows every evicted page"
                 return f"No {what} of {cid!r} matches {query[:80]!r} ({where}).{opened}{pending}"
             lines = [f"{h.bookmark.text}  " + (f"closest in meaning (cosine {h.score:.2f})"
                                                 if h.by_meaning else f"score {h.score:.2f}")
@@ -247,6 +247,11 @@ def search_pages(pool: ConversationPool, tenant: str, conversation: str, query: 
     return (f"{what.capitalize()}s of {cid!r} matching {query[:80]!r}, best first:\n"
             + "\n".join(lines) + "\nCall recall_page with a page id to read the page."
             + opened + pending)
+
+
+def _open_page(mem: PagedMemory) -> str:
+    """:data:`OPEN_PAGE` for ``mem``'s open page (the id it will take when it closes)."""
+    return OPEN_PAGE.format(page=page_id(len(mem.pages)), turns=len(mem.open_turns))
 
 
 def list_conversations(pool: ConversationPool, tenant: str, limit: int = 50) -> str:
